@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file tern/ctx.h
+ * Progress contexts, their rails, peer cards and peers.
+ *
+ * A ctx owns one or more rails (a libfabric domain + RDM endpoint +
+ * completion queue + address vector each), the queue of operations waiting
+ * to be posted, and the immediate-data counters. A ctx is driven by exactly
+ * one thread: nothing in this header is thread-safe; use one ctx per thread.
+ */
+#ifndef TERN_CTX_H
+#define TERN_CTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tern/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Most rails (endpoints) one ctx can drive. */
+#define TERN_MAX_RAILS 32
+/** Largest endpoint address tern carries in a card. */
+#define TERN_ADDR_MAX 256
+/** Largest packed card, in bytes (header + addresses). */
+#define TERN_CARD_MAX 2060
+
+struct tern_ctx;
+struct tern_peer;
+
+/** Attributes for tern_ctx_open(). Zero-initialise, then set what you need. */
+struct tern_ctx_attr {
+	/**
+	 * libfabric provider name ("efa", "verbs;ofi_rxm", "tcp;ofi_rxm",
+	 * "shm", or "tcp" / "verbs" as short forms), or NULL for automatic
+	 * choice: $TERN_PROVIDER, else the first present of efa, verbs
+	 * (RDM via ofi_rxm), tcp;ofi_rxm. shm is never chosen automatically.
+	 */
+	const char *provider;
+	/**
+	 * Local address or interface to bind (e.g. "127.0.0.1" for tcp over
+	 * loopback), or NULL for the provider's default. $TERN_NODE is used
+	 * when NULL.
+	 */
+	const char *node;
+	/** Libfabric domain name to use (e.g. "rdmap16s27-rdm"), or NULL. */
+	const char *domain;
+	/** Number of rails (endpoints) to open; 0 means 1. */
+	unsigned int rails;
+	/** Operations posted per rail per progress pass; 0 = default (32). */
+	unsigned int post_batch;
+	/** Reserved flags; must be 0. */
+	uint64_t flags;
+};
+
+/**
+ * Open a progress context.
+ * @param attr   attributes, or NULL for defaults.
+ * @param ctx_p  receives the ctx on success.
+ * @return 0; -TERN_ENOPROV if no provider offers what tern needs (the log
+ * says why), -EINVAL on bad attributes, -ENOMEM, -TERN_EPROV.
+ */
+int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p);
+
+/**
+ * Close a ctx. Fails with -EBUSY, changing nothing, while memory regions or
+ * peers are still open on it. Operations still queued or posted (receives,
+ * immediate expectations) complete with -ECANCELED, with their callbacks
+ * run, before this returns. tern_ctx_close(NULL) returns 0.
+ */
+int tern_ctx_close(struct tern_ctx *ctx);
+
+/** What a ctx is running on; strings live as long as the ctx. */
+struct tern_ctx_info {
+	const char *provider; /**< e.g. "tcp;ofi_rxm" */
+	const char *fabric;   /**< e.g. "127.0.0.1/32" */
+	const char *domain;   /**< e.g. "lo" or "rdmap16s27-rdm" */
+	unsigned int rails;
+	uint64_t mr_mode;     /**< libfabric FI_MR_* bits in force */
+	size_t tx_size;       /**< tx queue depth (credits) per rail */
+	size_t rx_size;
+	size_t cq_data_size;  /**< bytes of remote CQ data (immediate) */
+	size_t inject_size;
+	uint64_t max_msg_size;
+	size_t mr_key_size;
+	int rx_cq_data;       /**< 1 when writes with data consume receives */
+};
+
+/** Describe a ctx. @return 0, or -EINVAL. */
+int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info);
+
+/**
+ * Write this ctx's card: the addresses of all its rails, in the versioned
+ * wire format of docs/protocol.md. A peer passes it to tern_peer_add().
+ * @return the card's length in bytes, or -ENOSPC if @p len is too small
+ * (TERN_CARD_MAX always suffices).
+ */
+ssize_t tern_ctx_card(const struct tern_ctx *ctx, void *buf, size_t len);
+
+/**
+ * Add a remote ctx, known by its card, as a peer (one address-vector entry
+ * per rail). The card is untrusted: it is checked before use.
+ * @return 0; -TERN_ECARD for a malformed card or one from another kind of
+ * provider (different address format); -ENOMEM; -TERN_EPROV.
+ */
+int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
+		  struct tern_peer **peer_p);
+
+/**
+ * Remove a peer. Operations to it still queued in tern complete with
+ * -ECANCELED (callbacks run inside this call); operations already handed to
+ * the provider complete normally, and the peer's memory is released after
+ * the last of them. The handle must not be used after this call.
+ * tern_peer_remove(NULL) returns 0.
+ */
+int tern_peer_remove(struct tern_peer *peer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TERN_CTX_H */

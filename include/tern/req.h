@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file tern/req.h
+ * Requests, operations and progress.
+ *
+ * The completion contract (docs/api.md):
+ * - A post that returns 0 produces exactly one completion: success, an
+ *   error, or -ECANCELED when its peer or ctx is closed first. A post that
+ *   fails produces none, and the request is untouched.
+ * - Posts only queue. tern_progress() / tern_wait() hand queued operations
+ *   to the provider in batches (libfabric FI_MORE, always flushed) within
+ *   the rail's queue credits, and read completions in batches. -FI_EAGAIN
+ *   never reaches the caller: the operation stays queued and is re-posted.
+ * - Callbacks run only inside tern_progress() / tern_wait() /
+ *   tern_ctx_close() / tern_peer_remove(), on the ctx's thread, never
+ *   inside a post call. A callback may post new operations.
+ * - Requests are caller-owned: tern never allocates per operation. A
+ *   request must not be reused, moved or freed until it completed.
+ */
+#ifndef TERN_REQ_H
+#define TERN_REQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tern/ctx.h>
+#include <tern/mr.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct tern_req;
+
+/** Completion callback; runs on the ctx's thread inside progress. */
+typedef void (*tern_req_cb)(struct tern_req *req);
+
+/** Length of the provider error text kept in a request. */
+#define TERN_REQ_ERRMSG_LEN 96
+
+/** A caller-owned request. Initialise with tern_req_init() before a post. */
+struct tern_req {
+	tern_req_cb cb; /**< optional callback */
+	void *data;     /**< caller's pointer, untouched by tern */
+
+	/* Results, valid once done is set. */
+	int done;          /**< 0 while in flight, 1 once completed */
+	int status;        /**< 0 or a negative error code */
+	size_t len;        /**< bytes sent / received / written */
+	uint64_t imm;      /**< immediate data a receive carried */
+	int prov_errno;    /**< provider-specific error number, or 0 */
+	char errmsg[TERN_REQ_ERRMSG_LEN]; /**< provider's error text, or "" */
+
+	/** Private to tern; do not touch. */
+	struct {
+		void *fictx[8]; /* struct fi_context2 handed to libfabric */
+		struct tern_req *next, *prev;
+		struct tern_ctx *ctx;
+		struct tern_peer *peer;
+		struct tern_mr *mr;
+		void *buf;
+		uint64_t raddr;
+		uint64_t rkey;
+		uint64_t count;
+		uint32_t imm;
+		uint8_t op;
+		uint8_t rail;
+		uint8_t state;
+		uint8_t ready;
+	} _priv;
+};
+
+/** Prepare @p req for a post: clears results, sets callback and data. */
+void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data);
+
+/**
+ * Send @p len bytes at @p buf (inside @p mr, which needs
+ * TERN_ACCESS_LOCAL) to @p peer. Completes when the buffer may be reused.
+ * @return 0 (queued); -EINVAL for NULL arguments or a buffer outside @p mr;
+ * -EMSGSIZE above the provider's max_msg_size.
+ */
+int tern_send(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+	      size_t len, struct tern_req *req);
+
+/**
+ * Receive one message from any peer into @p buf (inside @p mr). On
+ * completion req->len is the message length. A message longer than @p len
+ * completes with -TERN_ETRUNC.
+ * @return 0 (queued), or -EINVAL.
+ */
+int tern_recv(struct tern_ctx *ctx, struct tern_mr *mr, void *buf, size_t len,
+	      struct tern_req *req);
+
+/**
+ * One-sided write of [buf, buf+len) (inside local @p mr) to the peer's
+ * region described by @p rdesc at offset @p roff. The descriptor's keys
+ * are copied: it need not outlive the call. Completes locally when the
+ * source may be reused.
+ * @return 0 (queued); -EINVAL; -TERN_EBOUNDS if roff+len exceeds the
+ * remote region (refused before posting); -TERN_EDESC if the descriptor has
+ * fewer keys than the peer has rails.
+ */
+int tern_write(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+	       size_t len, const struct tern_mr_desc *rdesc, uint64_t roff,
+	       struct tern_req *req);
+
+/**
+ * Like tern_write(), and the target is told: each write with immediate
+ * that lands counts once toward tern_imm_expect(target_ctx, imm, ...).
+ * Immediates are 32 bits everywhere (EFA carries 4 bytes).
+ */
+int tern_write_imm(struct tern_peer *peer, struct tern_mr *mr,
+		   const void *buf, size_t len,
+		   const struct tern_mr_desc *rdesc, uint64_t roff,
+		   uint32_t imm, struct tern_req *req);
+
+/**
+ * Complete @p req once @p count writes carrying @p imm have landed in this
+ * ctx (counting those that landed before this call and were not yet
+ * claimed). Delivery is unordered (EFA SRD): count, never trust "the last
+ * write". req->len is the count on completion. One expectation per imm
+ * value at a time.
+ * @return 0 (registered); -EINVAL for count 0; -EBUSY if another
+ * expectation for @p imm is pending.
+ */
+int tern_imm_expect(struct tern_ctx *ctx, uint32_t imm, uint64_t count,
+		    struct tern_req *req);
+
+/**
+ * Writes carrying @p imm that have landed and are not yet claimed by a
+ * completed expectation (for progress reports).
+ */
+uint64_t tern_imm_count(const struct tern_ctx *ctx, uint32_t imm);
+
+/**
+ * Cancel @p req: a queued operation or an immediate expectation completes
+ * with -ECANCELED (its callback runs inside this call); a receive already
+ * posted to the provider is cancelled there and completes -ECANCELED from
+ * progress (or normally, if a message won the race).
+ * @return 0; -EALREADY if it already completed; -EBUSY for a send or
+ * write the provider already holds (it completes on its own).
+ */
+int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req);
+
+/**
+ * Post queued operations and read completions once, without blocking.
+ * @return the number of requests completed (>= 0), or a negative error if
+ * a completion queue failed.
+ */
+int tern_progress(struct tern_ctx *ctx);
+
+/**
+ * Drive progress until @p req is done (or, with @p req NULL, until any
+ * request completes), or @p timeout_ms passes (-1: no limit). Idle waits
+ * back off to short sleeps instead of spinning a core; set TERN_BUSY_POLL=1
+ * to spin.
+ * @return 0 (the request's own status is in req->status); -ETIMEDOUT, the
+ * request still in flight; or a negative error from progress.
+ */
+int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TERN_REQ_H */

@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/* Provider choice, and opening and closing a ctx and its rails. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+
+#include "fabric.h"
+
+/* The API version tern asks for: the one it was built against. */
+#define TERN_FI_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+
+/* Providers tried, best first, when none is named. shm is never automatic. */
+static const char *const auto_providers[] = { "efa", "verbs;ofi_rxm",
+					      "tcp;ofi_rxm" };
+
+const char *tern_fabric_version(void)
+{
+	static char buf[32];
+	uint32_t v = fi_version();
+
+	snprintf(buf, sizeof(buf), "%u.%u", FI_MAJOR(v), FI_MINOR(v));
+	return buf;
+}
+
+const char *tern_fabric_build_version(void)
+{
+	return TERN_STR(FI_MAJOR_VERSION) "." TERN_STR(FI_MINOR_VERSION);
+}
+
+/* "tcp" and "verbs" mean their RDM forms. */
+static const char *canonical_provider(const char *name)
+{
+	if (strcmp(name, "tcp") == 0)
+		return "tcp;ofi_rxm";
+	if (strcmp(name, "verbs") == 0)
+		return "verbs;ofi_rxm";
+	return name;
+}
+
+static struct fi_info *make_hints(const char *prov, const char *domain)
+{
+	struct fi_info *hints = fi_allocinfo();
+
+	if (hints == NULL)
+		return NULL;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE |
+		      FI_REMOTE_READ | FI_REMOTE_WRITE;
+	/* Modes tern handles: it gives every op a fi_context2, and posts
+	 * receives to absorb remote CQ data where the provider needs them. */
+	hints->mode = FI_CONTEXT | FI_RX_CQ_DATA;
+#ifdef FI_CONTEXT2
+	hints->mode |= FI_CONTEXT2;
+#endif
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
+				      FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+				      FI_MR_ENDPOINT;
+	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	hints->domain_attr->resource_mgmt = FI_RM_ENABLED;
+	if (prov != NULL)
+		hints->fabric_attr->prov_name = strdup(prov);
+	if (domain != NULL)
+		hints->domain_attr->name = strdup(domain);
+	if ((prov != NULL && hints->fabric_attr->prov_name == NULL) ||
+	    (domain != NULL && hints->domain_attr->name == NULL)) {
+		fi_freeinfo(hints);
+		return NULL;
+	}
+	return hints;
+}
+
+/* Why an offering lacks something tern needs, or NULL when it is usable. */
+const char *tern__info_unusable(const struct fi_info *fi)
+{
+	uint64_t need = FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE |
+			FI_REMOTE_READ | FI_REMOTE_WRITE;
+
+	if (fi->ep_attr->type != FI_EP_RDM)
+		return "not a reliable-datagram (RDM) endpoint";
+	if ((fi->caps & need) != need)
+		return "lacks messages, tagged messages or RMA read/write";
+	if (fi->domain_attr->cq_data_size < 4)
+		return "cannot carry 4 bytes of remote CQ data";
+	if (fi->src_addrlen > TERN_ADDR_MAX)
+		return "endpoint address too long";
+	return NULL;
+}
+
+static int getinfo_one(const char *prov, const char *node, const char *domain,
+		       struct fi_info **info_p)
+{
+	struct fi_info *hints, *info = NULL, *fi;
+	int ret;
+
+	hints = make_hints(prov, domain);
+	if (hints == NULL)
+		return -ENOMEM;
+	ret = fi_getinfo(TERN_FI_VERSION, node, NULL, node ? FI_SOURCE : 0,
+			 hints, &info);
+	fi_freeinfo(hints);
+	if (ret != 0) {
+		tern_info("fi_getinfo(%s%s%s): %s", prov,
+			  node ? ", node " : "", node ? node : "",
+			  fi_strerror(-ret));
+		return ret == -FI_ENODATA ? -TERN_ENOPROV : -TERN_EPROV;
+	}
+	/* Layered providers may list a core entry first; take the first
+	 * offering whose provider name matches exactly and is usable. */
+	for (fi = info; fi != NULL; fi = fi->next) {
+		if (strcmp(fi->fabric_attr->prov_name, prov) == 0 &&
+		    tern__info_unusable(fi) == NULL)
+			break;
+	}
+	if (fi == NULL) {
+		fi_freeinfo(info);
+		tern_info("provider %s: no offering has what tern needs", prov);
+		return -TERN_ENOPROV;
+	}
+	*info_p = fi_dupinfo(fi);
+	fi_freeinfo(info);
+	return *info_p != NULL ? 0 : -ENOMEM;
+}
+
+static int choose_info(const struct tern_ctx_attr *attr, struct fi_info **info_p)
+{
+	const char *prov = attr->provider ? attr->provider :
+					    tern__env_str("TERN_PROVIDER");
+	const char *node = attr->node ? attr->node : tern__env_str("TERN_NODE");
+	int ret;
+
+	if (prov != NULL && strcmp(prov, "auto") != 0) {
+		ret = getinfo_one(canonical_provider(prov), node, attr->domain,
+				  info_p);
+		if (ret == -TERN_ENOPROV)
+			tern_warn("provider '%s' is not available here%s%s "
+				  "(see `tern info`)",
+				  prov, node ? " on " : "", node ? node : "");
+		return ret;
+	}
+	for (size_t i = 0; i < TERN_ARRAY_SIZE(auto_providers); i++) {
+		ret = getinfo_one(auto_providers[i], node, attr->domain, info_p);
+		if (ret != -TERN_ENOPROV)
+			return ret;
+	}
+	tern_warn("no usable provider among efa, verbs;ofi_rxm, tcp;ofi_rxm "
+		  "(see `tern info`)");
+	return -TERN_ENOPROV;
+}
+
+static void rail_close(struct tern_rail *r)
+{
+	if (r->ep != NULL)
+		fi_close(&r->ep->fid);
+	if (r->av != NULL)
+		fi_close(&r->av->fid);
+	if (r->cq != NULL)
+		fi_close(&r->cq->fid);
+	if (r->domain != NULL)
+		fi_close(&r->domain->fid);
+	r->ep = NULL;
+	r->av = NULL;
+	r->cq = NULL;
+	r->domain = NULL;
+}
+
+static int post_sinks(struct tern_rail *r)
+{
+	for (unsigned int i = 0; i < TERN__SINKS; i++) {
+		ssize_t ret = fi_recv(r->ep, NULL, 0, NULL, FI_ADDR_UNSPEC,
+				      r->sink_ctx[i]);
+
+		if (ret != 0) {
+			tern_warn("rail %u: posting receive for remote CQ "
+				  "data: %s",
+				  r->idx, fi_strerror((int)-ret));
+			return -TERN_EPROV;
+		}
+	}
+	return 0;
+}
+
+static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
+{
+	struct fi_info *fi = ctx->info;
+	struct fi_cq_attr cq_attr = {
+		.format = FI_CQ_FORMAT_DATA,
+		.wait_obj = FI_WAIT_NONE,
+		.size = fi->tx_attr->size + fi->rx_attr->size,
+	};
+	struct fi_av_attr av_attr = {
+		.type = FI_AV_TABLE,
+		.count = 64,
+	};
+	const char *what;
+	size_t len;
+	int ret;
+
+	r->ctx = ctx;
+	what = "fi_domain";
+	ret = fi_domain(ctx->fabric, fi, &r->domain, NULL);
+	if (ret != 0)
+		goto err;
+	what = "fi_cq_open";
+	ret = fi_cq_open(r->domain, &cq_attr, &r->cq, NULL);
+	if (ret != 0)
+		goto err;
+	what = "fi_av_open";
+	ret = fi_av_open(r->domain, &av_attr, &r->av, NULL);
+	if (ret != 0)
+		goto err;
+	what = "fi_endpoint";
+	ret = fi_endpoint(r->domain, fi, &r->ep, NULL);
+	if (ret != 0)
+		goto err;
+	what = "fi_ep_bind(cq)";
+	ret = fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (ret != 0)
+		goto err;
+	what = "fi_ep_bind(av)";
+	ret = fi_ep_bind(r->ep, &r->av->fid, 0);
+	if (ret != 0)
+		goto err;
+	what = "fi_enable";
+	ret = fi_enable(r->ep);
+	if (ret != 0)
+		goto err;
+	len = sizeof(r->addr);
+	what = "fi_getname";
+	ret = fi_getname(&r->ep->fid, r->addr, &len);
+	if (ret != 0)
+		goto err;
+	r->addrlen = len;
+	r->tx_credits = ctx->tx_size;
+	r->rx_credits = ctx->rx_size;
+	if (ctx->rx_cq_data) {
+		ret = post_sinks(r);
+		if (ret != 0)
+			goto err_close;
+		r->rx_credits -= TERN__SINKS;
+	}
+	return 0;
+
+err:
+	tern_warn("rail %u: %s: %s", r->idx, what, fi_strerror(-ret));
+	ret = -TERN_EPROV;
+err_close:
+	rail_close(r);
+	return ret;
+}
+
+static void decode_info(struct tern_ctx *ctx)
+{
+	struct fi_info *fi = ctx->info;
+
+	ctx->mr_mode = fi->domain_attr->mr_mode;
+	ctx->virt_addr = (ctx->mr_mode & FI_MR_VIRT_ADDR) != 0;
+	ctx->prov_key = (ctx->mr_mode & FI_MR_PROV_KEY) != 0;
+	ctx->mr_endpoint = (ctx->mr_mode & FI_MR_ENDPOINT) != 0;
+	ctx->rx_cq_data = (fi->mode & FI_RX_CQ_DATA) != 0;
+	ctx->addr_format = fi->addr_format;
+	ctx->tx_size = fi->tx_attr->size;
+	ctx->rx_size = fi->rx_attr->size;
+	ctx->cq_data_size = fi->domain_attr->cq_data_size;
+	ctx->inject_size = fi->tx_attr->inject_size;
+	ctx->max_msg_size = fi->ep_attr->max_msg_size;
+	ctx->mr_key_size = fi->domain_attr->mr_key_size;
+	snprintf(ctx->prov_name, sizeof(ctx->prov_name), "%s",
+		 fi->fabric_attr->prov_name);
+	snprintf(ctx->fabric_name, sizeof(ctx->fabric_name), "%s",
+		 fi->fabric_attr->name ? fi->fabric_attr->name : "?");
+	snprintf(ctx->domain_name, sizeof(ctx->domain_name), "%s",
+		 fi->domain_attr->name ? fi->domain_attr->name : "?");
+}
+
+int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
+{
+	static const struct tern_ctx_attr defaults;
+	struct tern_ctx *ctx;
+	unsigned int i;
+	int ret;
+
+	if (attr == NULL)
+		attr = &defaults;
+	if (ctx_p == NULL || attr->flags != 0 || attr->rails > TERN_MAX_RAILS ||
+	    attr->post_batch > 4096)
+		return -EINVAL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (ctx == NULL)
+		return -ENOMEM;
+	ctx->nrails = attr->rails ? attr->rails : 1;
+	ctx->post_batch = attr->post_batch ?
+				  attr->post_batch :
+				  (unsigned int)tern__env_long("TERN_POST_BATCH",
+							       32, 1, 4096);
+	ctx->busy_poll = (int)tern__env_long("TERN_BUSY_POLL", 0, 0, 1);
+	ctx->next_key = 1;
+
+	ret = tern__imm_init(&ctx->imm);
+	if (ret != 0)
+		goto err_free;
+	ret = choose_info(attr, &ctx->info);
+	if (ret != 0)
+		goto err_imm;
+	decode_info(ctx);
+	if (ctx->tx_size == 0 || ctx->rx_size <= (ctx->rx_cq_data ? TERN__SINKS : 0)) {
+		tern_warn("provider %s reports queue sizes tx %zu rx %zu",
+			  ctx->prov_name, ctx->tx_size, ctx->rx_size);
+		ret = -TERN_ENOPROV;
+		goto err_info;
+	}
+	ret = fi_fabric(ctx->info->fabric_attr, &ctx->fabric, NULL);
+	if (ret != 0) {
+		tern_warn("fi_fabric(%s): %s", ctx->prov_name,
+			  fi_strerror(-ret));
+		ret = -TERN_EPROV;
+		goto err_info;
+	}
+	for (i = 0; i < ctx->nrails; i++) {
+		ctx->rails[i].idx = i;
+		ret = rail_open(ctx, &ctx->rails[i]);
+		if (ret != 0)
+			goto err_rails;
+	}
+	if (12 + (size_t)ctx->nrails * ctx->rails[0].addrlen > TERN_CARD_MAX) {
+		tern_warn("%u rails of %zu-byte addresses do not fit a card",
+			  ctx->nrails, ctx->rails[0].addrlen);
+		ret = -EINVAL;
+		goto err_rails;
+	}
+	tern_info("ctx: libfabric %s (built with %s), provider %s, fabric %s, "
+		  "domain %s, %u rail(s), tx %zu rx %zu, mr_mode 0x%llx",
+		  tern_fabric_version(), tern_fabric_build_version(),
+		  ctx->prov_name, ctx->fabric_name, ctx->domain_name,
+		  ctx->nrails, ctx->tx_size, ctx->rx_size,
+		  (unsigned long long)ctx->mr_mode);
+	*ctx_p = ctx;
+	return 0;
+
+err_rails:
+	while (i-- > 0)
+		rail_close(&ctx->rails[i]);
+	fi_close(&ctx->fabric->fid);
+err_info:
+	fi_freeinfo(ctx->info);
+err_imm:
+	tern__imm_fini(&ctx->imm);
+err_free:
+	free(ctx);
+	return ret;
+}
+
+int tern_ctx_close(struct tern_ctx *ctx)
+{
+	if (ctx == NULL)
+		return 0;
+	if (ctx->nmr != 0 || ctx->npeers != 0) {
+		tern_warn("ctx close: %lu memory region(s) and %lu peer(s) "
+			  "still open",
+			  ctx->nmr, ctx->npeers);
+		return -EBUSY;
+	}
+	/* Every queued, posted or waiting request completes -ECANCELED:
+	 * queued ones now, posted receives through fi_cancel, and whatever
+	 * the provider still holds once its endpoints are closed. */
+	ctx->closing = 1;
+	tern__loop_drain(ctx);
+	for (unsigned int i = 0; i < ctx->nrails; i++)
+		rail_close(&ctx->rails[i]);
+	tern__loop_cancel_posted(ctx);
+	fi_close(&ctx->fabric->fid);
+	fi_freeinfo(ctx->info);
+	tern__imm_fini(&ctx->imm);
+	free(ctx);
+	return 0;
+}
+
+int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info)
+{
+	if (ctx == NULL || info == NULL)
+		return -EINVAL;
+	*info = (struct tern_ctx_info){
+		.provider = ctx->prov_name,
+		.fabric = ctx->fabric_name,
+		.domain = ctx->domain_name,
+		.rails = ctx->nrails,
+		.mr_mode = ctx->mr_mode,
+		.tx_size = ctx->tx_size,
+		.rx_size = ctx->rx_size,
+		.cq_data_size = ctx->cq_data_size,
+		.inject_size = ctx->inject_size,
+		.max_msg_size = ctx->max_msg_size,
+		.mr_key_size = ctx->mr_key_size,
+		.rx_cq_data = ctx->rx_cq_data,
+	};
+	return 0;
+}
+
+int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req)
+{
+	ssize_t ret = fi_cancel(&rail->ep->fid, req->_priv.fictx);
+
+	return ret == 0 ? 0 : -TERN_EPROV;
+}

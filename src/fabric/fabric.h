@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal objects of a ctx, shared by src/fabric/ (the only code that calls
+ * fi_*) and src/loop/ (queues, completion dispatch, waiting). The loop sees
+ * the structs but reaches the provider only through tern__rail_*().
+ */
+#ifndef TERN_FABRIC_H
+#define TERN_FABRIC_H
+
+#include <stdint.h>
+
+#include <tern/tern.h>
+
+#include "../core/core.h"
+#include "../loop/queue.h"
+
+struct fi_info;
+struct fid_fabric;
+struct fid_domain;
+struct fid_ep;
+struct fid_cq;
+struct fid_av;
+struct fid_mr;
+
+/* Operations a request can carry (req->_priv.op). */
+enum tern__op {
+	TERN__OP_NONE = 0,
+	TERN__OP_SEND,
+	TERN__OP_RECV,
+	TERN__OP_WRITE,
+	TERN__OP_WRITE_IMM,
+	TERN__OP_IMM_EXPECT,
+};
+
+/* Where a request is (req->_priv.state). */
+enum tern__state {
+	TERN__ST_IDLE = 0,
+	TERN__ST_QUEUED, /* on a rail's txq/rxq */
+	TERN__ST_POSTED, /* handed to the provider, on ctx->posted */
+	TERN__ST_WAITING, /* an imm expectation in the imm table */
+	TERN__ST_DONE,
+};
+
+/* Receives posted per rail to absorb remote CQ data (FI_RX_CQ_DATA). */
+#define TERN__SINKS 64
+
+struct tern_rail {
+	struct tern_ctx *ctx;
+	unsigned int idx;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	size_t tx_credits;
+	size_t rx_credits;
+	struct tern__reqq txq; /* queued sends/writes, posted in order */
+	struct tern__reqq rxq; /* queued receives */
+	size_t addrlen;
+	uint8_t addr[TERN_ADDR_MAX];
+	/* Contexts of the FI_RX_CQ_DATA sink receives, when the mode is on. */
+	void *sink_ctx[TERN__SINKS][8];
+};
+
+struct tern_peer {
+	struct tern_ctx *ctx;
+	struct tern_peer *next, *prev;
+	unsigned int nrails; /* remote rails in its card */
+	uint64_t fiaddr[TERN_MAX_RAILS]; /* per local rail: its remote rail */
+	unsigned long inflight; /* queued + posted operations */
+	int removed;
+};
+
+struct tern_mr {
+	struct tern_ctx *ctx;
+	void *buf;
+	size_t len;
+	uint64_t access;
+	struct fid_mr *fmr[TERN_MAX_RAILS];
+	void *desc[TERN_MAX_RAILS];
+	uint64_t key[TERN_MAX_RAILS];
+};
+
+struct tern__imm_slot {
+	uint32_t imm;
+	uint32_t used;
+	uint64_t arrived;     /* landed and not yet claimed */
+	struct tern_req *req; /* pending expectation, or NULL */
+};
+
+struct tern__imm_table {
+	struct tern__imm_slot *slots;
+	size_t cap; /* power of two */
+	size_t used;
+	uint64_t dropped; /* arrivals lost because the table was full */
+};
+
+struct tern_ctx {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	unsigned int nrails;
+	unsigned int next_rail;
+	unsigned int post_batch;
+	int busy_poll;
+	int closing;
+	/* What the provider demands, decoded once. */
+	uint64_t mr_mode;
+	int virt_addr;
+	int prov_key;
+	int mr_endpoint;
+	int rx_cq_data;
+	uint32_t addr_format;
+	size_t tx_size;
+	size_t rx_size;
+	size_t cq_data_size;
+	size_t inject_size;
+	uint64_t max_msg_size;
+	size_t mr_key_size;
+	uint64_t next_key;
+	unsigned long nmr;
+	unsigned long npeers;
+	struct tern_peer *peers; /* live peers, for teardown accounting */
+	struct tern__reqq posted; /* handed to the provider */
+	struct tern__imm_table imm;
+	unsigned long imm_completed; /* expectations completed this pass */
+	struct tern__reqq imm_ready; /* satisfied when they were made */
+	char prov_name[64];
+	char fabric_name[128];
+	char domain_name[128];
+	struct tern_rail rails[TERN_MAX_RAILS];
+};
+
+/* One completion, decoded by the fabric layer for the loop. */
+struct tern__cqe {
+	struct tern_req *req; /* NULL for an arriving immediate */
+	int status;           /* 0 or negative (req's errmsg already set) */
+	size_t len;
+	uint64_t data;
+	int imm; /* 1: a write with immediate landed */
+};
+
+/* src/fabric/: the provider boundary. */
+int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more);
+int tern__rail_poll(struct tern_rail *rail, struct tern__cqe *cqe, size_t n);
+int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req);
+const char *tern__info_unusable(const struct fi_info *fi);
+void tern__peer_release(struct tern_peer *peer);
+
+/* src/loop/: queues and completions. */
+void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req,
+			int status);
+void tern__queue(struct tern_ctx *ctx, struct tern_req *req);
+void tern__loop_drain(struct tern_ctx *ctx);
+void tern__loop_cancel_posted(struct tern_ctx *ctx);
+int tern__imm_init(struct tern__imm_table *t);
+void tern__imm_fini(struct tern__imm_table *t);
+void tern__imm_arrived(struct tern_ctx *ctx, uint32_t imm);
+void tern__imm_cancel_all(struct tern_ctx *ctx);
+void tern__imm_poll(struct tern_ctx *ctx);
+void tern__imm_cancel(struct tern_ctx *ctx, struct tern_req *req);
+
+#endif /* TERN_FABRIC_H */

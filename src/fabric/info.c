@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/* What the providers on this host offer (`tern info`). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+
+#include <tern/info.h>
+
+#include "fabric.h"
+
+static void mr_mode_str(uint64_t m, char *buf, size_t len)
+{
+	static const struct {
+		uint64_t bit;
+		const char *name;
+	} bits[] = {
+		{ FI_MR_LOCAL, "LOCAL" },	{ FI_MR_RAW, "RAW" },
+		{ FI_MR_VIRT_ADDR, "VIRT_ADDR" }, { FI_MR_ALLOCATED, "ALLOCATED" },
+		{ FI_MR_PROV_KEY, "PROV_KEY" },	{ FI_MR_MMU_NOTIFY, "MMU_NOTIFY" },
+		{ FI_MR_RMA_EVENT, "RMA_EVENT" }, { FI_MR_ENDPOINT, "ENDPOINT" },
+		{ FI_MR_HMEM, "HMEM" },
+	};
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < TERN_ARRAY_SIZE(bits); i++) {
+		if ((m & bits[i].bit) && off < len)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s",
+						off ? "|" : "", bits[i].name);
+	}
+	if (off == 0)
+		snprintf(buf, len, "none");
+}
+
+static void fill_one(struct tern_prov_info *p, const struct fi_info *fi)
+{
+	const char *why = tern__info_unusable(fi);
+	const char *s;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(p->provider, sizeof(p->provider), "%s",
+		 fi->fabric_attr->prov_name);
+	snprintf(p->fabric, sizeof(p->fabric), "%s",
+		 fi->fabric_attr->name ? fi->fabric_attr->name : "?");
+	snprintf(p->domain, sizeof(p->domain), "%s",
+		 fi->domain_attr->name ? fi->domain_attr->name : "?");
+	s = fi_tostr(&fi->ep_attr->type, FI_TYPE_EP_TYPE);
+	snprintf(p->ep_type, sizeof(p->ep_type), "%s", s ? s : "?");
+	s = fi_tostr(&fi->addr_format, FI_TYPE_ADDR_FORMAT);
+	snprintf(p->addr_format, sizeof(p->addr_format), "%s", s ? s : "?");
+	snprintf(p->progress, sizeof(p->progress), "%s",
+		 fi->domain_attr->data_progress == FI_PROGRESS_AUTO ? "auto" :
+		 fi->domain_attr->data_progress == FI_PROGRESS_MANUAL ?
+								      "manual" :
+								      "unspec");
+	snprintf(p->link_state, sizeof(p->link_state), "unknown");
+	if (fi->nic != NULL && fi->nic->link_attr != NULL) {
+		p->link_speed = fi->nic->link_attr->speed;
+		if (fi->nic->link_attr->state == FI_LINK_UP)
+			snprintf(p->link_state, sizeof(p->link_state), "up");
+		else if (fi->nic->link_attr->state == FI_LINK_DOWN)
+			snprintf(p->link_state, sizeof(p->link_state), "down");
+	}
+	p->tx_size = fi->tx_attr->size;
+	p->rx_size = fi->rx_attr->size;
+	p->max_msg_size = fi->ep_attr->max_msg_size;
+	p->inject_size = fi->tx_attr->inject_size;
+	p->cq_data_size = fi->domain_attr->cq_data_size;
+	p->mr_key_size = fi->domain_attr->mr_key_size;
+	p->mr_mode = fi->domain_attr->mr_mode;
+	mr_mode_str(p->mr_mode, p->mr_mode_str, sizeof(p->mr_mode_str));
+	p->rma = (fi->caps & FI_RMA) != 0;
+	p->atomic = (fi->caps & FI_ATOMIC) != 0;
+	p->remote_cq_data = fi->domain_attr->cq_data_size >= 4;
+	p->hmem = (fi->caps & FI_HMEM) != 0;
+	p->tagged = (fi->caps & FI_TAGGED) != 0;
+	p->rx_cq_data = (fi->mode & FI_RX_CQ_DATA) != 0;
+	p->usable = why == NULL;
+	snprintf(p->why_not, sizeof(p->why_not), "%s", why ? why : "");
+}
+
+int tern_info_list(const char *provider, struct tern_prov_info **list_p,
+		   size_t *count_p)
+{
+	struct fi_info *hints, *info = NULL, *fi;
+	struct tern_prov_info *list;
+	size_t n = 0;
+	int ret;
+
+	if (list_p == NULL || count_p == NULL)
+		return -EINVAL;
+	hints = fi_allocinfo();
+	if (hints == NULL)
+		return -ENOMEM;
+	hints->ep_attr->type = FI_EP_RDM;
+	/* Ask for everything a provider may demand, so none hides. */
+	hints->mode = ~0ULL;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR |
+				      FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+				      FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT |
+				      FI_MR_ENDPOINT | FI_MR_HMEM;
+	if (provider != NULL) {
+		const char *p = strcmp(provider, "tcp") == 0 ? "tcp;ofi_rxm" :
+				strcmp(provider, "verbs") == 0 ?
+							       "verbs;ofi_rxm" :
+							       provider;
+
+		hints->fabric_attr->prov_name = strdup(p);
+	}
+	ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL,
+			 NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	if (ret == -FI_ENODATA) {
+		*list_p = NULL;
+		*count_p = 0;
+		return 0;
+	}
+	if (ret != 0) {
+		tern_warn("fi_getinfo: %s", fi_strerror(-ret));
+		return -TERN_EPROV;
+	}
+	for (fi = info; fi != NULL; fi = fi->next)
+		n++;
+	list = calloc(n ? n : 1, sizeof(*list));
+	if (list == NULL) {
+		fi_freeinfo(info);
+		return -ENOMEM;
+	}
+	n = 0;
+	for (fi = info; fi != NULL; fi = fi->next) {
+		/* Skip exact duplicates (same provider, fabric and domain). */
+		struct tern_prov_info one;
+		size_t j;
+
+		fill_one(&one, fi);
+		for (j = 0; j < n; j++) {
+			if (strcmp(list[j].provider, one.provider) == 0 &&
+			    strcmp(list[j].fabric, one.fabric) == 0 &&
+			    strcmp(list[j].domain, one.domain) == 0)
+				break;
+		}
+		if (j == n)
+			list[n++] = one;
+	}
+	fi_freeinfo(info);
+	*list_p = list;
+	*count_p = n;
+	return 0;
+}
+
+void tern_info_free(struct tern_prov_info *list)
+{
+	free(list);
+}

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Random-fill client: two 16 MiB regions open to remote writes only, a
+ * CONNECT/ACCEPT handshake, then fills that are complete only when every
+ * immediate has been counted (delivery is unordered) and every byte checks.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "core/core.h"
+#include "fill/fill.h"
+
+#define CANARY       0xa5
+#define REGION_ALIGN 128
+
+struct tern_fill_conn {
+	struct tern_ctx *ctx;
+	struct tern_peer *peer;
+	uint8_t *region[TERN_FILL_REGIONS];
+	struct tern_mr *rmr[TERN_FILL_REGIONS];
+	struct tern_mr_desc rdesc[TERN_FILL_REGIONS];
+	uint8_t *msg; /* [send | receive], TERN_FILL_MSG_MAX each */
+	struct tern_mr *msgmr;
+	struct tern_req sreq;
+	struct tern_req rreq;
+	struct tern_req ireq; /* the pending immediate expectation */
+	int recv_posted;
+	uint64_t imm_done_ns;
+	uint64_t session;
+	uint32_t next_id;
+	struct tern_fill_accept limits;
+};
+
+#define SBUF(c) ((c)->msg)
+#define RBUF(c) ((c)->msg + TERN_FILL_MSG_MAX)
+
+uint64_t tern_fill_conn_session(const struct tern_fill_conn *conn)
+{
+	return conn->session;
+}
+
+const struct tern_mr_desc *tern_fill_conn_regions(
+	const struct tern_fill_conn *conn)
+{
+	return conn->rdesc;
+}
+
+int tern_fill_conn_send_raw(struct tern_fill_conn *conn, const void *buf,
+			    size_t len)
+{
+	int ret;
+
+	if (len > TERN_FILL_MSG_MAX)
+		return -EMSGSIZE;
+	if (buf != SBUF(conn))
+		memcpy(SBUF(conn), buf, len);
+	tern_req_init(&conn->sreq, NULL, NULL);
+	ret = tern_send(conn->peer, conn->msgmr, SBUF(conn), len, &conn->sreq);
+	if (ret != 0)
+		return ret;
+	ret = tern_wait(conn->ctx, &conn->sreq, 10000);
+	if (ret != 0) {
+		/* The send stays with the provider: do not reuse its buffer. */
+		return ret;
+	}
+	return conn->sreq.status;
+}
+
+ssize_t tern_fill_conn_recv_raw(struct tern_fill_conn *conn, void *buf,
+				size_t len, int timeout_ms)
+{
+	int ret;
+
+	if (!conn->recv_posted) {
+		tern_req_init(&conn->rreq, NULL, NULL);
+		ret = tern_recv(conn->ctx, conn->msgmr, RBUF(conn),
+				TERN_FILL_MSG_MAX, &conn->rreq);
+		if (ret != 0)
+			return ret;
+		conn->recv_posted = 1;
+	}
+	ret = tern_wait(conn->ctx, &conn->rreq, timeout_ms);
+	if (ret != 0)
+		return ret;
+	conn->recv_posted = 0;
+	if (conn->rreq.status != 0)
+		return conn->rreq.status;
+	if (conn->rreq.len > len)
+		return -TERN_ETRUNC;
+	if (buf != RBUF(conn))
+		memcpy(buf, RBUF(conn), conn->rreq.len);
+	return (ssize_t)conn->rreq.len;
+}
+
+/* Describe an ERROR reply, or a message that should not be here. */
+static int bad_reply(const uint8_t *msg, size_t len, char *why, size_t whylen)
+{
+	struct tern_fill_error e;
+	struct tern_fill_hdr h;
+	int ret = tern_fill_hdr_parse(msg, len, &h);
+
+	if (ret == 0 && h.type == TERN_FILL_ERROR &&
+	    tern_fill_error_decode(msg, len, &e) == 0) {
+		snprintf(why, whylen, "server refused: %s (%s)", e.text,
+			 tern_strerror(e.code));
+		return -TERN_EREFUSED;
+	}
+	snprintf(why, whylen, "unexpected reply from server (%zu bytes)", len);
+	return -TERN_EPROTO;
+}
+
+static void conn_free(struct tern_fill_conn *c)
+{
+	/* A receive still posted must finish before its buffer goes. */
+	if (c->recv_posted && tern_req_cancel(c->ctx, &c->rreq) >= 0)
+		tern_wait(c->ctx, &c->rreq, 2000);
+	if (!c->ireq.done)
+		tern_req_cancel(c->ctx, &c->ireq);
+	tern_peer_remove(c->peer);
+	for (int i = 0; i < TERN_FILL_REGIONS; i++) {
+		tern_mr_close(c->rmr[i]);
+		free(c->region[i]);
+	}
+	tern_mr_close(c->msgmr);
+	free(c->msg);
+	free(c);
+}
+
+int tern_fill_conn_open(struct tern_ctx *ctx, const void *card,
+			size_t card_len, int timeout_ms,
+			struct tern_fill_conn **conn_p, char *why,
+			size_t whylen)
+{
+	uint8_t mycard[TERN_CARD_MAX];
+	struct tern_fill_conn *c;
+	struct tern_fill_hdr h;
+	ssize_t n, mylen;
+	uint64_t nonce;
+	int ret;
+
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	c->ctx = ctx;
+	c->ireq.done = 1;
+	ret = -ENOMEM;
+	if (posix_memalign((void **)&c->msg, REGION_ALIGN,
+			   2 * TERN_FILL_MSG_MAX) != 0) {
+		snprintf(why, whylen, "out of memory");
+		free(c);
+		return ret;
+	}
+	for (int i = 0; i < TERN_FILL_REGIONS; i++) {
+		if (posix_memalign((void **)&c->region[i], REGION_ALIGN,
+				   TERN_FILL_REGION_SIZE) != 0) {
+			snprintf(why, whylen, "out of memory");
+			goto err;
+		}
+		memset(c->region[i], CANARY, TERN_FILL_REGION_SIZE);
+		/* Remote write only: the server can write nothing else. */
+		ret = tern_mr_reg(ctx, c->region[i], TERN_FILL_REGION_SIZE,
+				  TERN_ACCESS_REMOTE_WRITE, &c->rmr[i]);
+		if (ret != 0) {
+			snprintf(why, whylen, "registering region %d: %s", i,
+				 tern_strerror(ret));
+			goto err;
+		}
+		tern_mr_desc(c->rmr[i], &c->rdesc[i]);
+	}
+	ret = tern_mr_reg(ctx, c->msg, 2 * TERN_FILL_MSG_MAX,
+			  TERN_ACCESS_LOCAL, &c->msgmr);
+	if (ret != 0) {
+		snprintf(why, whylen, "registering message buffers: %s",
+			 tern_strerror(ret));
+		goto err;
+	}
+	ret = tern_peer_add(ctx, card, card_len, &c->peer);
+	if (ret != 0) {
+		snprintf(why, whylen, "server card unusable: %s",
+			 tern_strerror(ret));
+		goto err;
+	}
+	mylen = tern_ctx_card(ctx, mycard, sizeof(mycard));
+	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
+		nonce = tern__now_ns();
+	n = tern_fill_connect_encode(SBUF(c), TERN_FILL_MSG_MAX, nonce, mycard,
+				     (size_t)mylen, c->rdesc);
+	ret = n < 0 ? (int)n : tern_fill_conn_send_raw(c, SBUF(c), (size_t)n);
+	if (ret != 0) {
+		snprintf(why, whylen, "sending CONNECT: %s%s%s",
+			 tern_strerror(ret), c->sreq.errmsg[0] ? ": " : "",
+			 c->sreq.errmsg);
+		goto err;
+	}
+	n = tern_fill_conn_recv_raw(c, RBUF(c), TERN_FILL_MSG_MAX, timeout_ms);
+	if (n < 0) {
+		ret = (int)n;
+		snprintf(why, whylen, "no answer to CONNECT within %d ms: %s",
+			 timeout_ms, tern_strerror(ret));
+		goto err;
+	}
+	ret = tern_fill_accept_decode(RBUF(c), (size_t)n, &c->limits);
+	if (ret != 0 || c->limits.nonce != nonce) {
+		ret = bad_reply(RBUF(c), (size_t)n, why, whylen);
+		goto err;
+	}
+	tern_fill_hdr_parse(RBUF(c), (size_t)n, &h);
+	c->session = h.session;
+	c->next_id = 1;
+	*conn_p = c;
+	return 0;
+
+err:
+	conn_free(c);
+	return ret;
+}
+
+static void imm_done(struct tern_req *req)
+{
+	struct tern_fill_conn *c = req->data;
+
+	c->imm_done_ns = tern__now_ns();
+}
+
+/*
+ * Pick @n distinct pages of @total, scattered: start + k*stride (mod total)
+ * with gcd(stride, total) = 1 is a permutation, so no page repeats.
+ */
+static void pick_pages(uint32_t *idx, uint32_t n, uint64_t total,
+		       uint64_t seed)
+{
+	struct tern_mt64 rng;
+	uint64_t start, stride, a, b;
+
+	tern_mt64_seed(&rng, seed ^ 0x7465726e66696c6cULL);
+	start = tern_mt64_next(&rng) % total;
+	do {
+		stride = 1 + tern_mt64_next(&rng) % total;
+		for (a = stride, b = total; b != 0;) {
+			uint64_t t = a % b;
+
+			a = b;
+			b = t;
+		}
+	} while (a != 1 && total > 1);
+	for (uint32_t k = 0; k < n; k++)
+		idx[k] = (uint32_t)((start + (uint64_t)k * stride) % total);
+}
+
+int tern_fill_conn_check_untouched(struct tern_fill_conn *conn,
+				   uint64_t *bytes_p)
+{
+	uint64_t n = 0;
+
+	for (int r = 0; r < TERN_FILL_REGIONS; r++) {
+		for (size_t i = 0; i < TERN_FILL_REGION_SIZE; i++, n++) {
+			if (conn->region[r][i] != CANARY)
+				return -TERN_EVERIFY;
+		}
+	}
+	*bytes_p = n;
+	return 0;
+}
+
+/* Compare every page, then restore it to the canary. */
+static int verify(struct tern_fill_conn *c, const struct tern_fill_params *p,
+		  const uint32_t *idx, struct tern_fill_report *rep)
+{
+	uint64_t bytes = (uint64_t)p->page_size * p->pages;
+	struct tern_mt64 rng;
+	uint8_t *expect;
+	int ret = 0;
+
+	expect = malloc(bytes);
+	if (expect == NULL) {
+		snprintf(rep->error, sizeof(rep->error), "out of memory");
+		return -ENOMEM;
+	}
+	tern_mt64_seed(&rng, p->seed);
+	tern_mt64_fill(&rng, expect, bytes);
+	for (uint32_t k = 0; k < p->pages; k++) {
+		const uint8_t *want = expect + (uint64_t)k * p->page_size;
+		unsigned int r;
+		uint64_t off;
+		uint8_t *got;
+
+		tern_fill_page_target(c->rdesc, p->page_size, idx[k], &r, &off);
+		got = c->region[r] + off;
+		if (ret == 0 && memcmp(got, want, p->page_size) != 0) {
+			size_t i = 0;
+
+			while (got[i] == want[i])
+				i++;
+			snprintf(rep->error, sizeof(rep->error),
+				 "page %u (index %u): byte %zu is 0x%02x, "
+				 "expected 0x%02x",
+				 k, idx[k], i, got[i], want[i]);
+			ret = -TERN_EVERIFY;
+		}
+		if (ret == 0)
+			rep->verified += p->page_size;
+		memset(got, CANARY, p->page_size);
+	}
+	free(expect);
+	if (ret == 0 && tern_fill_conn_check_untouched(c, &rep->untouched) != 0) {
+		snprintf(rep->error, sizeof(rep->error),
+			 "bytes outside the requested pages were written");
+		ret = -TERN_EVERIFY;
+	}
+	if (ret == 0)
+		rep->untouched -= rep->verified;
+	return ret;
+}
+
+int tern_fill_conn_fill(struct tern_fill_conn *c,
+			const struct tern_fill_params *p,
+			struct tern_fill_report *rep)
+{
+	struct tern_fill_request r;
+	struct tern_fill_result res;
+	uint64_t total, t0, deadline;
+	int timeout = p->timeout_ms > 0 ? p->timeout_ms : 30000;
+	int have_result = 0, ret;
+	uint32_t *idx;
+	ssize_t n;
+
+	memset(rep, 0, sizeof(*rep));
+	total = tern_fill_region_pages(c->rdesc[0].len, p->page_size) +
+		tern_fill_region_pages(c->rdesc[1].len, p->page_size);
+	if (p->page_size == 0 || p->page_size > c->limits.max_page_size ||
+	    p->pages == 0 || p->pages > c->limits.max_pages ||
+	    p->pages > total ||
+	    (uint64_t)p->page_size * p->pages > c->limits.max_bytes) {
+		snprintf(rep->error, sizeof(rep->error),
+			 "%u page(s) of %u bytes do not fit: the regions hold "
+			 "%" PRIu64 " such pages; the server takes pages of "
+			 "1..%u bytes, at most %u pages and %" PRIu64
+			 " bytes per fill",
+			 p->pages, p->page_size, total,
+			 c->limits.max_page_size, c->limits.max_pages,
+			 c->limits.max_bytes);
+		return -EINVAL;
+	}
+	idx = malloc(sizeof(*idx) * p->pages);
+	if (idx == NULL)
+		return -ENOMEM;
+	pick_pages(idx, p->pages, total, p->seed);
+	r = (struct tern_fill_request){
+		.id = p->id ? p->id : c->next_id++,
+		.page_size = p->page_size,
+		.seed = p->seed,
+		.page_count = p->pages,
+	};
+	rep->id = r.id;
+	rep->bytes = (uint64_t)p->page_size * p->pages;
+
+	/* Expect before asking, so no immediate can be missed. */
+	tern_req_init(&c->ireq, imm_done, c);
+	ret = tern_imm_expect(c->ctx, r.id, p->pages, &c->ireq);
+	if (ret != 0) {
+		snprintf(rep->error, sizeof(rep->error), "imm expect: %s",
+			 tern_strerror(ret));
+		goto out;
+	}
+	n = tern_fill_request_encode(SBUF(c), TERN_FILL_MSG_MAX, c->session, &r,
+				     idx);
+	t0 = tern__now_ns();
+	ret = n < 0 ? (int)n : tern_fill_conn_send_raw(c, SBUF(c), (size_t)n);
+	if (ret != 0) {
+		snprintf(rep->error, sizeof(rep->error), "sending FILL: %s",
+			 tern_strerror(ret));
+		goto out_cancel;
+	}
+	deadline = t0 + (uint64_t)timeout * 1000000ULL;
+	/* Done when every immediate is counted and the server's RESULT is in;
+	 * an ERROR ends it early. */
+	while (!c->ireq.done || !have_result) {
+		int left = (int)((deadline - TERN_MIN(deadline,
+						      tern__now_ns())) /
+				 1000000);
+
+		if (have_result) {
+			ret = tern_wait(c->ctx, &c->ireq, left);
+			n = ret;
+		} else {
+			n = tern_fill_conn_recv_raw(c, RBUF(c),
+						    TERN_FILL_MSG_MAX, left);
+		}
+		if (n == -ETIMEDOUT) {
+			snprintf(rep->error, sizeof(rep->error),
+				 "timed out after %d ms: %" PRIu64 " of %u "
+				 "writes landed%s",
+				 timeout,
+				 c->ireq.done ? p->pages : tern_imm_count(c->ctx, r.id),
+				 p->pages,
+				 have_result ? "" : ", no reply from server");
+			ret = -ETIMEDOUT;
+			goto out_cancel;
+		}
+		if (n < 0) {
+			ret = (int)n;
+			snprintf(rep->error, sizeof(rep->error), "%s",
+				 tern_strerror(ret));
+			goto out_cancel;
+		}
+		if (have_result)
+			continue;
+		if (tern_fill_result_decode(RBUF(c), (size_t)n, &res) != 0 ||
+		    res.id != r.id) {
+			ret = bad_reply(RBUF(c), (size_t)n, rep->error,
+					sizeof(rep->error));
+			goto out_cancel;
+		}
+		if (res.status != 0) {
+			snprintf(rep->error, sizeof(rep->error),
+				 "server's writes failed: %s",
+				 tern_strerror(res.status));
+			ret = res.status;
+			goto out_cancel;
+		}
+		have_result = 1;
+		rep->server_write_ns = res.write_ns;
+	}
+	if (c->ireq.status != 0) {
+		ret = c->ireq.status;
+		goto out;
+	}
+	rep->elapsed_ns = c->imm_done_ns - t0;
+	ret = verify(c, p, idx, rep);
+	goto out;
+
+out_cancel:
+	tern_req_cancel(c->ctx, &c->ireq);
+	/* Pages may have been written: restore the canary everywhere. */
+	for (int i = 0; i < TERN_FILL_REGIONS; i++)
+		memset(c->region[i], CANARY, TERN_FILL_REGION_SIZE);
+out:
+	free(idx);
+	return ret;
+}
+
+int tern_fill_conn_close(struct tern_fill_conn *conn)
+{
+	ssize_t n;
+
+	if (conn == NULL)
+		return 0;
+	n = tern_fill_bye_encode(SBUF(conn), TERN_FILL_MSG_MAX, conn->session);
+	if (n > 0)
+		tern_fill_conn_send_raw(conn, SBUF(conn), (size_t)n);
+	conn_free(conn);
+	return 0;
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The random-fill service (seed 000, made correct): a server that fills a
+ * client's pages from MT19937-64 with RDMA writes carrying immediates, and
+ * a client that counts the immediates and verifies every byte.
+ */
+#ifndef TERN_FILL_H
+#define TERN_FILL_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <tern/tern.h>
+
+#include "fill/proto.h"
+
+struct tern_fill_server;
+
+struct tern_fill_server_opts {
+	int once;              /* exit after the first session ends */
+	int idle_timeout_ms;   /* drop sessions idle this long; 0 = 120 s */
+	FILE *log;             /* one line per event, or NULL */
+};
+
+struct tern_fill_server_stats {
+	uint64_t sessions;
+	uint64_t fills;
+	uint64_t refused;
+	uint64_t dropped; /* messages that could not be answered */
+	uint64_t bytes;
+	uint64_t write_ns;
+};
+
+int tern_fill_server_open(struct tern_ctx *ctx,
+			  const struct tern_fill_server_opts *opts,
+			  struct tern_fill_server **srv_p);
+/* Serve until *stop becomes non-zero (or, with once, a session ends). */
+int tern_fill_server_run(struct tern_fill_server *srv,
+			 volatile sig_atomic_t *stop);
+void tern_fill_server_stats(const struct tern_fill_server *srv,
+			    struct tern_fill_server_stats *st);
+int tern_fill_server_close(struct tern_fill_server *srv);
+
+/* A client's session with a server. */
+struct tern_fill_conn;
+
+struct tern_fill_params {
+	uint32_t page_size;
+	uint32_t pages;
+	uint64_t seed;
+	uint32_t id;     /* request id = immediate; 0 picks one */
+	int timeout_ms;  /* for the whole fill; 0 = 30 s */
+};
+
+struct tern_fill_report {
+	uint32_t id;
+	uint64_t bytes;
+	uint64_t elapsed_ns;  /* request sent to last immediate counted */
+	uint64_t verified;    /* bytes checked equal to the expected stream */
+	uint64_t untouched;   /* bytes outside the pages, checked unchanged */
+	uint64_t server_write_ns;
+	char error[256];      /* why it failed, for the user */
+};
+
+/* Regions of 16 MiB each, as in seed 000. */
+#define TERN_FILL_REGION_SIZE (16u << 20)
+
+/* Register the regions, CONNECT and wait for ACCEPT (or ERROR). */
+int tern_fill_conn_open(struct tern_ctx *ctx, const void *card,
+			size_t card_len, int timeout_ms,
+			struct tern_fill_conn **conn_p, char *why,
+			size_t whylen);
+/* One verified fill. @return 0, or an error with report->error set. */
+int tern_fill_conn_fill(struct tern_fill_conn *conn,
+			const struct tern_fill_params *p,
+			struct tern_fill_report *report);
+/* Send raw bytes as a message (for tests of hostile clients). */
+int tern_fill_conn_send_raw(struct tern_fill_conn *conn, const void *buf,
+			    size_t len);
+/* Wait for the next message; copies it into buf. @return its length. */
+ssize_t tern_fill_conn_recv_raw(struct tern_fill_conn *conn, void *buf,
+				size_t len, int timeout_ms);
+uint64_t tern_fill_conn_session(const struct tern_fill_conn *conn);
+const struct tern_mr_desc *tern_fill_conn_regions(
+	const struct tern_fill_conn *conn);
+/* Check that no byte of the regions changed since open (or last fill). */
+int tern_fill_conn_check_untouched(struct tern_fill_conn *conn,
+				   uint64_t *bytes_p);
+/* Send BYE and release everything. */
+int tern_fill_conn_close(struct tern_fill_conn *conn);
+
+#endif /* TERN_FILL_H */

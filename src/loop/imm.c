@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Immediate-data counters. Writes with immediate may land before anyone
+ * expects them and in any order (EFA SRD is unordered), so arrivals are
+ * counted per 32-bit value in an open-addressing table, and an expectation
+ * completes when its count is reached. The table grows (a slow path, off the
+ * per-operation hot path) up to a cap that bounds what peers can make us
+ * allocate; arrivals beyond it are counted as dropped and logged.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "../fabric/fabric.h"
+
+#define IMM_CAP_MIN 256
+#define IMM_CAP_MAX (1u << 20)
+
+static inline size_t imm_hash(uint32_t imm, size_t cap)
+{
+	return (size_t)((imm * 2654435761u) & (cap - 1));
+}
+
+int tern__imm_init(struct tern__imm_table *t)
+{
+	t->slots = calloc(IMM_CAP_MIN, sizeof(*t->slots));
+	if (t->slots == NULL)
+		return -ENOMEM;
+	t->cap = IMM_CAP_MIN;
+	t->used = 0;
+	t->dropped = 0;
+	return 0;
+}
+
+void tern__imm_fini(struct tern__imm_table *t)
+{
+	free(t->slots);
+	t->slots = NULL;
+}
+
+static struct tern__imm_slot *lookup(struct tern__imm_table *t, uint32_t imm)
+{
+	for (size_t i = imm_hash(imm, t->cap);; i = (i + 1) & (t->cap - 1)) {
+		struct tern__imm_slot *s = &t->slots[i];
+
+		if (!s->used || s->imm == imm)
+			return s;
+	}
+}
+
+static int grow(struct tern__imm_table *t)
+{
+	struct tern__imm_table n = { .cap = t->cap * 2, .used = t->used,
+				     .dropped = t->dropped };
+
+	if (n.cap > IMM_CAP_MAX)
+		return -ENOSPC;
+	n.slots = calloc(n.cap, sizeof(*n.slots));
+	if (n.slots == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		if (t->slots[i].used)
+			*lookup(&n, t->slots[i].imm) = t->slots[i];
+	}
+	free(t->slots);
+	*t = n;
+	return 0;
+}
+
+/* Find or make the slot of @imm. NULL when the table is full. */
+static struct tern__imm_slot *slot_get(struct tern__imm_table *t, uint32_t imm)
+{
+	struct tern__imm_slot *s = lookup(t, imm);
+
+	if (s->used)
+		return s;
+	if ((t->used + 1) * 2 > t->cap) {
+		if (grow(t) != 0)
+			return NULL;
+		s = lookup(t, imm);
+	}
+	s->used = 1;
+	s->imm = imm;
+	t->used++;
+	return s;
+}
+
+/* Remove a slot, re-inserting the rest of its probe run (linear probing). */
+static void slot_del(struct tern__imm_table *t, struct tern__imm_slot *s)
+{
+	size_t i = (size_t)(s - t->slots);
+
+	s->used = 0;
+	t->used--;
+	for (i = (i + 1) & (t->cap - 1); t->slots[i].used;
+	     i = (i + 1) & (t->cap - 1)) {
+		struct tern__imm_slot moved = t->slots[i];
+
+		t->slots[i].used = 0;
+		*lookup(t, moved.imm) = moved;
+	}
+}
+
+static void expectation_done(struct tern_ctx *ctx, struct tern__imm_slot *s)
+{
+	struct tern_req *req = s->req;
+
+	s->arrived -= req->_priv.count;
+	s->req = NULL;
+	if (s->arrived == 0)
+		slot_del(&ctx->imm, s);
+	ctx->imm_completed++;
+	tern__req_complete(ctx, req, 0);
+}
+
+void tern__imm_arrived(struct tern_ctx *ctx, uint32_t imm)
+{
+	struct tern__imm_slot *s = slot_get(&ctx->imm, imm);
+
+	if (s == NULL) {
+		if (ctx->imm.dropped++ == 0)
+			tern_warn("immediate-data table full (%zu values "
+				  "outstanding): arrivals not counted",
+				  ctx->imm.used);
+		return;
+	}
+	s->arrived++;
+	if (s->req != NULL && !s->req->_priv.ready &&
+	    s->arrived >= s->req->_priv.count)
+		expectation_done(ctx, s);
+}
+
+int tern_imm_expect(struct tern_ctx *ctx, uint32_t imm, uint64_t count,
+		    struct tern_req *req)
+{
+	struct tern__imm_slot *s;
+
+	if (ctx == NULL || req == NULL || count == 0)
+		return -EINVAL;
+	if (ctx->closing)
+		return -ECANCELED;
+	s = slot_get(&ctx->imm, imm);
+	if (s == NULL)
+		return -ENOSPC;
+	if (s->req != NULL)
+		return -EBUSY;
+	req->done = 0;
+	req->status = 0;
+	req->len = (size_t)count;
+	req->errmsg[0] = '\0';
+	req->_priv.ctx = ctx;
+	req->_priv.op = TERN__OP_IMM_EXPECT;
+	req->_priv.peer = NULL;
+	req->_priv.count = count;
+	req->_priv.imm = imm;
+	req->_priv.state = TERN__ST_WAITING;
+	s->req = req;
+	/* Already there? It completes at the next progress, never here. */
+	req->_priv.ready = s->arrived >= count;
+	if (req->_priv.ready)
+		tern__reqq_push(&ctx->imm_ready, req);
+	return 0;
+}
+
+/* Complete expectations that earlier arrivals had already satisfied. */
+void tern__imm_poll(struct tern_ctx *ctx)
+{
+	struct tern_req *req;
+
+	while ((req = tern__reqq_pop(&ctx->imm_ready)) != NULL) {
+		req->_priv.ready = 0;
+		expectation_done(ctx, lookup(&ctx->imm, req->_priv.imm));
+	}
+}
+
+void tern__imm_cancel_all(struct tern_ctx *ctx)
+{
+	struct tern__imm_table *t = &ctx->imm;
+
+	ctx->imm_ready = (struct tern__reqq){ 0 };
+	for (size_t i = 0; i < t->cap; i++) {
+		struct tern_req *req = t->slots[i].req;
+
+		if (t->slots[i].used && req != NULL) {
+			t->slots[i].req = NULL;
+			tern__req_complete(ctx, req, -ECANCELED);
+		}
+	}
+}
+
+void tern__imm_cancel(struct tern_ctx *ctx, struct tern_req *req)
+{
+	struct tern__imm_slot *s = lookup(&ctx->imm, req->_priv.imm);
+
+	if (req->_priv.ready) {
+		req->_priv.ready = 0;
+		tern__reqq_remove(&ctx->imm_ready, req);
+	}
+	if (s->used && s->req == req) {
+		s->req = NULL;
+		if (s->arrived == 0)
+			slot_del(&ctx->imm, s);
+	}
+	tern__req_complete(ctx, req, -ECANCELED);
+}
+
+uint64_t tern_imm_count(const struct tern_ctx *ctx, uint32_t imm)
+{
+	const struct tern__imm_table *t = &ctx->imm;
+
+	for (size_t i = imm_hash(imm, t->cap);; i = (i + 1) & (t->cap - 1)) {
+		if (!t->slots[i].used)
+			return 0;
+		if (t->slots[i].imm == imm)
+			return t->slots[i].arrived;
+	}
+}

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The progress engine: operations are queued per rail and handed to the
+ * provider in bounded batches (FI_MORE on all but the last of a batch)
+ * within the rail's queue credits; completions are read in batches and
+ * dispatched to requests and immediate-data counters. Nothing here
+ * allocates or makes a system call per operation.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "../fabric/fabric.h"
+
+/* Completions read per rail per progress pass. */
+#define TERN_POLL_BATCH 64
+
+void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data)
+{
+	memset(req, 0, sizeof(*req));
+	req->cb = cb;
+	req->data = data;
+}
+
+void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status)
+{
+	struct tern_peer *peer = req->_priv.peer;
+
+	(void)ctx;
+	req->_priv.state = TERN__ST_DONE;
+	req->status = status;
+	req->done = 1;
+	if (peer != NULL) {
+		req->_priv.peer = NULL;
+		peer->inflight--;
+		tern__peer_release(peer);
+	}
+	/* Last touch of req by tern: the callback may reuse it. */
+	if (req->cb != NULL)
+		req->cb(req);
+}
+
+void tern__queue(struct tern_ctx *ctx, struct tern_req *req)
+{
+	struct tern_rail *rail = &ctx->rails[req->_priv.rail];
+
+	req->_priv.state = TERN__ST_QUEUED;
+	if (req->_priv.peer != NULL)
+		req->_priv.peer->inflight++;
+	if (req->_priv.op == TERN__OP_RECV)
+		tern__reqq_push(&rail->rxq, req);
+	else
+		tern__reqq_push(&rail->txq, req);
+}
+
+/* Post up to a batch from @q within @credits. @return completed-with-error */
+static int post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
+		      struct tern__reqq *q, size_t *credits)
+{
+	size_t n = TERN_MIN(TERN_MIN(q->len, *credits), ctx->post_batch);
+	int failed = 0;
+
+	while (n > 0) {
+		struct tern_req *req = q->head;
+		int ret = tern__rail_post(rail, req, n > 1);
+
+		if (ret == -EAGAIN)
+			break; /* stays at the head; re-posted next pass */
+		tern__reqq_remove(q, req);
+		n--;
+		if (ret != 0) {
+			tern__req_complete(ctx, req, ret);
+			failed++;
+			continue;
+		}
+		(*credits)--;
+		req->_priv.state = TERN__ST_POSTED;
+		tern__reqq_push(&ctx->posted, req);
+	}
+	return failed;
+}
+
+static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
+		    struct tern__cqe *c)
+{
+	struct tern_req *req = c->req;
+
+	if (c->imm) {
+		tern__imm_arrived(ctx, (uint32_t)c->data);
+		return 0;
+	}
+	tern__reqq_remove(&ctx->posted, req);
+	if (req->_priv.op == TERN__OP_RECV) {
+		rail->rx_credits++;
+		req->imm = c->data;
+		if (c->status == 0 || c->status == -TERN_ETRUNC)
+			req->len = c->len;
+	} else {
+		rail->tx_credits++;
+	}
+	tern__req_complete(ctx, req, c->status);
+	return 1;
+}
+
+static int progress_rail(struct tern_ctx *ctx, struct tern_rail *rail)
+{
+	struct tern__cqe cqe[TERN_POLL_BATCH];
+	int done = 0, n;
+
+	do {
+		n = tern__rail_poll(rail, cqe, TERN_ARRAY_SIZE(cqe));
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++)
+			done += dispatch(ctx, rail, &cqe[i]);
+	} while (n == (int)TERN_ARRAY_SIZE(cqe));
+	done += post_queue(ctx, rail, &rail->rxq, &rail->rx_credits);
+	done += post_queue(ctx, rail, &rail->txq, &rail->tx_credits);
+	return done;
+}
+
+int tern_progress(struct tern_ctx *ctx)
+{
+	int done = 0;
+
+	if (ctx == NULL)
+		return -EINVAL;
+	tern__imm_poll(ctx);
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		int ret = progress_rail(ctx, &ctx->rails[i]);
+
+		if (ret < 0)
+			return ret;
+		done += ret;
+	}
+	/* Immediates complete expectations inside dispatch; count them too. */
+	done += (int)ctx->imm_completed;
+	ctx->imm_completed = 0;
+	return done;
+}
+
+int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms)
+{
+	uint64_t deadline = 0, idle_ns = 0;
+	unsigned int idle = 0;
+
+	if (ctx == NULL)
+		return -EINVAL;
+	if (timeout_ms >= 0)
+		deadline = tern__now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+	for (;;) {
+		int n = tern_progress(ctx);
+
+		if (n < 0)
+			return n;
+		if (req != NULL ? req->done : n > 0)
+			return 0;
+		if (deadline != 0 && tern__now_ns() >= deadline)
+			return -ETIMEDOUT;
+		if (n > 0 || ctx->busy_poll) {
+			idle = 0;
+			idle_ns = 0;
+			continue;
+		}
+		/* Idle: spin briefly, then back off to sleeps of up to 1 ms
+		 * so an idle wait does not burn a core. */
+		if (++idle < 200)
+			continue;
+		idle_ns = idle_ns == 0 ? 1000 : TERN_MIN(idle_ns * 2, 1000000);
+		nanosleep(&(struct timespec){ .tv_nsec = (long)idle_ns }, NULL);
+	}
+}
+
+/* Checks shared by the posting calls; fills the common request fields. */
+static int prep(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
+		struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+		size_t len)
+{
+	if (ctx == NULL || req == NULL || mr == NULL || (buf == NULL && len))
+		return -EINVAL;
+	if (ctx->closing || (peer != NULL && peer->removed))
+		return -ECANCELED;
+	if (mr->ctx != ctx)
+		return -EINVAL;
+	if ((const char *)buf < (const char *)mr->buf ||
+	    len > mr->len ||
+	    (size_t)((const char *)buf - (const char *)mr->buf) > mr->len - len)
+		return -TERN_EBOUNDS;
+	if (!(mr->access & TERN_ACCESS_LOCAL))
+		return -TERN_EACCESS;
+	if (len > ctx->max_msg_size)
+		return -EMSGSIZE;
+	req->done = 0;
+	req->status = 0;
+	req->len = len;
+	req->imm = 0;
+	req->prov_errno = 0;
+	req->errmsg[0] = '\0';
+	req->_priv.ctx = ctx;
+	req->_priv.op = op;
+	req->_priv.peer = peer;
+	req->_priv.mr = mr;
+	req->_priv.buf = (void *)(uintptr_t)buf;
+	req->_priv.rail = (uint8_t)(ctx->next_rail++ % ctx->nrails);
+	return 0;
+}
+
+int tern_send(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+	      size_t len, struct tern_req *req)
+{
+	int ret;
+
+	if (peer == NULL)
+		return -EINVAL;
+	ret = prep(peer->ctx, req, TERN__OP_SEND, peer, mr, buf, len);
+	if (ret != 0)
+		return ret;
+	tern__queue(peer->ctx, req);
+	return 0;
+}
+
+int tern_recv(struct tern_ctx *ctx, struct tern_mr *mr, void *buf, size_t len,
+	      struct tern_req *req)
+{
+	int ret = prep(ctx, req, TERN__OP_RECV, NULL, mr, buf, len);
+
+	if (ret != 0)
+		return ret;
+	tern__queue(ctx, req);
+	return 0;
+}
+
+static int write_common(struct tern_peer *peer, struct tern_mr *mr,
+			const void *buf, size_t len,
+			const struct tern_mr_desc *rdesc, uint64_t roff,
+			uint8_t op, uint32_t imm, struct tern_req *req)
+{
+	struct tern_ctx *ctx;
+	unsigned int rrail;
+	int ret;
+
+	if (peer == NULL || rdesc == NULL)
+		return -EINVAL;
+	ctx = peer->ctx;
+	if (rdesc->nkeys < peer->nrails || rdesc->nkeys > TERN_MAX_RAILS)
+		return -TERN_EDESC;
+	if (roff > rdesc->len || len > rdesc->len - roff)
+		return -TERN_EBOUNDS;
+	ret = prep(ctx, req, op, peer, mr, buf, len);
+	if (ret != 0)
+		return ret;
+	rrail = req->_priv.rail % peer->nrails;
+	req->_priv.rkey = rdesc->keys[rrail];
+	req->_priv.raddr = (rdesc->flags & TERN_MR_DESC_VIRT_ADDR) ?
+				   rdesc->base + roff :
+				   roff;
+	req->_priv.imm = imm;
+	tern__queue(ctx, req);
+	return 0;
+}
+
+int tern_write(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+	       size_t len, const struct tern_mr_desc *rdesc, uint64_t roff,
+	       struct tern_req *req)
+{
+	return write_common(peer, mr, buf, len, rdesc, roff, TERN__OP_WRITE, 0,
+			    req);
+}
+
+int tern_write_imm(struct tern_peer *peer, struct tern_mr *mr,
+		   const void *buf, size_t len,
+		   const struct tern_mr_desc *rdesc, uint64_t roff,
+		   uint32_t imm, struct tern_req *req)
+{
+	return write_common(peer, mr, buf, len, rdesc, roff,
+			    TERN__OP_WRITE_IMM, imm, req);
+}
+
+/* Complete a whole queue with -ECANCELED. */
+static void cancel_queue(struct tern_ctx *ctx, struct tern__reqq *q)
+{
+	struct tern_req *req;
+
+	while ((req = tern__reqq_pop(q)) != NULL)
+		tern__req_complete(ctx, req, -ECANCELED);
+}
+
+void tern__loop_drain(struct tern_ctx *ctx)
+{
+	uint64_t deadline = tern__now_ns() + 2000000000ULL;
+	struct tern_req *req;
+
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		cancel_queue(ctx, &ctx->rails[i].rxq);
+		cancel_queue(ctx, &ctx->rails[i].txq);
+	}
+	tern__imm_cancel_all(ctx);
+	/* Posted receives are cancelled in the provider; sends and writes
+	 * get a bounded time to finish. */
+	for (req = ctx->posted.head; req != NULL; req = req->_priv.next) {
+		if (req->_priv.op == TERN__OP_RECV)
+			tern__rail_cancel(&ctx->rails[req->_priv.rail], req);
+	}
+	while (ctx->posted.len > 0 && tern__now_ns() < deadline) {
+		if (tern_progress(ctx) < 0)
+			break;
+	}
+}
+
+void tern__loop_cancel_posted(struct tern_ctx *ctx)
+{
+	if (ctx->posted.len > 0)
+		tern_warn("ctx close: %zu operation(s) still with the provider "
+			  "completed as cancelled",
+			  ctx->posted.len);
+	cancel_queue(ctx, &ctx->posted);
+}
+
+int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req)
+{
+	struct tern_rail *rail;
+
+	if (ctx == NULL || req == NULL)
+		return -EINVAL;
+	switch (req->_priv.state) {
+	case TERN__ST_QUEUED:
+		rail = &ctx->rails[req->_priv.rail];
+		tern__reqq_remove(req->_priv.op == TERN__OP_RECV ? &rail->rxq :
+								   &rail->txq,
+				  req);
+		tern__req_complete(ctx, req, -ECANCELED);
+		return 0;
+	case TERN__ST_WAITING:
+		tern__imm_cancel(ctx, req);
+		return 0;
+	case TERN__ST_POSTED:
+		if (req->_priv.op != TERN__OP_RECV)
+			return -EBUSY;
+		return tern__rail_cancel(&ctx->rails[req->_priv.rail], req);
+	default:
+		return -EALREADY;
+	}
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* The tern command line: shared helpers of the subcommands. */
+#ifndef TERN_CLI_H
+#define TERN_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+int cmd_info(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_fill(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+/* Print "tern CMD: msg" to stderr. */
+void cli_err(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Parse a size option ("1M", "4096"); exits with a message when invalid. */
+int cli_size(const char *cmd, const char *opt, const char *val, uint64_t min,
+	     uint64_t max, uint64_t *out);
+/* Parse an unsigned integer option the same way. */
+int cli_uint(const char *cmd, const char *opt, const char *val, uint64_t min,
+	     uint64_t max, uint64_t *out);
+/* Apply --log LEVEL. */
+int cli_log(const char *cmd, const char *val);
+
+#endif /* TERN_CLI_H */

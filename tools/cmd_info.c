@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/* tern info: what fi_info shows, plus what matters for RDMA. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <tern/tern.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: tern info [--provider NAME] [--all] [--json]\n"
+		"\n"
+		"List the RDM offerings of the libfabric providers on this "
+		"host, one per\nprovider and domain, with what matters for "
+		"RDMA: link speed, queue\ndepths, message and inject sizes, "
+		"remote CQ data, MR modes, RMA,\natomics and device memory "
+		"(HMEM). By default only providers tern can\nuse are shown "
+		"(efa, verbs;ofi_rxm, tcp;ofi_rxm, shm).\n"
+		"\n"
+		"  -p, --provider NAME  only this provider (tcp and verbs mean "
+		"their ;ofi_rxm forms)\n"
+		"  -a, --all            every provider libfabric lists\n"
+		"  -j, --json           JSON for scripts\n"
+		"  -h, --help           this text\n");
+}
+
+static int interesting(const struct tern_prov_info *p)
+{
+	static const char *const names[] = { "efa", "verbs;ofi_rxm",
+					     "tcp;ofi_rxm", "shm" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(p->provider, names[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void json_str(const char *key, const char *v, int comma)
+{
+	printf("\"%s\": \"", key);
+	for (; *v; v++) {
+		if (*v == '"' || *v == '\\')
+			printf("\\%c", *v);
+		else if ((unsigned char)*v < 0x20)
+			printf("\\u%04x", (unsigned char)*v);
+		else
+			putchar(*v);
+	}
+	printf("\"%s", comma ? ", " : "");
+}
+
+static void print_json(const struct tern_prov_info *l, size_t n)
+{
+	printf("{\"tern\": \"%s\", \"libfabric\": \"%s\", \"providers\": [",
+	       tern_version(), tern_fabric_version());
+	for (size_t i = 0; i < n; i++) {
+		const struct tern_prov_info *p = &l[i];
+
+		printf("%s\n  {", i ? "," : "");
+		json_str("provider", p->provider, 1);
+		json_str("fabric", p->fabric, 1);
+		json_str("domain", p->domain, 1);
+		json_str("ep_type", p->ep_type, 1);
+		json_str("addr_format", p->addr_format, 1);
+		json_str("data_progress", p->progress, 1);
+		printf("\"link_speed_bps\": %" PRIu64 ", ", p->link_speed);
+		json_str("link_state", p->link_state, 1);
+		printf("\"tx_size\": %zu, \"rx_size\": %zu, "
+		       "\"max_msg_size\": %" PRIu64 ", \"inject_size\": %zu, "
+		       "\"cq_data_size\": %zu, \"mr_key_size\": %zu, "
+		       "\"mr_mode\": %" PRIu64 ", ",
+		       p->tx_size, p->rx_size, p->max_msg_size, p->inject_size,
+		       p->cq_data_size, p->mr_key_size, p->mr_mode);
+		json_str("mr_mode_str", p->mr_mode_str, 1);
+		printf("\"rma\": %s, \"atomic\": %s, \"remote_cq_data\": %s, "
+		       "\"hmem\": %s, \"tagged\": %s, \"rx_cq_data\": %s, "
+		       "\"usable\": %s, ",
+		       p->rma ? "true" : "false", p->atomic ? "true" : "false",
+		       p->remote_cq_data ? "true" : "false",
+		       p->hmem ? "true" : "false", p->tagged ? "true" : "false",
+		       p->rx_cq_data ? "true" : "false",
+		       p->usable ? "true" : "false");
+		json_str("why_not", p->why_not, 0);
+		printf("}");
+	}
+	printf("\n]}\n");
+}
+
+static const char *speed(uint64_t bps, char *buf, size_t len)
+{
+	if (bps == 0)
+		snprintf(buf, len, "n/a");
+	else if (bps >= 1000000000ULL)
+		snprintf(buf, len, "%.0f Gb/s", (double)bps / 1e9);
+	else
+		snprintf(buf, len, "%.0f Mb/s", (double)bps / 1e6);
+	return buf;
+}
+
+static const char *big(uint64_t v, char *buf, size_t len)
+{
+	if (v == UINT64_MAX)
+		return "unlimited";
+	return tern_format_size(v, buf, len);
+}
+
+static void print_table(const struct tern_prov_info *l, size_t n)
+{
+	printf("libfabric %s (tern %s built with %s)\n\n",
+	       tern_fabric_version(), tern_version(),
+	       tern_fabric_build_version());
+	for (size_t i = 0; i < n; i++) {
+		const struct tern_prov_info *p = &l[i];
+		char s1[32], s2[32], s3[32];
+
+		printf("%s  fabric %s  domain %s\n", p->provider, p->fabric,
+		       p->domain);
+		printf("  endpoint       %s, %s, data progress %s\n",
+		       p->ep_type, p->addr_format, p->progress);
+		printf("  link           %s (%s)\n",
+		       speed(p->link_speed, s1, sizeof(s1)), p->link_state);
+		printf("  queues         tx %zu, rx %zu\n", p->tx_size,
+		       p->rx_size);
+		printf("  sizes          max message %s, inject %s, "
+		       "cq data %zu B, mr key %zu B\n",
+		       big(p->max_msg_size, s2, sizeof(s2)),
+		       tern_format_size(p->inject_size, s3, sizeof(s3)),
+		       p->cq_data_size, p->mr_key_size);
+		printf("  mr mode        %s\n", p->mr_mode_str);
+		printf("  offers         RMA %s, atomics %s, remote CQ data %s, "
+		       "HMEM %s, tagged %s%s\n",
+		       p->rma ? "yes" : "no", p->atomic ? "yes" : "no",
+		       p->remote_cq_data ? "yes" : "no",
+		       p->hmem ? "yes" : "no", p->tagged ? "yes" : "no",
+		       p->rx_cq_data ? ", needs receives for CQ data" : "");
+		printf("  tern           %s%s\n\n",
+		       p->usable ? "usable" : "not usable: ", p->why_not);
+	}
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "provider", required_argument, NULL, 'p' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *provider = NULL;
+	struct tern_prov_info *list;
+	int json = 0, all = 0, c, ret;
+	size_t n, kept = 0;
+
+	while ((c = getopt_long(argc, argv, "p:ajh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			provider = optarg;
+			break;
+		case 'a':
+			all = 1;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		cli_err("info", "unexpected argument '%s'", argv[optind]);
+		return 2;
+	}
+	ret = tern_info_list(provider, &list, &n);
+	if (ret != 0) {
+		cli_err("info", "%s", tern_strerror(ret));
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (all || provider != NULL || interesting(&list[i]))
+			list[kept++] = list[i];
+	}
+	if (json)
+		print_json(list, kept);
+	else
+		print_table(list, kept);
+	if (kept == 0 && !json)
+		printf("no %s%soffering found: is the provider built into "
+		       "libfabric and its device present\n(for efa and "
+		       "verbs: /dev/infiniband)?\n",
+		       provider ? provider : "", provider ? " " : "");
+	tern_info_free(list);
+	return kept == 0 && provider != NULL ? 1 : 0;
+}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* tern: one binary, git-style subcommands. Logic lives in the library. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tern/tern.h>
+
+#include "cli.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{ "info", cmd_info, "what the fabric providers here offer" },
+	{ "serve", cmd_serve, "serve random-fill requests (prints its card)" },
+	{ "fill", cmd_fill, "ask a server for a verified random fill" },
+	{ "demo", cmd_demo, "serve + fill as two processes on this host" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: tern <command> [options]   (tern <command> --help)\n"
+		   "\n"
+		   "Move memory between processes and hosts with RDMA, over "
+		   "libfabric.\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "  %-8s %s\n", "version", "tern and libfabric versions");
+	fprintf(f, "\nenvironment: TERN_PROVIDER, TERN_NODE, TERN_LOG "
+		   "(none|warn|info|debug), TERN_POST_BATCH, TERN_BUSY_POLL\n");
+}
+
+void cli_err(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tern %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_size(const char *cmd, const char *opt, const char *val, uint64_t min,
+	     uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+
+	if (tern_parse_size(val, &v) != 0 || v < min || v > max) {
+		cli_err(cmd, "%s '%s': expected a size from %" PRIu64
+			     " to %" PRIu64 " bytes (suffixes K, M, G)",
+			opt, val, min, max);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+int cli_uint(const char *cmd, const char *opt, const char *val, uint64_t min,
+	     uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(val, &end, 0);
+	if (val[0] == '-' || val[0] == '\0' || *end != '\0' || errno != 0 ||
+	    v < min || v > max) {
+		cli_err(cmd, "%s '%s': expected an integer from %" PRIu64
+			     " to %" PRIu64,
+			opt, val, min, max);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+int cli_log(const char *cmd, const char *val)
+{
+	int l = tern_log_parse_level(val);
+
+	if (l < 0) {
+		cli_err(cmd, "--log '%s': expected none, warn, info or debug",
+			val);
+		return -EINVAL;
+	}
+	tern_log_set_level((enum tern_log_level)l);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "version") == 0 ||
+	    strcmp(argv[1], "--version") == 0) {
+		printf("tern %s (libfabric %s at run time, built with %s)\n",
+		       tern_version(), tern_fabric_version(),
+		       tern_fabric_build_version());
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "tern: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

@@ -139,6 +139,7 @@ struct tern__cqe {
 };
 
 /* src/fabric/: the provider boundary. */
+int tern__err_from_fi(int fi_err);
 int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more);
 int tern__rail_poll(struct tern_rail *rail, struct tern__cqe *cqe, size_t n);
 int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req);

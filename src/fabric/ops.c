@@ -19,8 +19,8 @@ _Static_assert(sizeof(((struct tern_req *)0)->_priv.fictx) >=
 		       sizeof(struct fi_context2),
 	       "request context too small for libfabric");
 
-/* Map a provider error to a tern error code. */
-static int map_err(int fi_err)
+/* Map a provider error (positive FI_E* value) to a tern error code. */
+int tern__err_from_fi(int fi_err)
 {
 	switch (fi_err) {
 	case FI_ECANCELED:
@@ -102,7 +102,7 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 	req->prov_errno = (int)-ret;
 	tern_warn("rail %u: posting op %u: %s", rail->idx, req->_priv.op,
 		  fi_strerror((int)-ret));
-	return map_err((int)-ret);
+	return tern__err_from_fi((int)-ret);
 }
 
 static int is_sink(struct tern_rail *rail, void *op_context)
@@ -144,7 +144,7 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 				  "");
 	*cqe = (struct tern__cqe){
 		.req = req,
-		.status = map_err(err.err),
+		.status = tern__err_from_fi(err.err),
 		.len = err.len,
 	};
 	return 1;

@@ -9,96 +9,74 @@
 
 #include "fabric.h"
 
-#define TERN_CARD_MAGIC   0x43524554u /* "TERC" little-endian */
-#define TERN_CARD_VERSION 1
-#define TERN_CARD_HDR     12
+#include "../core/card.h"
 
-/*
- * Card wire format, little-endian (docs/protocol.md):
- *   0 u32 magic "TERC"  4 u8 version  5 u8 nrails  6 u16 addrlen
- *   8 u32 libfabric addr_format      12 addr[nrails][addrlen]
- */
 ssize_t tern_ctx_card(const struct tern_ctx *ctx, void *buf, size_t len)
 {
-	size_t alen, need;
-	uint8_t *p = buf;
+	uint8_t addrs[TERN_CARD_MAX];
+	struct tern__card card;
 
 	if (ctx == NULL || buf == NULL)
 		return -EINVAL;
-	alen = ctx->rails[0].addrlen;
-	need = TERN_CARD_HDR + ctx->nrails * alen;
-	if (len < need)
-		return -ENOSPC;
-	tern__put_u32(p, TERN_CARD_MAGIC);
-	p[4] = TERN_CARD_VERSION;
-	p[5] = (uint8_t)ctx->nrails;
-	tern__put_u16(p + 6, (uint16_t)alen);
-	tern__put_u32(p + 8, ctx->addr_format);
-	for (unsigned int i = 0; i < ctx->nrails; i++)
-		memcpy(p + TERN_CARD_HDR + i * alen, ctx->rails[i].addr, alen);
-	return (ssize_t)need;
+	card = (struct tern__card){
+		.nrails = ctx->nrails,
+		.addrlen = ctx->rails[0].addrlen,
+		.addr_format = ctx->addr_format,
+		.addrs = addrs,
+	};
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		if ((i + 1) * card.addrlen > sizeof(addrs))
+			return -ENOSPC;
+		memcpy(addrs + i * card.addrlen, ctx->rails[i].addr,
+		       card.addrlen);
+	}
+	return tern__card_pack(&card, buf, len);
 }
 
-/* Check a card against this ctx; on success *nrails_p and *alen_p. */
+/* Check a card against this ctx: well formed, and of our provider kind. */
 static int card_check(const struct tern_ctx *ctx, const uint8_t *p, size_t len,
-		      unsigned int *nrails_p, size_t *alen_p)
+		      struct tern__card *card)
 {
-	unsigned int nrails;
-	size_t alen;
+	char why[128];
+	int ret = tern__card_parse(p, len, card, why, sizeof(why));
 
-	if (len < TERN_CARD_HDR || tern__get_u32(p) != TERN_CARD_MAGIC) {
-		tern_warn("card: too short or not a tern card");
-		return -TERN_ECARD;
+	if (ret != 0) {
+		tern_warn("%s", why);
+		return ret;
 	}
-	if (p[4] != TERN_CARD_VERSION) {
-		tern_warn("card: version %u, this tern reads version %u", p[4],
-			  TERN_CARD_VERSION);
-		return -TERN_ECARD;
-	}
-	nrails = p[5];
-	alen = tern__get_u16(p + 6);
-	if (nrails == 0 || nrails > TERN_MAX_RAILS || alen == 0 ||
-	    alen > TERN_ADDR_MAX || len != TERN_CARD_HDR + nrails * alen) {
-		tern_warn("card: %u rail(s) of %zu-byte addresses in %zu bytes",
-			  nrails, alen, len);
-		return -TERN_ECARD;
-	}
-	if (tern__get_u32(p + 8) != ctx->addr_format ||
-	    alen != ctx->rails[0].addrlen) {
+	if (card->addr_format != ctx->addr_format ||
+	    card->addrlen != ctx->rails[0].addrlen) {
 		tern_warn("card: made by another kind of provider (address "
 			  "format %u, %zu bytes; this ctx runs %s: format %u, "
 			  "%zu bytes)",
-			  tern__get_u32(p + 8), alen, ctx->prov_name,
+			  card->addr_format, card->addrlen, ctx->prov_name,
 			  ctx->addr_format, ctx->rails[0].addrlen);
 		return -TERN_ECARD;
 	}
-	*nrails_p = nrails;
-	*alen_p = alen;
 	return 0;
 }
 
 int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 		  struct tern_peer **peer_p)
 {
-	const uint8_t *p = card;
+	struct tern__card c;
 	struct tern_peer *peer;
-	unsigned int nrails, i;
-	size_t alen;
+	unsigned int i;
 	int ret;
 
 	if (ctx == NULL || card == NULL || peer_p == NULL)
 		return -EINVAL;
-	ret = card_check(ctx, p, len, &nrails, &alen);
+	ret = card_check(ctx, card, len, &c);
 	if (ret != 0)
 		return ret;
 	peer = calloc(1, sizeof(*peer));
 	if (peer == NULL)
 		return -ENOMEM;
 	peer->ctx = ctx;
-	peer->nrails = nrails;
+	peer->nrails = c.nrails;
 	/* Local rail i talks to remote rail i mod nrails. */
 	for (i = 0; i < ctx->nrails; i++) {
-		const uint8_t *addr = p + TERN_CARD_HDR + (i % nrails) * alen;
+		const uint8_t *addr = c.addrs + (i % c.nrails) * c.addrlen;
 		fi_addr_t fa = FI_ADDR_NOTAVAIL;
 
 		ret = fi_av_insert(ctx->rails[i].av, addr, 1, &fa, 0, NULL);

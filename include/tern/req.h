@@ -76,6 +76,8 @@ void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data);
 /**
  * Send @p len bytes at @p buf (inside @p mr, which needs
  * TERN_ACCESS_LOCAL) to @p peer. Completes when the buffer may be reused.
+ * Messages travel between the rails 0 of both ctxs (no ordering between
+ * messages is promised); one-sided writes spread round-robin over rails.
  * @return 0 (queued); -EINVAL for NULL arguments or a buffer outside @p mr;
  * -EMSGSIZE above the provider's max_msg_size.
  */

@@ -68,6 +68,8 @@ struct tern_peer {
 	uint64_t fiaddr[TERN_MAX_RAILS]; /* per local rail: its remote rail */
 	unsigned long inflight; /* queued + posted operations */
 	int removed;
+	size_t card_len;
+	uint8_t card[]; /* the card it was added with */
 };
 
 struct tern_mr {

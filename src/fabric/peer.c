@@ -56,12 +56,29 @@ static int card_check(const struct tern_ctx *ctx, const uint8_t *p, size_t len,
 	return 0;
 }
 
+/*
+ * Peers live on ctx->peers until released, removed or not: two peers with
+ * the same card share their address-vector entries (a provider may map one
+ * remote process once; removing an entry another peer still uses breaks
+ * it), and an entry goes only with the last peer that uses it.
+ */
+static struct tern_peer *peer_same(struct tern_ctx *ctx, const void *card,
+				   size_t len, const struct tern_peer *skip)
+{
+	for (struct tern_peer *p = ctx->peers; p != NULL; p = p->next) {
+		if (p != skip && p->card_len == len &&
+		    memcmp(p->card, card, len) == 0)
+			return p;
+	}
+	return NULL;
+}
+
 int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 		  struct tern_peer **peer_p)
 {
+	struct tern_peer *peer, *same;
 	struct tern__card c;
-	struct tern_peer *peer;
-	unsigned int i;
+	unsigned int i = 0;
 	int ret;
 
 	if (ctx == NULL || card == NULL || peer_p == NULL)
@@ -69,11 +86,18 @@ int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 	ret = card_check(ctx, card, len, &c);
 	if (ret != 0)
 		return ret;
-	peer = calloc(1, sizeof(*peer));
+	peer = calloc(1, sizeof(*peer) + len);
 	if (peer == NULL)
 		return -ENOMEM;
 	peer->ctx = ctx;
 	peer->nrails = c.nrails;
+	peer->card_len = len;
+	memcpy(peer->card, card, len);
+	same = peer_same(ctx, card, len, NULL);
+	if (same != NULL) {
+		memcpy(peer->fiaddr, same->fiaddr, sizeof(peer->fiaddr));
+		goto link;
+	}
 	/* Local rail i talks to remote rail i mod nrails. */
 	for (i = 0; i < ctx->nrails; i++) {
 		const uint8_t *addr = c.addrs + (i % c.nrails) * c.addrlen;
@@ -90,6 +114,7 @@ int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 		}
 		peer->fiaddr[i] = fa;
 	}
+link:
 	peer->next = ctx->peers;
 	if (ctx->peers != NULL)
 		ctx->peers->prev = peer;
@@ -112,8 +137,20 @@ void tern__peer_release(struct tern_peer *peer)
 
 	if (!peer->removed || peer->inflight != 0)
 		return;
-	for (unsigned int i = 0; i < ctx->nrails; i++)
-		fi_av_remove(ctx->rails[i].av, &peer->fiaddr[i], 1, 0);
+	if (peer->prev != NULL)
+		peer->prev->next = peer->next;
+	else
+		ctx->peers = peer->next;
+	if (peer->next != NULL)
+		peer->next->prev = peer->prev;
+	/* Rails already closed (ctx teardown) took their entries along. */
+	if (peer_same(ctx, peer->card, peer->card_len, NULL) == NULL) {
+		for (unsigned int i = 0; i < ctx->nrails; i++) {
+			if (ctx->rails[i].av != NULL)
+				fi_av_remove(ctx->rails[i].av,
+					     &peer->fiaddr[i], 1, 0);
+		}
+	}
 	free(peer);
 }
 
@@ -123,13 +160,9 @@ int tern_peer_remove(struct tern_peer *peer)
 
 	if (peer == NULL)
 		return 0;
+	if (peer->removed)
+		return -EINVAL;
 	ctx = peer->ctx;
-	if (peer->prev != NULL)
-		peer->prev->next = peer->next;
-	else
-		ctx->peers = peer->next;
-	if (peer->next != NULL)
-		peer->next->prev = peer->prev;
 	ctx->npeers--;
 	/* Operations still queued in tern are cancelled now; the peer is
 	 * marked removed after, so their completions cannot free it. */

@@ -121,9 +121,10 @@ static void reply(struct tern_fill_server *srv, struct tern_peer *peer,
 	s->busy = 1;
 }
 
-static void reply_error(struct tern_fill_server *srv, struct tern_peer *peer,
-			uint64_t session, uint32_t id, int code,
-			const char *text)
+/* @return the slot the ERROR went out in, or NULL. */
+static struct slot *reply_error(struct tern_fill_server *srv,
+				struct tern_peer *peer, uint64_t session,
+				uint32_t id, int code, const char *text)
 {
 	struct slot *s = tx_slot(srv);
 
@@ -132,11 +133,12 @@ static void reply_error(struct tern_fill_server *srv, struct tern_peer *peer,
 	     session ? "session " : "unknown client ", session, text);
 	if (s == NULL) {
 		srv->st.dropped++;
-		return;
+		return NULL;
 	}
 	reply(srv, peer, s,
 	      tern_fill_error_encode(s->buf, REPLY_MAX, session, id, code,
 				     text));
+	return s->busy ? s : NULL;
 }
 
 /* Answer a client we have no session with, through a short-lived peer. */
@@ -145,6 +147,7 @@ static void reply_error_card(struct tern_fill_server *srv, const void *msg,
 {
 	const uint8_t *card;
 	struct tern_peer *peer;
+	struct slot *s;
 	size_t card_len;
 
 	if (tern_fill_connect_card(msg, len, &card, &card_len) != 0 ||
@@ -155,8 +158,11 @@ static void reply_error_card(struct tern_fill_server *srv, const void *msg,
 		     len, text);
 		return;
 	}
-	reply_error(srv, peer, 0, 0, code, text);
-	/* Freed once the reply has gone. */
+	s = reply_error(srv, peer, 0, 0, code, text);
+	/* Removing a peer cancels what is still queued to it: let the
+	 * reply go first (bounded; a dead client must not hold us). */
+	if (s != NULL)
+		tern_wait(srv->ctx, &s->req, 2000);
 	tern_peer_remove(peer);
 }
 

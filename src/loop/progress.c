@@ -201,7 +201,11 @@ static int prep(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 	req->_priv.peer = peer;
 	req->_priv.mr = mr;
 	req->_priv.buf = (void *)(uintptr_t)buf;
-	req->_priv.rail = (uint8_t)(ctx->next_rail++ % ctx->nrails);
+	/* Messages use rail 0 on both sides, so a receive always sits where
+	 * the message lands; one-sided operations spread over the rails. */
+	req->_priv.rail = 0;
+	if (op == TERN__OP_WRITE || op == TERN__OP_WRITE_IMM)
+		req->_priv.rail = (uint8_t)(ctx->next_rail++ % ctx->nrails);
 	return 0;
 }
 

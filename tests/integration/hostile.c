@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A hostile random-fill client. It connects properly, then sends requests a
+ * server must refuse: out-of-range page indices, oversized pages, zero
+ * pages, a repeated page, truncated and padded messages, a wrong magic, a
+ * wrong version, an unknown type, a CONNECT of a future version. Each must
+ * be answered with an ERROR whose reason names the problem, and no byte of
+ * the client's regions may change. Then a good fill must verify.
+ *
+ * usage: hostile --provider P [--node ADDR] CARD-FILE
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "fill/fill.h"
+
+struct state {
+	struct tern_ctx *ctx;
+	struct tern_fill_conn *conn;
+	uint8_t *msg;
+	uint8_t *reply;
+	int passed;
+	int failed;
+};
+
+static void check(struct state *st, int ok, const char *what,
+		  const char *detail)
+{
+	if (ok)
+		st->passed++;
+	else
+		st->failed++;
+	printf("%s %d - %s%s%s\n", ok ? "ok" : "not ok",
+	       st->passed + st->failed, what, detail ? ": " : "",
+	       detail ? detail : "");
+	fflush(stdout);
+}
+
+/* Send @len bytes of st->msg; expect an ERROR whose text has @needle. */
+static void expect_refusal(struct state *st, size_t len, const char *needle,
+			   const char *what)
+{
+	struct tern_fill_error e;
+	uint64_t untouched;
+	char detail[300];
+	ssize_t n;
+	int ret;
+
+	ret = tern_fill_conn_send_raw(st->conn, st->msg, len);
+	if (ret != 0) {
+		snprintf(detail, sizeof(detail), "send: %s",
+			 tern_strerror(ret));
+		check(st, 0, what, detail);
+		return;
+	}
+	n = tern_fill_conn_recv_raw(st->conn, st->reply, TERN_FILL_MSG_MAX,
+				    5000);
+	if (n < 0) {
+		snprintf(detail, sizeof(detail), "no reply: %s",
+			 tern_strerror((int)n));
+		check(st, 0, what, detail);
+		return;
+	}
+	ret = tern_fill_error_decode(st->reply, (size_t)n, &e);
+	snprintf(detail, sizeof(detail), "%s", ret == 0 ? e.text : "not ERROR");
+	check(st, ret == 0 && e.code < 0 && strstr(e.text, needle) != NULL,
+	      what, detail);
+	check(st,
+	      tern_fill_conn_check_untouched(st->conn, &untouched) == 0 &&
+		      untouched == 2ULL * TERN_FILL_REGION_SIZE,
+	      "  ... and no byte of the regions changed", NULL);
+}
+
+static size_t make_fill(struct state *st, uint32_t page_size, uint32_t count,
+			const uint32_t *idx)
+{
+	struct tern_fill_request r = {
+		.id = 77,
+		.page_size = page_size,
+		.seed = 1,
+		.page_count = count,
+	};
+
+	return (size_t)tern_fill_request_encode(
+		st->msg, TERN_FILL_MSG_MAX,
+		tern_fill_conn_session(st->conn), &r, idx);
+}
+
+static void run(struct state *st)
+{
+	uint32_t idx[4] = { 0, 1, 2, 3 };
+	uint8_t card[TERN_CARD_MAX];
+	size_t len;
+	ssize_t clen;
+
+	idx[2] = 2 * 16; /* 16 pages of 1 MiB per region: 32 is past end */
+	len = make_fill(st, 1 << 20, 4, idx);
+	expect_refusal(st, len, "outside", "page index past the regions");
+
+	idx[2] = 2;
+	len = make_fill(st, 32u << 20, 1, idx);
+	expect_refusal(st, len, "page size", "page size above 16 MiB");
+
+	len = make_fill(st, 4096, 0, idx);
+	expect_refusal(st, len, "page count 0", "zero pages");
+
+	idx[3] = 1;
+	len = make_fill(st, 4096, 4, idx);
+	expect_refusal(st, len, "twice", "a page listed twice");
+
+	idx[3] = 3;
+	len = make_fill(st, 4096, 4, idx);
+	expect_refusal(st, len - 6, "malformed", "truncated FILL");
+
+	len = make_fill(st, 4096, 4, idx);
+	memset(st->msg + len, 0, 4);
+	tern__put_u32(st->msg + 8, (uint32_t)len + 4);
+	expect_refusal(st, len + 4, "malformed", "FILL with trailing bytes");
+
+	len = make_fill(st, 4096, 4, idx);
+	tern__put_u32(st->msg, 0xdeadbeef);
+	expect_refusal(st, len, "bad magic", "wrong magic");
+
+	len = make_fill(st, 4096, 4, idx);
+	tern__put_u16(st->msg + 4, 99);
+	expect_refusal(st, len, "version 99", "wrong protocol version");
+
+	len = make_fill(st, 4096, 4, idx);
+	tern__put_u16(st->msg + 6, 42);
+	expect_refusal(st, len, "type 42", "unknown message type");
+
+	/* A CONNECT from a future version is refused by a reply to its card
+	 * (the prefix every version keeps). */
+	clen = tern_ctx_card(st->ctx, card, sizeof(card));
+	len = (size_t)tern_fill_connect_encode(st->msg, TERN_FILL_MSG_MAX, 1,
+					       card, (size_t)clen,
+					       tern_fill_conn_regions(
+						       st->conn));
+	tern__put_u16(st->msg + 4, 2);
+	expect_refusal(st, len, "version 2", "CONNECT of a newer version");
+
+	/* A CONNECT whose descriptors are cut short. */
+	len = (size_t)tern_fill_connect_encode(st->msg, TERN_FILL_MSG_MAX, 1,
+					       card, (size_t)clen,
+					       tern_fill_conn_regions(
+						       st->conn));
+	tern__put_u32(st->msg + 8, (uint32_t)len - 9);
+	expect_refusal(st, len - 9, "malformed CONNECT",
+		       "CONNECT with a truncated descriptor");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "provider", required_argument, NULL, 'p' },
+		{ "node", required_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tern_ctx_attr attr = { 0 };
+	struct tern_fill_params good = {
+		.page_size = 3000,
+		.pages = 21,
+		.seed = 5489,
+	};
+	struct tern_fill_report rep;
+	struct state st = { 0 };
+	uint8_t card[TERN_CARD_MAX];
+	char hex[2 * TERN_CARD_MAX + 2], why[256];
+	ssize_t card_len;
+	FILE *f;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "p:n:", opts, NULL)) != -1) {
+		if (c == 'p')
+			attr.provider = optarg;
+		else if (c == 'n')
+			attr.node = optarg;
+		else
+			return 2;
+	}
+	if (optind + 1 != argc) {
+		fprintf(stderr, "usage: hostile --provider P [--node A] "
+				"CARD-FILE\n");
+		return 2;
+	}
+	f = fopen(argv[optind], "r");
+	if (f == NULL || fgets(hex, sizeof(hex), f) == NULL) {
+		fprintf(stderr, "hostile: cannot read %s\n", argv[optind]);
+		return 2;
+	}
+	fclose(f);
+	hex[strcspn(hex, "\n")] = '\0';
+	card_len = tern_hex_decode(hex, card, sizeof(card));
+	st.msg = malloc(TERN_FILL_MSG_MAX);
+	st.reply = malloc(TERN_FILL_MSG_MAX);
+	if (card_len <= 0 || st.msg == NULL || st.reply == NULL)
+		return 2;
+	ret = tern_ctx_open(&attr, &st.ctx);
+	if (ret != 0) {
+		fprintf(stderr, "hostile: ctx: %s\n", tern_strerror(ret));
+		return 1;
+	}
+	ret = tern_fill_conn_open(st.ctx, card, (size_t)card_len, 10000,
+				  &st.conn, why, sizeof(why));
+	if (ret != 0) {
+		fprintf(stderr, "hostile: connect: %s\n", why);
+		return 1;
+	}
+	run(&st);
+	ret = tern_fill_conn_fill(st.conn, &good, &rep);
+	check(&st, ret == 0 && rep.verified == 3000ULL * 21,
+	      "then a good fill (21 pages of 3000 bytes) verifies",
+	      ret ? rep.error : NULL);
+	tern_fill_conn_close(st.conn);
+	tern_ctx_close(st.ctx);
+	free(st.msg);
+	free(st.reply);
+	printf("%d passed, %d failed\n", st.passed, st.failed);
+	return st.failed == 0 && st.passed > 0 ? 0 : 1;
+}

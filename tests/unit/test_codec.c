@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the wire formats a peer sends us: cards, MR descriptors,
+ * and the mapping of provider errors to tern codes.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <rdma/fi_errno.h>
+
+#include <tern/tern.h>
+
+#include "core/card.h"
+#include "core/core.h"
+
+/* From src/fabric/fabric.h, which pulls in the whole fabric layer. */
+int tern__err_from_fi(int fi_err);
+
+#define ADDR_FORMAT 0x11223344u
+
+/* Room for a card one rail or one address byte past any limit. */
+#define CARD_BUF (TERN_CARD_HDR + (TERN_MAX_RAILS + 1) * (TERN_ADDR_MAX + 1))
+
+static uint8_t card_buf[CARD_BUF + 1];
+static uint8_t addrs[TERN_MAX_RAILS * TERN_ADDR_MAX];
+
+static void fill_addrs(unsigned int nrails, size_t addrlen)
+{
+	for (size_t i = 0; i < nrails * addrlen; i++)
+		addrs[i] = (uint8_t)(i * 7 + 3);
+}
+
+/* Pack a card of @nrails addresses of @addrlen bytes into card_buf. */
+static size_t pack_card(unsigned int nrails, size_t addrlen)
+{
+	struct tern__card c = {
+		.nrails = nrails,
+		.addrlen = addrlen,
+		.addr_format = ADDR_FORMAT,
+		.addrs = addrs,
+	};
+	ssize_t n;
+
+	fill_addrs(nrails, addrlen);
+	n = tern__card_pack(&c, card_buf, sizeof(card_buf));
+	assert_int_equal(n, TERN_CARD_HDR + nrails * addrlen);
+	return (size_t)n;
+}
+
+/* Parse, expecting a refusal with a reason, and the card left alone. */
+static void card_refused(const uint8_t *buf, size_t len)
+{
+	struct tern__card c = { .nrails = 99 };
+	char why[128] = "";
+	int ret = tern__card_parse(buf, len, &c, why, sizeof(why));
+
+	if (ret != -TERN_ECARD)
+		fail_msg("card of %zu bytes: %d, want -TERN_ECARD", len, ret);
+	assert_true(strlen(why) > 0);
+	assert_int_equal(c.nrails, 99);
+}
+
+static void test_card_round_trip(void **state)
+{
+	static const struct {
+		unsigned int nrails;
+		size_t addrlen;
+	} cases[] = {
+		{ 1, 1 },  { 1, 16 },  { 1, TERN_ADDR_MAX }, { 4, 1 },
+		{ 4, 24 }, { 4, 32 },  { 4, TERN_ADDR_MAX }, { 2, 56 },
+		{ TERN_MAX_RAILS, 1 }, { TERN_MAX_RAILS, 64 },
+	};
+
+	(void)state;
+	for (size_t t = 0; t < TERN_ARRAY_SIZE(cases); t++) {
+		unsigned int nrails = cases[t].nrails;
+		size_t addrlen = cases[t].addrlen;
+		struct tern__card c = { 0 };
+		char why[128] = "";
+		size_t n = pack_card(nrails, addrlen);
+		int ret;
+
+		/* "TERC" little-endian, version 1, then the counts. */
+		assert_memory_equal(card_buf, "TERC", 4);
+		assert_int_equal(card_buf[4], TERN_CARD_VERSION);
+		assert_int_equal(card_buf[5], nrails);
+		assert_int_equal(tern__get_u16(card_buf + 6), addrlen);
+		assert_int_equal(tern__get_u32(card_buf + 8), ADDR_FORMAT);
+
+		ret = tern__card_parse(card_buf, n, &c, why, sizeof(why));
+		if (ret != 0)
+			fail_msg("%u x %zu: %d (%s)", nrails, addrlen, ret,
+				 why);
+		assert_int_equal(c.nrails, nrails);
+		assert_int_equal(c.addrlen, addrlen);
+		assert_int_equal(c.addr_format, ADDR_FORMAT);
+		/* The addresses are not copied: they point into the card. */
+		assert_ptr_equal(c.addrs, card_buf + TERN_CARD_HDR);
+		assert_memory_equal(c.addrs, addrs, nrails * addrlen);
+	}
+}
+
+static void test_card_truncated(void **state)
+{
+	size_t n;
+
+	(void)state;
+	n = pack_card(4, 24);
+	for (size_t len = 0; len < n; len++)
+		card_refused(card_buf, len);
+	n = pack_card(1, 6);
+	for (size_t len = 0; len < n; len++)
+		card_refused(card_buf, len);
+}
+
+static void test_card_trailing(void **state)
+{
+	size_t n;
+
+	(void)state;
+	n = pack_card(4, 24);
+	card_buf[n] = 0;
+	card_refused(card_buf, n + 1);
+	n = pack_card(1, 1);
+	card_refused(card_buf, n + 1);
+}
+
+static void test_card_bad_header(void **state)
+{
+	size_t n;
+
+	(void)state;
+	/* Wrong magic, in any byte. */
+	for (int i = 0; i < 4; i++) {
+		n = pack_card(4, 24);
+		card_buf[i] ^= 0x20;
+		card_refused(card_buf, n);
+	}
+	/* Wrong version, older or newer. */
+	n = pack_card(4, 24);
+	card_buf[4] = TERN_CARD_VERSION + 1;
+	card_refused(card_buf, n);
+	card_buf[4] = 0;
+	card_refused(card_buf, n);
+	card_buf[4] = 0xff;
+	card_refused(card_buf, n);
+
+	/* No rails: 12 bytes is consistent with 0 x 24. */
+	n = pack_card(1, 24);
+	card_buf[5] = 0;
+	card_refused(card_buf, TERN_CARD_HDR);
+
+	/* One rail too many, with a length that agrees. */
+	n = pack_card(TERN_MAX_RAILS, 2);
+	card_buf[5] = TERN_MAX_RAILS + 1;
+	card_refused(card_buf, n + 2);
+
+	/* Zero-length addresses: 12 bytes is consistent with 1 x 0. */
+	n = pack_card(1, 24);
+	tern__put_u16(card_buf + 6, 0);
+	card_refused(card_buf, TERN_CARD_HDR);
+
+	/* An address one byte over the limit, with a length that agrees. */
+	n = pack_card(1, TERN_ADDR_MAX);
+	tern__put_u16(card_buf + 6, TERN_ADDR_MAX + 1);
+	card_refused(card_buf, n + 1);
+
+	/* The addresses disagree with the length: 4 x 24 claimed as 4 x 23. */
+	n = pack_card(4, 24);
+	tern__put_u16(card_buf + 6, 23);
+	card_refused(card_buf, n);
+}
+
+static void test_card_pack_refused(void **state)
+{
+	struct tern__card c = {
+		.nrails = 1,
+		.addrlen = 16,
+		.addr_format = ADDR_FORMAT,
+		.addrs = addrs,
+	};
+	uint8_t small[TERN_CARD_HDR + 16];
+
+	(void)state;
+	fill_addrs(TERN_MAX_RAILS, TERN_ADDR_MAX);
+	assert_int_equal(tern__card_pack(&c, small, sizeof(small)),
+			 sizeof(small));
+	assert_int_equal(tern__card_pack(&c, small, sizeof(small) - 1),
+			 -ENOSPC);
+	c.nrails = 0;
+	assert_int_equal(tern__card_pack(&c, card_buf, CARD_BUF), -EINVAL);
+	c.nrails = TERN_MAX_RAILS + 1;
+	assert_int_equal(tern__card_pack(&c, card_buf, CARD_BUF), -EINVAL);
+	c.nrails = 1;
+	c.addrlen = 0;
+	assert_int_equal(tern__card_pack(&c, card_buf, CARD_BUF), -EINVAL);
+	c.addrlen = TERN_ADDR_MAX + 1;
+	assert_int_equal(tern__card_pack(&c, card_buf, CARD_BUF), -EINVAL);
+	/* Within each limit, but larger than TERN_CARD_MAX in all. */
+	c.nrails = TERN_MAX_RAILS;
+	c.addrlen = 65;
+	assert_int_equal(tern__card_pack(&c, card_buf, CARD_BUF), -ENOSPC);
+}
+
+/* A descriptor with @nkeys distinct keys. */
+static struct tern_mr_desc make_desc(uint32_t nkeys, uint32_t flags)
+{
+	struct tern_mr_desc d = {
+		.base = 0x00007f1234560000ULL,
+		.len = 16ULL << 20,
+		.flags = flags,
+		.nkeys = nkeys,
+	};
+
+	for (uint32_t i = 0; i < nkeys; i++)
+		d.keys[i] = 0xa5a5000000000000ULL ^ ((uint64_t)i << 40) ^
+			    (i * 0x10001ULL + 1);
+	return d;
+}
+
+static void assert_desc_equal(const struct tern_mr_desc *a,
+			      const struct tern_mr_desc *b)
+{
+	assert_true(a->base == b->base);
+	assert_true(a->len == b->len);
+	assert_int_equal(a->flags, b->flags);
+	assert_int_equal(a->nkeys, b->nkeys);
+	for (uint32_t i = 0; i < a->nkeys; i++)
+		assert_true(a->keys[i] == b->keys[i]);
+}
+
+/* Unpack, expecting @want and @out left alone. */
+static void desc_refused(const uint8_t *buf, size_t len, int want)
+{
+	struct tern_mr_desc out = { .nkeys = 99 };
+	ssize_t ret = tern_mr_desc_unpack(buf, len, &out);
+
+	if (ret != want)
+		fail_msg("descriptor of %zu bytes: %zd, want %d", len, ret,
+			 want);
+	assert_int_equal(out.nkeys, 99);
+}
+
+static void test_desc_round_trip(void **state)
+{
+	static const uint32_t nkeys[] = { 1, 2, 3, TERN_MAX_RAILS };
+	static const uint32_t flags[] = { 0, TERN_MR_DESC_VIRT_ADDR };
+	uint8_t buf[TERN_MR_DESC_MAX + 8];
+
+	(void)state;
+	assert_int_equal(TERN_MR_DESC_PACKED_SIZE(1), 32);
+	assert_int_equal(TERN_MR_DESC_PACKED_SIZE(2), 40);
+	assert_int_equal(TERN_MR_DESC_MAX, 24 + 8 * TERN_MAX_RAILS);
+	for (size_t k = 0; k < TERN_ARRAY_SIZE(nkeys); k++) {
+		for (size_t f = 0; f < TERN_ARRAY_SIZE(flags); f++) {
+			struct tern_mr_desc d = make_desc(nkeys[k], flags[f]);
+			struct tern_mr_desc out = { 0 };
+			size_t need = TERN_MR_DESC_PACKED_SIZE(nkeys[k]);
+
+			/* Exactly the advertised size, no more. */
+			assert_int_equal(tern_mr_desc_pack(&d, buf, need),
+					 need);
+			assert_int_equal(tern_mr_desc_unpack(buf, need, &out),
+					 need);
+			assert_desc_equal(&d, &out);
+			/* Bytes after a descriptor are not consumed. */
+			memset(&out, 0, sizeof(out));
+			assert_int_equal(
+				tern_mr_desc_unpack(buf, need + 8, &out), need);
+			assert_desc_equal(&d, &out);
+		}
+	}
+}
+
+static void test_desc_layout(void **state)
+{
+	static const uint8_t want[TERN_MR_DESC_PACKED_SIZE(2)] = {
+		'T',  'R',  'M',  'D',  /* magic */
+		1,                      /* version */
+		2,                      /* nkeys */
+		0x01, 0x00,             /* flags: VIRT_ADDR */
+		0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* base */
+		0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x80, /* len */
+		0x0f, 0x0e, 0x0d, 0x0c, 0x0b, 0x0a, 0x09, 0x08, /* key 0 */
+		0xf7, 0xf6, 0xf5, 0xf4, 0xf3, 0xf2, 0xf1, 0xf0, /* key 1 */
+	};
+	struct tern_mr_desc d = {
+		.base = 0x1122334455667788ULL,
+		.len = 0x8000000000100000ULL,
+		.flags = TERN_MR_DESC_VIRT_ADDR,
+		.nkeys = 2,
+		.keys = { 0x08090a0b0c0d0e0fULL, 0xf0f1f2f3f4f5f6f7ULL },
+	};
+	uint8_t buf[TERN_MR_DESC_MAX];
+
+	(void)state;
+	memset(buf, 0xcc, sizeof(buf));
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), sizeof(want));
+	assert_memory_equal(buf, want, sizeof(want));
+	/* Nothing written past the descriptor. */
+	assert_int_equal(buf[sizeof(want)], 0xcc);
+}
+
+static void test_desc_truncated(void **state)
+{
+	static const uint32_t nkeys[] = { 1, 3, TERN_MAX_RAILS };
+	uint8_t buf[TERN_MR_DESC_MAX];
+
+	(void)state;
+	for (size_t k = 0; k < TERN_ARRAY_SIZE(nkeys); k++) {
+		struct tern_mr_desc d = make_desc(nkeys[k], 0);
+		size_t need = TERN_MR_DESC_PACKED_SIZE(nkeys[k]);
+
+		assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), need);
+		for (size_t len = 0; len < need; len++)
+			desc_refused(buf, len, -TERN_EDESC);
+	}
+}
+
+static void test_desc_bad_fields(void **state)
+{
+	/* Room for one key more than allowed. */
+	uint8_t buf[TERN_MR_DESC_PACKED_SIZE(TERN_MAX_RAILS + 1)];
+	struct tern_mr_desc d = make_desc(2, TERN_MR_DESC_VIRT_ADDR);
+	size_t n = TERN_MR_DESC_PACKED_SIZE(2);
+
+	(void)state;
+	memset(buf, 0, sizeof(buf));
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), n);
+		buf[i] ^= 0x01;
+		desc_refused(buf, n, -TERN_EDESC);
+	}
+
+	/* No keys (24 bytes agrees with 0 keys). */
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), n);
+	buf[5] = 0;
+	desc_refused(buf, n, -TERN_EDESC);
+	desc_refused(buf, TERN_MR_DESC_PACKED_SIZE(0), -TERN_EDESC);
+
+	/* One key too many, with room for all of them. */
+	buf[5] = TERN_MAX_RAILS + 1;
+	desc_refused(buf, sizeof(buf), -TERN_EDESC);
+
+	/* Unknown flag bits, low and high. */
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), n);
+	tern__put_u16(buf + 6, TERN_MR_DESC_VIRT_ADDR | 0x0002);
+	desc_refused(buf, n, -TERN_EDESC);
+	tern__put_u16(buf + 6, 0x8000);
+	desc_refused(buf, n, -TERN_EDESC);
+
+	/* An empty region. */
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), n);
+	tern__put_u64(buf + 16, 0);
+	desc_refused(buf, n, -TERN_EDESC);
+
+	/* base + len wraps around. */
+	tern__put_u64(buf + 8, UINT64_MAX - 10);
+	tern__put_u64(buf + 16, 12);
+	desc_refused(buf, n, -TERN_EDESC);
+	tern__put_u64(buf + 8, 1);
+	tern__put_u64(buf + 16, UINT64_MAX);
+	desc_refused(buf, n, -TERN_EDESC);
+}
+
+static void test_desc_limits_accepted(void **state)
+{
+	uint8_t buf[TERN_MR_DESC_MAX];
+	struct tern_mr_desc d = make_desc(1, 0), out;
+
+	(void)state;
+	/* The last byte of the address space is addressable. */
+	d.base = UINT64_MAX - 10;
+	d.len = 10;
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), 32);
+	assert_int_equal(tern_mr_desc_unpack(buf, 32, &out), 32);
+	assert_desc_equal(&d, &out);
+	d.base = 0;
+	d.len = UINT64_MAX;
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), 32);
+	assert_int_equal(tern_mr_desc_unpack(buf, 32, &out), 32);
+	assert_desc_equal(&d, &out);
+}
+
+static void test_desc_version(void **state)
+{
+	uint8_t buf[TERN_MR_DESC_MAX];
+	struct tern_mr_desc d = make_desc(2, 0);
+	size_t n = TERN_MR_DESC_PACKED_SIZE(2);
+
+	(void)state;
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), n);
+	assert_int_equal(buf[4], 1);
+	buf[4] = 2;
+	desc_refused(buf, n, -TERN_EVERSION);
+	buf[4] = 0xff;
+	desc_refused(buf, n, -TERN_EVERSION);
+	/* Version 0 was never valid. */
+	buf[4] = 0;
+	desc_refused(buf, n, -TERN_EDESC);
+}
+
+static void test_desc_pack_refused(void **state)
+{
+	uint8_t buf[TERN_MR_DESC_MAX];
+	struct tern_mr_desc d = make_desc(3, TERN_MR_DESC_VIRT_ADDR);
+	size_t n = TERN_MR_DESC_PACKED_SIZE(3);
+
+	(void)state;
+	assert_int_equal(tern_mr_desc_pack(&d, buf, n - 1), -ENOSPC);
+	assert_int_equal(tern_mr_desc_pack(&d, buf, 0), -ENOSPC);
+	assert_int_equal(tern_mr_desc_pack(&d, buf, n), n);
+	assert_int_equal(tern_mr_desc_pack(NULL, buf, n), -EINVAL);
+	assert_int_equal(tern_mr_desc_pack(&d, NULL, n), -EINVAL);
+	d.nkeys = 0;
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), -EINVAL);
+	d.nkeys = TERN_MAX_RAILS + 1;
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), -EINVAL);
+	d.nkeys = 3;
+	d.flags = 0x10000;
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), -EINVAL);
+}
+
+static void test_err_from_fi(void **state)
+{
+	static const int prov[] = {
+		FI_EIO, FI_EOTHER, FI_EINVAL, FI_ENOSYS, FI_ENODATA,
+		FI_EAVAIL, FI_ECONNREFUSED, FI_EADDRNOTAVAIL,
+	};
+
+	(void)state;
+	assert_int_equal(tern__err_from_fi(FI_ECANCELED), -ECANCELED);
+	assert_int_equal(tern__err_from_fi(FI_ETRUNC), -TERN_ETRUNC);
+	assert_int_equal(tern__err_from_fi(FI_EACCES), -TERN_EACCESS);
+	assert_int_equal(tern__err_from_fi(FI_EPERM), -TERN_EACCESS);
+	assert_int_equal(tern__err_from_fi(FI_ETIMEDOUT), -ETIMEDOUT);
+	assert_int_equal(tern__err_from_fi(FI_ENOMEM), -ENOMEM);
+	for (size_t i = 0; i < TERN_ARRAY_SIZE(prov); i++) {
+		int ret = tern__err_from_fi(prov[i]);
+
+		if (ret != -TERN_EPROV)
+			fail_msg("FI error %d: %d, want -TERN_EPROV", prov[i],
+				 ret);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_card_round_trip),
+		cmocka_unit_test(test_card_truncated),
+		cmocka_unit_test(test_card_trailing),
+		cmocka_unit_test(test_card_bad_header),
+		cmocka_unit_test(test_card_pack_refused),
+		cmocka_unit_test(test_desc_round_trip),
+		cmocka_unit_test(test_desc_layout),
+		cmocka_unit_test(test_desc_truncated),
+		cmocka_unit_test(test_desc_bad_fields),
+		cmocka_unit_test(test_desc_limits_accepted),
+		cmocka_unit_test(test_desc_version),
+		cmocka_unit_test(test_desc_pack_refused),
+		cmocka_unit_test(test_err_from_fi),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

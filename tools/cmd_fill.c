@@ -53,8 +53,14 @@ struct fill_opts {
 	int quiet;
 };
 
-enum { OPT_NODE = 256, OPT_CARD_FILE, OPT_ONCE, OPT_LOG, OPT_TIMEOUT,
-       OPT_RAILS };
+enum {
+	OPT_NODE = 256,
+	OPT_CARD_FILE,
+	OPT_ONCE,
+	OPT_LOG,
+	OPT_TIMEOUT,
+	OPT_RAILS
+};
 
 static const struct option long_opts[] = {
 	{ "provider", required_argument, NULL, 'p' },
@@ -185,8 +191,8 @@ static int parse(int argc, char **argv, struct fill_opts *o)
 				       &o->count);
 			break;
 		case OPT_TIMEOUT:
-			ret = cli_uint(o->cmd, "--timeout", optarg, 1,
-				       3600000, &o->timeout_ms);
+			ret = cli_uint(o->cmd, "--timeout", optarg, 1, 3600000,
+				       &o->timeout_ms);
 			break;
 		case OPT_ONCE:
 			o->once = 1;
@@ -299,7 +305,8 @@ int cmd_serve(int argc, char **argv)
 	if (o.card_file != NULL) {
 		FILE *f = fopen(o.card_file, "w");
 
-		if (f == NULL || fprintf(f, "%s\n", hex) < 0 || fclose(f) != 0) {
+		if (f == NULL || fprintf(f, "%s\n", hex) < 0 ||
+		    fclose(f) != 0) {
 			cli_err("serve", "writing %s: %s", o.card_file,
 				strerror(errno));
 			stop_flag = 1;
@@ -320,8 +327,8 @@ int cmd_serve(int argc, char **argv)
 	return ret == 0 ? 0 : 1;
 }
 
-static int read_card(const struct fill_opts *o, const char *arg,
-		     uint8_t *card, size_t *len_p)
+static int read_card(const struct fill_opts *o, const char *arg, uint8_t *card,
+		     size_t *len_p)
 {
 	char buf[2 * TERN_CARD_MAX + 2];
 	const char *hex = arg;
@@ -332,7 +339,8 @@ static int read_card(const struct fill_opts *o, const char *arg,
 
 		if (f == NULL || fgets(buf, sizeof(buf), f) == NULL) {
 			cli_err(o->cmd, "reading card from %s: %s",
-				o->card_file, f ? "empty file" : strerror(errno));
+				o->card_file,
+				f ? "empty file" : strerror(errno));
 			if (f != NULL)
 				fclose(f);
 			return -EINVAL;
@@ -348,8 +356,9 @@ static int read_card(const struct fill_opts *o, const char *arg,
 	}
 	n = tern_hex_decode(hex, card, TERN_CARD_MAX);
 	if (n <= 0) {
-		cli_err(o->cmd, "the card must be the hex string `tern serve` "
-				"printed (%s)",
+		cli_err(o->cmd,
+			"the card must be the hex string `tern serve` "
+			"printed (%s)",
 			n == -ENOSPC ? "too long" : "not hex");
 		return -EINVAL;
 	}
@@ -389,8 +398,8 @@ static int run_fills(struct tern_ctx *ctx, const struct fill_opts *o,
 
 		ret = tern_fill_conn_fill(conn, &p, &r);
 		if (ret != 0) {
-			cli_err(o->cmd, "fill %" PRIu64 " (seed %" PRIu64
-					"): %s",
+			cli_err(o->cmd,
+				"fill %" PRIu64 " (seed %" PRIu64 "): %s",
 				i + 1, p.seed, r.error);
 			failed++;
 			if (ret != -TERN_EVERIFY && ret != -TERN_EREFUSED &&
@@ -401,8 +410,8 @@ static int run_fills(struct tern_ctx *ctx, const struct fill_opts *o,
 		/* Bandwidth is the servers's writes: first post to last
 		 * completion. End to end adds its generating the data. */
 		us = (double)r.server_write_ns / 1e3;
-		printf("fill %u: %u page(s) x %s = %" PRIu64 " bytes, seed %"
-		       PRIu64 "\n"
+		printf("fill %u: %u page(s) x %s = %" PRIu64
+		       " bytes, seed %" PRIu64 "\n"
 		       "  writes %.1f us = %.2f Gbit/s (%.3f GB/s); end to end "
 		       "%.1f us (request to last immediate)\n"
 		       "  verified %" PRIu64 " bytes; %" PRIu64
@@ -410,8 +419,8 @@ static int run_fills(struct tern_ctx *ctx, const struct fill_opts *o,
 		       r.id, p.pages,
 		       tern_format_size(p.page_size, s1, sizeof(s1)), r.bytes,
 		       p.seed, us, (double)r.bytes * 8 / (us * 1e3),
-		       (double)r.bytes / (us * 1e3),
-		       (double)r.elapsed_ns / 1e3, r.verified, r.untouched);
+		       (double)r.bytes / (us * 1e3), (double)r.elapsed_ns / 1e3,
+		       r.verified, r.untouched);
 		fflush(stdout);
 		if (stop_flag)
 			break;
@@ -556,7 +565,7 @@ reaped:
 		return 1;
 	}
 	printf("demo: %s\n", ret == 0 ? "OK: both sides done, every byte "
-					"verified" :
-					"FAILED");
+					"verified"
+				      : "FAILED");
 	return ret;
 }

@@ -132,11 +132,12 @@ static void print_table(const struct tern_prov_info *l, size_t n)
 		       tern_format_size(p->inject_size, s3, sizeof(s3)),
 		       p->cq_data_size, p->mr_key_size);
 		printf("  mr mode        %s\n", p->mr_mode_str);
-		printf("  offers         RMA %s, atomics %s, remote CQ data %s, "
+		printf("  offers         RMA %s, atomics %s, remote CQ data "
+		       "%s, "
 		       "HMEM %s, tagged %s%s\n",
 		       p->rma ? "yes" : "no", p->atomic ? "yes" : "no",
-		       p->remote_cq_data ? "yes" : "no",
-		       p->hmem ? "yes" : "no", p->tagged ? "yes" : "no",
+		       p->remote_cq_data ? "yes" : "no", p->hmem ? "yes" : "no",
+		       p->tagged ? "yes" : "no",
 		       p->rx_cq_data ? ", needs receives for CQ data" : "");
 		printf("  tern           %s%s\n\n",
 		       p->usable ? "usable" : "not usable: ", p->why_not);

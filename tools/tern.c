@@ -52,8 +52,9 @@ int cli_size(const char *cmd, const char *opt, const char *val, uint64_t min,
 	uint64_t v;
 
 	if (tern_parse_size(val, &v) != 0 || v < min || v > max) {
-		cli_err(cmd, "%s '%s': expected a size from %" PRIu64
-			     " to %" PRIu64 " bytes (suffixes K, M, G)",
+		cli_err(cmd,
+			"%s '%s': expected a size from %" PRIu64 " to %" PRIu64
+			" bytes (suffixes K, M, G)",
 			opt, val, min, max);
 		return -EINVAL;
 	}
@@ -71,8 +72,9 @@ int cli_uint(const char *cmd, const char *opt, const char *val, uint64_t min,
 	v = strtoull(val, &end, 0);
 	if (val[0] == '-' || val[0] == '\0' || *end != '\0' || errno != 0 ||
 	    v < min || v > max) {
-		cli_err(cmd, "%s '%s': expected an integer from %" PRIu64
-			     " to %" PRIu64,
+		cli_err(cmd,
+			"%s '%s': expected an integer from %" PRIu64
+			" to %" PRIu64,
 			opt, val, min, max);
 		return -EINVAL;
 	}

@@ -18,9 +18,9 @@
 extern "C" {
 #endif
 
-#define TERN_VERSION_MAJOR 0
-#define TERN_VERSION_MINOR 1
-#define TERN_VERSION_PATCH 0
+#define TERN_VERSION_MAJOR  0
+#define TERN_VERSION_MINOR  1
+#define TERN_VERSION_PATCH  0
 #define TERN_VERSION_STRING "0.1.0"
 
 /** tern's own error codes; returned negated, like errno values. */
@@ -36,8 +36,8 @@ enum tern_errno {
 	TERN_EBOUNDS = 263,  /**< operation outside a region's bounds */
 	TERN_EREFUSED = 264, /**< the peer refused the request */
 	TERN_EVERIFY = 265,  /**< data verification failed */
-	TERN_ETRUNC = 266,   /**< message truncated (receive buffer too small) */
-	TERN_ENOTSUP = 267,  /**< the provider does not offer this operation */
+	TERN_ETRUNC = 266,  /**< message truncated (receive buffer too small) */
+	TERN_ENOTSUP = 267, /**< the provider does not offer this operation */
 	TERN_ELAST
 };
 

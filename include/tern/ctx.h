@@ -78,14 +78,14 @@ struct tern_ctx_info {
 	const char *fabric;   /**< e.g. "127.0.0.1/32" */
 	const char *domain;   /**< e.g. "lo" or "rdmap16s27-rdm" */
 	unsigned int rails;
-	uint64_t mr_mode;     /**< libfabric FI_MR_* bits in force */
-	size_t tx_size;       /**< tx queue depth (credits) per rail */
+	uint64_t mr_mode; /**< libfabric FI_MR_* bits in force */
+	size_t tx_size;	  /**< tx queue depth (credits) per rail */
 	size_t rx_size;
-	size_t cq_data_size;  /**< bytes of remote CQ data (immediate) */
+	size_t cq_data_size; /**< bytes of remote CQ data (immediate) */
 	size_t inject_size;
 	uint64_t max_msg_size;
 	size_t mr_key_size;
-	int rx_cq_data;       /**< 1 when writes with data consume receives */
+	int rx_cq_data; /**< 1 when writes with data consume receives */
 };
 
 /** Describe a ctx. @return 0, or -EINVAL. */

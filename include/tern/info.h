@@ -17,12 +17,12 @@ extern "C" {
 
 /** One RDM endpoint offering of one provider on one domain. */
 struct tern_prov_info {
-	char provider[64];  /**< e.g. "tcp;ofi_rxm" */
+	char provider[64]; /**< e.g. "tcp;ofi_rxm" */
 	char fabric[128];
 	char domain[128];
-	char ep_type[24];   /**< "FI_EP_RDM", ... */
+	char ep_type[24]; /**< "FI_EP_RDM", ... */
 	char addr_format[24];
-	char progress[16];  /**< data progress: "manual" / "auto" */
+	char progress[16];   /**< data progress: "manual" / "auto" */
 	uint64_t link_speed; /**< bits per second, 0 when not reported */
 	char link_state[16]; /**< "up", "down", "unknown" */
 	size_t tx_size;
@@ -31,15 +31,15 @@ struct tern_prov_info {
 	size_t inject_size;
 	size_t cq_data_size;
 	size_t mr_key_size;
-	uint64_t mr_mode;     /**< FI_MR_* bits */
+	uint64_t mr_mode; /**< FI_MR_* bits */
 	char mr_mode_str[160];
-	int rma;            /**< FI_RMA offered */
-	int atomic;         /**< FI_ATOMIC offered */
+	int rma;	    /**< FI_RMA offered */
+	int atomic;	    /**< FI_ATOMIC offered */
 	int remote_cq_data; /**< cq_data_size >= 4 */
-	int hmem;           /**< FI_HMEM offered */
-	int tagged;         /**< FI_TAGGED offered */
-	int rx_cq_data;     /**< needs receives posted for remote CQ data */
-	int usable;         /**< tern can run on it */
+	int hmem;	    /**< FI_HMEM offered */
+	int tagged;	    /**< FI_TAGGED offered */
+	int rx_cq_data;	    /**< needs receives posted for remote CQ data */
+	int usable;	    /**< tern can run on it */
 	char why_not[96];   /**< when !usable: what is missing */
 };
 

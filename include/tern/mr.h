@@ -19,8 +19,8 @@ extern "C" {
 struct tern_mr;
 
 /** Access rights of a registered region (uint64_t bits). */
-#define TERN_ACCESS_LOCAL        (1ULL << 0) /**< source/sink of local ops */
-#define TERN_ACCESS_REMOTE_READ  (1ULL << 1) /**< peers may read it */
+#define TERN_ACCESS_LOCAL	 (1ULL << 0) /**< source/sink of local ops */
+#define TERN_ACCESS_REMOTE_READ	 (1ULL << 1) /**< peers may read it */
 #define TERN_ACCESS_REMOTE_WRITE (1ULL << 2) /**< peers may write it */
 
 /** Descriptor flag: remote addresses are virtual (base + offset). */
@@ -36,8 +36,8 @@ struct tern_mr;
  * and one key per rail of the owning ctx. Plain data; copy freely.
  */
 struct tern_mr_desc {
-	uint64_t base;  /**< address of the region's first byte (owner's view) */
-	uint64_t len;   /**< length in bytes */
+	uint64_t base; /**< address of the region's first byte (owner's view) */
+	uint64_t len;  /**< length in bytes */
 	uint32_t flags; /**< TERN_MR_DESC_* */
 	uint32_t nkeys; /**< number of valid keys = owner's rails */
 	uint64_t keys[TERN_MAX_RAILS];

@@ -41,14 +41,14 @@ typedef void (*tern_req_cb)(struct tern_req *req);
 /** A caller-owned request. Initialise with tern_req_init() before a post. */
 struct tern_req {
 	tern_req_cb cb; /**< optional callback */
-	void *data;     /**< caller's pointer, untouched by tern */
+	void *data;	/**< caller's pointer, untouched by tern */
 
 	/* Results, valid once done is set. */
-	int done;          /**< 0 while in flight, 1 once completed */
-	int status;        /**< 0 or a negative error code */
-	size_t len;        /**< bytes sent / received / written */
-	uint64_t imm;      /**< immediate data a receive carried */
-	int prov_errno;    /**< provider-specific error number, or 0 */
+	int done;	/**< 0 while in flight, 1 once completed */
+	int status;	/**< 0 or a negative error code */
+	size_t len;	/**< bytes sent / received / written */
+	uint64_t imm;	/**< immediate data a receive carried */
+	int prov_errno; /**< provider-specific error number, or 0 */
 	char errmsg[TERN_REQ_ERRMSG_LEN]; /**< provider's error text, or "" */
 
 	/** Private to tern; do not touch. */
@@ -111,9 +111,8 @@ int tern_write(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
  * that lands counts once toward tern_imm_expect(target_ctx, imm, ...).
  * Immediates are 32 bits everywhere (EFA carries 4 bytes).
  */
-int tern_write_imm(struct tern_peer *peer, struct tern_mr *mr,
-		   const void *buf, size_t len,
-		   const struct tern_mr_desc *rdesc, uint64_t roff,
+int tern_write_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+		   size_t len, const struct tern_mr_desc *rdesc, uint64_t roff,
 		   uint32_t imm, struct tern_req *req);
 
 /**

@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define TERN_CARD_MAGIC   0x43524554u /* "TERC" little-endian */
+#define TERN_CARD_MAGIC	  0x43524554u /* "TERC" little-endian */
 #define TERN_CARD_VERSION 1
-#define TERN_CARD_HDR     12
+#define TERN_CARD_HDR	  12
 
 /* A parsed card; addrs points into the buffer it was parsed from. */
 struct tern__card {

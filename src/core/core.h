@@ -9,20 +9,20 @@
 
 #include <tern/common.h>
 
-#define TERN_XSTR(x) #x
-#define TERN_STR(x)  TERN_XSTR(x)
+#define TERN_XSTR(x)	   #x
+#define TERN_STR(x)	   TERN_XSTR(x)
 #define TERN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define TERN_MIN(a, b)     ((a) < (b) ? (a) : (b))
-#define TERN_MAX(a, b)     ((a) > (b) ? (a) : (b))
+#define TERN_MIN(a, b)	   ((a) < (b) ? (a) : (b))
+#define TERN_MAX(a, b)	   ((a) > (b) ? (a) : (b))
 #define tern_container_of(ptr, type, member) \
 	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 #if defined(__GNUC__)
-#define tern_likely(x)   __builtin_expect(!!(x), 1)
-#define tern_unlikely(x) __builtin_expect(!!(x), 0)
+#define tern_likely(x)	  __builtin_expect(!!(x), 1)
+#define tern_unlikely(x)  __builtin_expect(!!(x), 0)
 #define TERN_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
-#define tern_likely(x)   (x)
+#define tern_likely(x)	 (x)
 #define tern_unlikely(x) (x)
 #define TERN_PRINTF(a, b)
 #endif
@@ -32,8 +32,8 @@ void tern__log(enum tern_log_level level, const char *fmt, ...)
 	TERN_PRINTF(2, 3);
 int tern__log_enabled(enum tern_log_level level);
 
-#define tern_warn(...)  tern__log(TERN_LOG_WARN, __VA_ARGS__)
-#define tern_info(...)  tern__log(TERN_LOG_INFO, __VA_ARGS__)
+#define tern_warn(...)	tern__log(TERN_LOG_WARN, __VA_ARGS__)
+#define tern_info(...)	tern__log(TERN_LOG_INFO, __VA_ARGS__)
 #define tern_debug(...) tern__log(TERN_LOG_DEBUG, __VA_ARGS__)
 
 /* Environment parameters (TERN_*). */

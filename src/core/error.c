@@ -28,7 +28,8 @@ const char *tern_strerror(int ret)
 	if (e >= TERN_EBASE && e < TERN_ELAST)
 		return tern_errstr[e - TERN_EBASE];
 	if (e < TERN_EBASE) {
-		/* strerror() of glibc returns static strings for known codes. */
+		/* strerror() of glibc returns static strings for known codes.
+		 */
 		return strerror(e);
 	}
 	return "unknown error";

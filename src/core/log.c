@@ -47,7 +47,8 @@ void tern_log_set_level(enum tern_log_level level)
 
 int tern__log_enabled(enum tern_log_level level)
 {
-	return level != TERN_LOG_NONE && (int)level <= (int)tern_log_get_level();
+	return level != TERN_LOG_NONE &&
+	       (int)level <= (int)tern_log_get_level();
 }
 
 void tern__log(enum tern_log_level level, const char *fmt, ...)

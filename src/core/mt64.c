@@ -5,10 +5,10 @@
  */
 #include <tern/util.h>
 
-#define MM       156
+#define MM	 156
 #define MATRIX_A 0xB5026F5AA96619E9ULL
-#define UPPER    0xFFFFFFFF80000000ULL
-#define LOWER    0x7FFFFFFFULL
+#define UPPER	 0xFFFFFFFF80000000ULL
+#define LOWER	 0x7FFFFFFFULL
 
 void tern_mt64_seed(struct tern_mt64 *rng, uint64_t seed)
 {

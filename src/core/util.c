@@ -70,19 +70,23 @@ int tern_parse_size(const char *s, uint64_t *val_p)
 	switch (*end) {
 	case '\0':
 		break;
-	case 'k': case 'K':
+	case 'k':
+	case 'K':
 		shift = 10;
 		end++;
 		break;
-	case 'm': case 'M':
+	case 'm':
+	case 'M':
 		shift = 20;
 		end++;
 		break;
-	case 'g': case 'G':
+	case 'g':
+	case 'G':
 		shift = 30;
 		end++;
 		break;
-	case 'b': case 'B':
+	case 'b':
+	case 'B':
 		break;
 	default:
 		return -EINVAL;

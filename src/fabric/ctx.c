@@ -106,9 +106,8 @@ static int getinfo_one(const char *prov, const char *node, const char *domain,
 			 hints, &info);
 	fi_freeinfo(hints);
 	if (ret != 0) {
-		tern_info("fi_getinfo(%s%s%s): %s", prov,
-			  node ? ", node " : "", node ? node : "",
-			  fi_strerror(-ret));
+		tern_info("fi_getinfo(%s%s%s): %s", prov, node ? ", node " : "",
+			  node ? node : "", fi_strerror(-ret));
 		return ret == -FI_ENODATA ? -TERN_ENOPROV : -TERN_EPROV;
 	}
 	/* Layered providers may list a core entry first; take the first
@@ -128,10 +127,11 @@ static int getinfo_one(const char *prov, const char *node, const char *domain,
 	return *info_p != NULL ? 0 : -ENOMEM;
 }
 
-static int choose_info(const struct tern_ctx_attr *attr, struct fi_info **info_p)
+static int choose_info(const struct tern_ctx_attr *attr,
+		       struct fi_info **info_p)
 {
-	const char *prov = attr->provider ? attr->provider :
-					    tern__env_str("TERN_PROVIDER");
+	const char *prov = attr->provider ? attr->provider
+					  : tern__env_str("TERN_PROVIDER");
 	const char *node = attr->node ? attr->node : tern__env_str("TERN_NODE");
 	int ret;
 
@@ -145,7 +145,8 @@ static int choose_info(const struct tern_ctx_attr *attr, struct fi_info **info_p
 		return ret;
 	}
 	for (size_t i = 0; i < TERN_ARRAY_SIZE(auto_providers); i++) {
-		ret = getinfo_one(auto_providers[i], node, attr->domain, info_p);
+		ret = getinfo_one(auto_providers[i], node, attr->domain,
+				  info_p);
 		if (ret != -TERN_ENOPROV)
 			return ret;
 	}
@@ -295,10 +296,10 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	if (ctx == NULL)
 		return -ENOMEM;
 	ctx->nrails = attr->rails ? attr->rails : 1;
-	ctx->post_batch = attr->post_batch ?
-				  attr->post_batch :
-				  (unsigned int)tern__env_long("TERN_POST_BATCH",
-							       32, 1, 4096);
+	ctx->post_batch = attr->post_batch
+				  ? attr->post_batch
+				  : (unsigned int)tern__env_long(
+					    "TERN_POST_BATCH", 32, 1, 4096);
 	ctx->busy_poll = (int)tern__env_long("TERN_BUSY_POLL", 0, 0, 1);
 	ctx->next_key = 1;
 
@@ -309,7 +310,8 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	if (ret != 0)
 		goto err_imm;
 	decode_info(ctx);
-	if (ctx->tx_size == 0 || ctx->rx_size <= (ctx->rx_cq_data ? TERN__SINKS : 0)) {
+	if (ctx->tx_size == 0 ||
+	    ctx->rx_size <= (ctx->rx_cq_data ? TERN__SINKS : 0)) {
 		tern_warn("provider %s reports queue sizes tx %zu rx %zu",
 			  ctx->prov_name, ctx->tx_size, ctx->rx_size);
 		ret = -TERN_ENOPROV;

@@ -35,8 +35,8 @@ enum tern__op {
 /* Where a request is (req->_priv.state). */
 enum tern__state {
 	TERN__ST_IDLE = 0,
-	TERN__ST_QUEUED, /* on a rail's txq/rxq */
-	TERN__ST_POSTED, /* handed to the provider, on ctx->posted */
+	TERN__ST_QUEUED,  /* on a rail's txq/rxq */
+	TERN__ST_POSTED,  /* handed to the provider, on ctx->posted */
 	TERN__ST_WAITING, /* an imm expectation in the imm table */
 	TERN__ST_DONE,
 };
@@ -64,9 +64,9 @@ struct tern_rail {
 struct tern_peer {
 	struct tern_ctx *ctx;
 	struct tern_peer *next, *prev;
-	unsigned int nrails; /* remote rails in its card */
+	unsigned int nrails;		 /* remote rails in its card */
 	uint64_t fiaddr[TERN_MAX_RAILS]; /* per local rail: its remote rail */
-	unsigned long inflight; /* queued + posted operations */
+	unsigned long inflight;		 /* queued + posted operations */
 	int removed;
 	size_t card_len;
 	uint8_t card[]; /* the card it was added with */
@@ -120,7 +120,7 @@ struct tern_ctx {
 	uint64_t next_key;
 	unsigned long nmr;
 	unsigned long npeers;
-	struct tern_peer *peers; /* live peers, for teardown accounting */
+	struct tern_peer *peers;  /* live peers, for teardown accounting */
 	struct tern__reqq posted; /* handed to the provider */
 	struct tern__imm_table imm;
 	unsigned long imm_completed; /* expectations completed this pass */
@@ -134,7 +134,7 @@ struct tern_ctx {
 /* One completion, decoded by the fabric layer for the loop. */
 struct tern__cqe {
 	struct tern_req *req; /* NULL for an arriving immediate */
-	int status;           /* 0 or negative (req's errmsg already set) */
+	int status;	      /* 0 or negative (req's errmsg already set) */
 	size_t len;
 	uint64_t data;
 	int imm; /* 1: a write with immediate landed */
@@ -149,8 +149,7 @@ const char *tern__info_unusable(const struct fi_info *fi);
 void tern__peer_release(struct tern_peer *peer);
 
 /* src/loop/: queues and completions. */
-void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req,
-			int status);
+void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status);
 void tern__queue(struct tern_ctx *ctx, struct tern_req *req);
 void tern__loop_drain(struct tern_ctx *ctx);
 void tern__loop_cancel_posted(struct tern_ctx *ctx);

@@ -18,10 +18,14 @@ static void mr_mode_str(uint64_t m, char *buf, size_t len)
 		uint64_t bit;
 		const char *name;
 	} bits[] = {
-		{ FI_MR_LOCAL, "LOCAL" },	{ FI_MR_RAW, "RAW" },
-		{ FI_MR_VIRT_ADDR, "VIRT_ADDR" }, { FI_MR_ALLOCATED, "ALLOCATED" },
-		{ FI_MR_PROV_KEY, "PROV_KEY" },	{ FI_MR_MMU_NOTIFY, "MMU_NOTIFY" },
-		{ FI_MR_RMA_EVENT, "RMA_EVENT" }, { FI_MR_ENDPOINT, "ENDPOINT" },
+		{ FI_MR_LOCAL, "LOCAL" },
+		{ FI_MR_RAW, "RAW" },
+		{ FI_MR_VIRT_ADDR, "VIRT_ADDR" },
+		{ FI_MR_ALLOCATED, "ALLOCATED" },
+		{ FI_MR_PROV_KEY, "PROV_KEY" },
+		{ FI_MR_MMU_NOTIFY, "MMU_NOTIFY" },
+		{ FI_MR_RMA_EVENT, "RMA_EVENT" },
+		{ FI_MR_ENDPOINT, "ENDPOINT" },
 		{ FI_MR_HMEM, "HMEM" },
 	};
 	size_t off = 0;
@@ -53,10 +57,10 @@ static void fill_one(struct tern_prov_info *p, const struct fi_info *fi)
 	s = fi_tostr(&fi->addr_format, FI_TYPE_ADDR_FORMAT);
 	snprintf(p->addr_format, sizeof(p->addr_format), "%s", s ? s : "?");
 	snprintf(p->progress, sizeof(p->progress), "%s",
-		 fi->domain_attr->data_progress == FI_PROGRESS_AUTO ? "auto" :
-		 fi->domain_attr->data_progress == FI_PROGRESS_MANUAL ?
-								      "manual" :
-								      "unspec");
+		 fi->domain_attr->data_progress == FI_PROGRESS_AUTO ? "auto"
+		 : fi->domain_attr->data_progress == FI_PROGRESS_MANUAL
+			 ? "manual"
+			 : "unspec");
 	snprintf(p->link_state, sizeof(p->link_state), "unknown");
 	if (fi->nic != NULL && fi->nic->link_attr != NULL) {
 		p->link_speed = fi->nic->link_attr->speed;
@@ -99,15 +103,16 @@ int tern_info_list(const char *provider, struct tern_prov_info **list_p,
 	hints->ep_attr->type = FI_EP_RDM;
 	/* Ask for everything a provider may demand, so none hides. */
 	hints->mode = ~0ULL;
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR |
-				      FI_MR_ALLOCATED | FI_MR_PROV_KEY |
-				      FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT |
-				      FI_MR_ENDPOINT | FI_MR_HMEM;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_RAW |
+				      FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				      FI_MR_PROV_KEY | FI_MR_MMU_NOTIFY |
+				      FI_MR_RMA_EVENT | FI_MR_ENDPOINT |
+				      FI_MR_HMEM;
 	if (provider != NULL) {
-		const char *p = strcmp(provider, "tcp") == 0 ? "tcp;ofi_rxm" :
-				strcmp(provider, "verbs") == 0 ?
-							       "verbs;ofi_rxm" :
-							       provider;
+		const char *p = strcmp(provider, "tcp") == 0 ? "tcp;ofi_rxm"
+				: strcmp(provider, "verbs") == 0
+					? "verbs;ofi_rxm"
+					: provider;
 
 		hints->fabric_attr->prov_name = strdup(p);
 	}

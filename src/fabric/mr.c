@@ -183,8 +183,8 @@ ssize_t tern_mr_desc_unpack(const void *buf, size_t len,
 	    tern__get_u32(p) != TERN_MR_DESC_MAGIC)
 		return -TERN_EDESC;
 	if (p[4] != TERN_MR_DESC_VERSION)
-		return p[4] > TERN_MR_DESC_VERSION ? -TERN_EVERSION :
-						     -TERN_EDESC;
+		return p[4] > TERN_MR_DESC_VERSION ? -TERN_EVERSION
+						   : -TERN_EDESC;
 	d.nkeys = p[5];
 	d.flags = tern__get_u16(p + 6);
 	d.base = tern__get_u64(p + 8);

@@ -140,8 +140,8 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 	snprintf(req->errmsg, sizeof(req->errmsg), "%s%s%s",
 		 fi_strerror(err.err), err.prov_errno ? ": " : "",
 		 err.prov_errno ? fi_cq_strerror(rail->cq, err.prov_errno,
-						 err.err_data, NULL, 0) :
-				  "");
+						 err.err_data, NULL, 0)
+				: "");
 	*cqe = (struct tern__cqe){
 		.req = req,
 		.status = tern__err_from_fi(err.err),
@@ -174,7 +174,8 @@ int tern__rail_poll(struct tern_rail *rail, struct tern__cqe *cqe, size_t n)
 		if ((e->flags & FI_REMOTE_WRITE) ||
 		    (e->op_context != NULL && is_sink(rail, e->op_context))) {
 			/* A write with immediate landed here. */
-			if (e->op_context != NULL && is_sink(rail, e->op_context))
+			if (e->op_context != NULL &&
+			    is_sink(rail, e->op_context))
 				fi_recv(rail->ep, NULL, 0, NULL, FI_ADDR_UNSPEC,
 					e->op_context);
 			if (!(e->flags & FI_REMOTE_CQ_DATA))
@@ -186,8 +187,8 @@ int tern__rail_poll(struct tern_rail *rail, struct tern__cqe *cqe, size_t n)
 			continue;
 		}
 		cqe[got++] = (struct tern__cqe){
-			.req = tern_container_of(e->op_context,
-						 struct tern_req, _priv.fictx),
+			.req = tern_container_of(e->op_context, struct tern_req,
+						 _priv.fictx),
 			.len = e->len,
 			.data = (e->flags & FI_REMOTE_CQ_DATA) ? e->data : 0,
 		};

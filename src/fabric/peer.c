@@ -106,10 +106,10 @@ int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 		ret = fi_av_insert(ctx->rails[i].av, addr, 1, &fa, 0, NULL);
 		if (ret != 1) {
 			tern_warn("rail %u: fi_av_insert: %s", i,
-				  ret < 0 ? fi_strerror(-ret) :
-					    "address rejected");
-			ret = ret < 0 && ret != -FI_EINVAL ? -TERN_EPROV :
-							     -TERN_ECARD;
+				  ret < 0 ? fi_strerror(-ret)
+					  : "address rejected");
+			ret = ret < 0 && ret != -FI_EINVAL ? -TERN_EPROV
+							   : -TERN_ECARD;
 			goto err_remove;
 		}
 		peer->fiaddr[i] = fa;
@@ -147,8 +147,8 @@ void tern__peer_release(struct tern_peer *peer)
 	if (peer_same(ctx, peer->card, peer->card_len, NULL) == NULL) {
 		for (unsigned int i = 0; i < ctx->nrails; i++) {
 			if (ctx->rails[i].av != NULL)
-				fi_av_remove(ctx->rails[i].av,
-					     &peer->fiaddr[i], 1, 0);
+				fi_av_remove(ctx->rails[i].av, &peer->fiaddr[i],
+					     1, 0);
 		}
 	}
 	free(peer);

@@ -13,7 +13,7 @@
 #include "core/core.h"
 #include "fill/fill.h"
 
-#define CANARY       0xa5
+#define CANARY	     0xa5
 #define REGION_ALIGN 128
 
 struct tern_fill_conn {
@@ -129,10 +129,9 @@ static void conn_free(struct tern_fill_conn *c)
 	free(c);
 }
 
-int tern_fill_conn_open(struct tern_ctx *ctx, const void *card,
-			size_t card_len, int timeout_ms,
-			struct tern_fill_conn **conn_p, char *why,
-			size_t whylen)
+int tern_fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
+			int timeout_ms, struct tern_fill_conn **conn_p,
+			char *why, size_t whylen)
 {
 	uint8_t mycard[TERN_CARD_MAX];
 	struct tern_fill_conn *c;
@@ -170,8 +169,8 @@ int tern_fill_conn_open(struct tern_ctx *ctx, const void *card,
 		}
 		tern_mr_desc(c->rmr[i], &c->rdesc[i]);
 	}
-	ret = tern_mr_reg(ctx, c->msg, 2 * TERN_FILL_MSG_MAX,
-			  TERN_ACCESS_LOCAL, &c->msgmr);
+	ret = tern_mr_reg(ctx, c->msg, 2 * TERN_FILL_MSG_MAX, TERN_ACCESS_LOCAL,
+			  &c->msgmr);
 	if (ret != 0) {
 		snprintf(why, whylen, "registering message buffers: %s",
 			 tern_strerror(ret));
@@ -229,8 +228,7 @@ static void imm_done(struct tern_req *req)
  * Pick @n distinct pages of @total, scattered: start + k*stride (mod total)
  * with gcd(stride, total) = 1 is a permutation, so no page repeats.
  */
-static void pick_pages(uint32_t *idx, uint32_t n, uint64_t total,
-		       uint64_t seed)
+static void pick_pages(uint32_t *idx, uint32_t n, uint64_t total, uint64_t seed)
 {
 	struct tern_mt64 rng;
 	uint64_t start, stride, a, b;
@@ -305,7 +303,8 @@ static int verify(struct tern_fill_conn *c, const struct tern_fill_params *p,
 		memset(got, CANARY, p->page_size);
 	}
 	free(expect);
-	if (ret == 0 && tern_fill_conn_check_untouched(c, &rep->untouched) != 0) {
+	if (ret == 0 &&
+	    tern_fill_conn_check_untouched(c, &rep->untouched) != 0) {
 		snprintf(rep->error, sizeof(rep->error),
 			 "bytes outside the requested pages were written");
 		ret = -TERN_EVERIFY;
@@ -339,9 +338,8 @@ int tern_fill_conn_fill(struct tern_fill_conn *c,
 			 "%" PRIu64 " such pages; the server takes pages of "
 			 "1..%u bytes, at most %u pages and %" PRIu64
 			 " bytes per fill",
-			 p->pages, p->page_size, total,
-			 c->limits.max_page_size, c->limits.max_pages,
-			 c->limits.max_bytes);
+			 p->pages, p->page_size, total, c->limits.max_page_size,
+			 c->limits.max_pages, c->limits.max_bytes);
 		return -EINVAL;
 	}
 	idx = malloc(sizeof(*idx) * p->pages);
@@ -378,8 +376,8 @@ int tern_fill_conn_fill(struct tern_fill_conn *c,
 	/* Done when every immediate is counted and the server's RESULT is in;
 	 * an ERROR ends it early. */
 	while (!c->ireq.done || !have_result) {
-		int left = (int)((deadline - TERN_MIN(deadline,
-						      tern__now_ns())) /
+		int left = (int)((deadline -
+				  TERN_MIN(deadline, tern__now_ns())) /
 				 1000000);
 
 		if (have_result) {
@@ -394,7 +392,8 @@ int tern_fill_conn_fill(struct tern_fill_conn *c,
 				 "timed out after %d ms: %" PRIu64 " of %u "
 				 "writes landed%s",
 				 timeout,
-				 c->ireq.done ? p->pages : tern_imm_count(c->ctx, r.id),
+				 c->ireq.done ? p->pages
+					      : tern_imm_count(c->ctx, r.id),
 				 p->pages,
 				 have_result ? "" : ", no reply from server");
 			ret = -ETIMEDOUT;

@@ -18,9 +18,9 @@
 struct tern_fill_server;
 
 struct tern_fill_server_opts {
-	int once;              /* exit after the first session ends */
-	int idle_timeout_ms;   /* drop sessions idle this long; 0 = 120 s */
-	FILE *log;             /* one line per event, or NULL */
+	int once;	     /* exit after the first session ends */
+	int idle_timeout_ms; /* drop sessions idle this long; 0 = 120 s */
+	FILE *log;	     /* one line per event, or NULL */
 };
 
 struct tern_fill_server_stats {
@@ -49,28 +49,27 @@ struct tern_fill_params {
 	uint32_t page_size;
 	uint32_t pages;
 	uint64_t seed;
-	uint32_t id;     /* request id = immediate; 0 picks one */
-	int timeout_ms;  /* for the whole fill; 0 = 30 s */
+	uint32_t id;	/* request id = immediate; 0 picks one */
+	int timeout_ms; /* for the whole fill; 0 = 30 s */
 };
 
 struct tern_fill_report {
 	uint32_t id;
 	uint64_t bytes;
-	uint64_t elapsed_ns;  /* request sent to last immediate counted */
-	uint64_t verified;    /* bytes checked equal to the expected stream */
-	uint64_t untouched;   /* bytes outside the pages, checked unchanged */
+	uint64_t elapsed_ns; /* request sent to last immediate counted */
+	uint64_t verified;   /* bytes checked equal to the expected stream */
+	uint64_t untouched;  /* bytes outside the pages, checked unchanged */
 	uint64_t server_write_ns;
-	char error[256];      /* why it failed, for the user */
+	char error[256]; /* why it failed, for the user */
 };
 
 /* Regions of 16 MiB each, as in seed 000. */
 #define TERN_FILL_REGION_SIZE (16u << 20)
 
 /* Register the regions, CONNECT and wait for ACCEPT (or ERROR). */
-int tern_fill_conn_open(struct tern_ctx *ctx, const void *card,
-			size_t card_len, int timeout_ms,
-			struct tern_fill_conn **conn_p, char *why,
-			size_t whylen);
+int tern_fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
+			int timeout_ms, struct tern_fill_conn **conn_p,
+			char *why, size_t whylen);
 /* One verified fill. @return 0, or an error with report->error set. */
 int tern_fill_conn_fill(struct tern_fill_conn *conn,
 			const struct tern_fill_params *p,

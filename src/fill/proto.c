@@ -206,8 +206,7 @@ int tern_fill_request_decode(const void *buf, size_t len,
 	return 0;
 }
 
-uint32_t tern_fill_request_index(const struct tern_fill_request *r,
-				 uint32_t k)
+uint32_t tern_fill_request_index(const struct tern_fill_request *r, uint32_t k)
 {
 	return tern__get_u32(r->indices + 4 * (size_t)k);
 }

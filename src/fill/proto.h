@@ -13,9 +13,9 @@
 
 #include <tern/tern.h>
 
-#define TERN_FILL_MAGIC   0x4c465254u /* "TRFL" little-endian */
+#define TERN_FILL_MAGIC	  0x4c465254u /* "TRFL" little-endian */
 #define TERN_FILL_VERSION 1
-#define TERN_FILL_HDR     24
+#define TERN_FILL_HDR	  24
 
 enum tern_fill_type {
 	TERN_FILL_CONNECT = 1,
@@ -28,10 +28,10 @@ enum tern_fill_type {
 
 /* Server limits, advertised in ACCEPT (see `tern serve --help`). */
 #define TERN_FILL_MAX_PAGE_SIZE (16u << 20)
-#define TERN_FILL_MAX_PAGES     16384u
-#define TERN_FILL_MAX_BYTES     (32u << 20)
-#define TERN_FILL_MAX_REGION    (1ULL << 30)
-#define TERN_FILL_REGIONS       2
+#define TERN_FILL_MAX_PAGES	16384u
+#define TERN_FILL_MAX_BYTES	(32u << 20)
+#define TERN_FILL_MAX_REGION	(1ULL << 30)
+#define TERN_FILL_REGIONS	2
 #define TERN_FILL_MSG_MAX \
 	(TERN_FILL_HDR + 24 + 4 * TERN_FILL_MAX_PAGES + 2 * TERN_CARD_MAX)
 #define TERN_FILL_TEXT_MAX 200
@@ -59,7 +59,7 @@ struct tern_fill_accept {
 };
 
 struct tern_fill_request {
-	uint32_t id;        /* also the immediate of every write */
+	uint32_t id; /* also the immediate of every write */
 	uint32_t page_size;
 	uint64_t seed;
 	uint32_t page_count;
@@ -101,8 +101,7 @@ ssize_t tern_fill_request_encode(void *buf, size_t cap, uint64_t session,
 				 const uint32_t *indices);
 int tern_fill_request_decode(const void *buf, size_t len,
 			     struct tern_fill_request *r);
-uint32_t tern_fill_request_index(const struct tern_fill_request *r,
-				 uint32_t k);
+uint32_t tern_fill_request_index(const struct tern_fill_request *r, uint32_t k);
 
 ssize_t tern_fill_result_encode(void *buf, size_t cap, uint64_t session,
 				const struct tern_fill_result *r);

@@ -14,8 +14,8 @@
 #include "core/core.h"
 #include "fill/fill.h"
 
-#define NRECV        8
-#define NREPLY       32
+#define NRECV	     8
+#define NREPLY	     32
 #define REPLY_MAX    512
 #define MAX_SESSIONS 64
 #define SRC_ALIGN    128
@@ -153,8 +153,9 @@ static void reply_error_card(struct tern_fill_server *srv, const void *msg,
 	if (tern_fill_connect_card(msg, len, &card, &card_len) != 0 ||
 	    tern_peer_add(srv->ctx, card, card_len, &peer) != 0) {
 		srv->st.dropped++;
-		slog(srv, "dropped a %zu-byte message from an unknown sender: "
-			  "%s",
+		slog(srv,
+		     "dropped a %zu-byte message from an unknown sender: "
+		     "%s",
 		     len, text);
 		return;
 	}
@@ -178,8 +179,7 @@ static struct session *session_find(struct tern_fill_server *srv, uint64_t id)
 static void session_end(struct tern_fill_server *srv, struct session *s,
 			const char *why)
 {
-	slog(srv, "session %016" PRIx64 " ended (%s) after %" PRIu64
-		  " fill(s)",
+	slog(srv, "session %016" PRIx64 " ended (%s) after %" PRIu64 " fill(s)",
 	     s->id, why, s->fills);
 	tern_peer_remove(s->peer);
 	memset(s, 0, sizeof(*s));
@@ -248,8 +248,9 @@ static void on_connect(struct tern_fill_server *srv, const uint8_t *msg,
 	s->last_ns = tern__now_ns();
 	s->fills = 0;
 	srv->st.sessions++;
-	slog(srv, "session %016" PRIx64 " connected: regions of %" PRIu64
-		  " and %" PRIu64 " bytes",
+	slog(srv,
+	     "session %016" PRIx64 " connected: regions of %" PRIu64
+	     " and %" PRIu64 " bytes",
 	     s->id, c.regions[0].len, c.regions[1].len);
 	out = tx_slot(srv);
 	if (out == NULL) {
@@ -279,8 +280,7 @@ static void write_done(struct tern_req *req)
 }
 
 static void on_fill(struct tern_fill_server *srv, struct session *s,
-		    const uint8_t *msg, size_t len,
-		    volatile sig_atomic_t *stop)
+		    const uint8_t *msg, size_t len, volatile sig_atomic_t *stop)
 {
 	struct tern_fill_result res = { 0 };
 	struct tern_fill_request r;
@@ -362,8 +362,9 @@ static void on_fill(struct tern_fill_server *srv, struct session *s,
 	if (srv->w_err == 0) {
 		srv->st.bytes += bytes;
 		srv->st.write_ns += res.write_ns;
-		slog(srv, "fill %u: %u page(s) of %u bytes = %" PRIu64
-			  " bytes written in %.3f ms (%.2f Gbit/s)",
+		slog(srv,
+		     "fill %u: %u page(s) of %u bytes = %" PRIu64
+		     " bytes written in %.3f ms (%.2f Gbit/s)",
 		     r.id, r.page_count, r.page_size, bytes,
 		     (double)res.write_ns / 1e6,
 		     (double)bytes * 8 / (double)res.write_ns);
@@ -401,12 +402,13 @@ static void on_message(struct tern_fill_server *srv, struct slot *in,
 	ret = tern_fill_hdr_parse(msg, len, &h);
 	/* The session field sits at a fixed offset in every version; a
 	 * random 64-bit session id is proof enough of who is talking. */
-	s = len >= TERN_FILL_HDR ? session_find(srv, tern__get_u64(msg + 16)) :
-				   NULL;
+	s = len >= TERN_FILL_HDR ? session_find(srv, tern__get_u64(msg + 16))
+				 : NULL;
 	if (s != NULL)
 		s->last_ns = tern__now_ns();
 	if (ret != 0) {
-		if (len >= TERN_FILL_HDR && tern__get_u32(msg) != TERN_FILL_MAGIC)
+		if (len >= TERN_FILL_HDR &&
+		    tern__get_u32(msg) != TERN_FILL_MAGIC)
 			snprintf(why, sizeof(why), "bad magic 0x%08x",
 				 tern__get_u32(msg));
 		else if (ret == -TERN_EVERSION)
@@ -433,8 +435,9 @@ static void on_message(struct tern_fill_server *srv, struct slot *in,
 	case TERN_FILL_BYE:
 		if (s == NULL) {
 			srv->st.dropped++;
-			slog(srv, "dropped a message for unknown session "
-				  "%016" PRIx64,
+			slog(srv,
+			     "dropped a message for unknown session "
+			     "%016" PRIx64,
 			     h.session);
 			return;
 		}
@@ -488,8 +491,8 @@ int tern_fill_server_open(struct tern_ctx *ctx,
 			  &srv->msgmr);
 	if (ret != 0)
 		goto err_free;
-	ret = tern_mr_reg(ctx, srv->src, TERN_FILL_MAX_BYTES,
-			  TERN_ACCESS_LOCAL, &srv->srcmr);
+	ret = tern_mr_reg(ctx, srv->src, TERN_FILL_MAX_BYTES, TERN_ACCESS_LOCAL,
+			  &srv->srcmr);
 	if (ret != 0)
 		goto err_msgmr;
 	for (int i = 0; i < NRECV; i++) {

@@ -49,7 +49,8 @@ static struct tern__imm_slot *lookup(struct tern__imm_table *t, uint32_t imm)
 
 static int grow(struct tern__imm_table *t)
 {
-	struct tern__imm_table n = { .cap = t->cap * 2, .used = t->used,
+	struct tern__imm_table n = { .cap = t->cap * 2,
+				     .used = t->used,
 				     .dropped = t->dropped };
 
 	if (n.cap > IMM_CAP_MAX)

@@ -182,8 +182,7 @@ static int prep(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 		return -ECANCELED;
 	if (mr->ctx != ctx)
 		return -EINVAL;
-	if ((const char *)buf < (const char *)mr->buf ||
-	    len > mr->len ||
+	if ((const char *)buf < (const char *)mr->buf || len > mr->len ||
 	    (size_t)((const char *)buf - (const char *)mr->buf) > mr->len - len)
 		return -TERN_EBOUNDS;
 	if (!(mr->access & TERN_ACCESS_LOCAL))
@@ -255,9 +254,9 @@ static int write_common(struct tern_peer *peer, struct tern_mr *mr,
 		return ret;
 	rrail = req->_priv.rail % peer->nrails;
 	req->_priv.rkey = rdesc->keys[rrail];
-	req->_priv.raddr = (rdesc->flags & TERN_MR_DESC_VIRT_ADDR) ?
-				   rdesc->base + roff :
-				   roff;
+	req->_priv.raddr = (rdesc->flags & TERN_MR_DESC_VIRT_ADDR)
+				   ? rdesc->base + roff
+				   : roff;
 	req->_priv.imm = imm;
 	tern__queue(ctx, req);
 	return 0;
@@ -271,13 +270,12 @@ int tern_write(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
 			    req);
 }
 
-int tern_write_imm(struct tern_peer *peer, struct tern_mr *mr,
-		   const void *buf, size_t len,
-		   const struct tern_mr_desc *rdesc, uint64_t roff,
+int tern_write_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+		   size_t len, const struct tern_mr_desc *rdesc, uint64_t roff,
 		   uint32_t imm, struct tern_req *req)
 {
-	return write_common(peer, mr, buf, len, rdesc, roff,
-			    TERN__OP_WRITE_IMM, imm, req);
+	return write_common(peer, mr, buf, len, rdesc, roff, TERN__OP_WRITE_IMM,
+			    imm, req);
 }
 
 /* Complete a whole queue with -ECANCELED. */
@@ -329,8 +327,8 @@ int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 	switch (req->_priv.state) {
 	case TERN__ST_QUEUED:
 		rail = &ctx->rails[req->_priv.rail];
-		tern__reqq_remove(req->_priv.op == TERN__OP_RECV ? &rail->rxq :
-								   &rail->txq,
+		tern__reqq_remove(req->_priv.op == TERN__OP_RECV ? &rail->rxq
+								 : &rail->txq,
 				  req);
 		tern__req_complete(ctx, req, -ECANCELED);
 		return 0;

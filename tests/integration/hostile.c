@@ -86,8 +86,8 @@ static size_t make_fill(struct state *st, uint32_t page_size, uint32_t count,
 	};
 
 	return (size_t)tern_fill_request_encode(
-		st->msg, TERN_FILL_MSG_MAX,
-		tern_fill_conn_session(st->conn), &r, idx);
+		st->msg, TERN_FILL_MSG_MAX, tern_fill_conn_session(st->conn),
+		&r, idx);
 }
 
 static void run(struct state *st)
@@ -136,18 +136,16 @@ static void run(struct state *st)
 	/* A CONNECT from a future version is refused by a reply to its card
 	 * (the prefix every version keeps). */
 	clen = tern_ctx_card(st->ctx, card, sizeof(card));
-	len = (size_t)tern_fill_connect_encode(st->msg, TERN_FILL_MSG_MAX, 1,
-					       card, (size_t)clen,
-					       tern_fill_conn_regions(
-						       st->conn));
+	len = (size_t)tern_fill_connect_encode(
+		st->msg, TERN_FILL_MSG_MAX, 1, card, (size_t)clen,
+		tern_fill_conn_regions(st->conn));
 	tern__put_u16(st->msg + 4, 2);
 	expect_refusal(st, len, "version 2", "CONNECT of a newer version");
 
 	/* A CONNECT whose descriptors are cut short. */
-	len = (size_t)tern_fill_connect_encode(st->msg, TERN_FILL_MSG_MAX, 1,
-					       card, (size_t)clen,
-					       tern_fill_conn_regions(
-						       st->conn));
+	len = (size_t)tern_fill_connect_encode(
+		st->msg, TERN_FILL_MSG_MAX, 1, card, (size_t)clen,
+		tern_fill_conn_regions(st->conn));
 	tern__put_u32(st->msg + 8, (uint32_t)len - 9);
 	expect_refusal(st, len - 9, "malformed CONNECT",
 		       "CONNECT with a truncated descriptor");

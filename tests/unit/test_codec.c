@@ -73,9 +73,16 @@ static void test_card_round_trip(void **state)
 		unsigned int nrails;
 		size_t addrlen;
 	} cases[] = {
-		{ 1, 1 },  { 1, 16 },  { 1, TERN_ADDR_MAX }, { 4, 1 },
-		{ 4, 24 }, { 4, 32 },  { 4, TERN_ADDR_MAX }, { 2, 56 },
-		{ TERN_MAX_RAILS, 1 }, { TERN_MAX_RAILS, 64 },
+		{ 1, 1 },
+		{ 1, 16 },
+		{ 1, TERN_ADDR_MAX },
+		{ 4, 1 },
+		{ 4, 24 },
+		{ 4, 32 },
+		{ 4, TERN_ADDR_MAX },
+		{ 2, 56 },
+		{ TERN_MAX_RAILS, 1 },
+		{ TERN_MAX_RAILS, 64 },
 	};
 
 	(void)state;
@@ -282,10 +289,10 @@ static void test_desc_round_trip(void **state)
 static void test_desc_layout(void **state)
 {
 	static const uint8_t want[TERN_MR_DESC_PACKED_SIZE(2)] = {
-		'T',  'R',  'M',  'D',  /* magic */
-		1,                      /* version */
-		2,                      /* nkeys */
-		0x01, 0x00,             /* flags: VIRT_ADDR */
+		'T',  'R',  'M',  'D', /* magic */
+		1,		       /* version */
+		2,		       /* nkeys */
+		0x01, 0x00,	       /* flags: VIRT_ADDR */
 		0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* base */
 		0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x80, /* len */
 		0x0f, 0x0e, 0x0d, 0x0c, 0x0b, 0x0a, 0x09, 0x08, /* key 0 */
@@ -431,8 +438,8 @@ static void test_desc_pack_refused(void **state)
 static void test_err_from_fi(void **state)
 {
 	static const int prov[] = {
-		FI_EIO, FI_EOTHER, FI_EINVAL, FI_ENOSYS, FI_ENODATA,
-		FI_EAVAIL, FI_ECONNREFUSED, FI_EADDRNOTAVAIL,
+		FI_EIO,	    FI_EOTHER, FI_EINVAL,	FI_ENOSYS,
+		FI_ENODATA, FI_EAVAIL, FI_ECONNREFUSED, FI_EADDRNOTAVAIL,
 	};
 
 	(void)state;

@@ -340,8 +340,8 @@ static void test_parse_size_good(void **state)
 static void test_parse_size_bad(void **state)
 {
 	static const char *const bad[] = {
-		"",     "x",    "1X",  "-1",  "1Mx", " 1",  "1 K", "K",
-		"1KK",  "1iB",  "+4",  "4KB5", "1Bi", "0x10", "1.5M",
+		"",    "x",   "1X", "-1",   "1Mx", " 1",   "1 K",  "K",
+		"1KK", "1iB", "+4", "4KB5", "1Bi", "0x10", "1.5M",
 	};
 	static const char *const range[] = {
 		"99999999999G",
@@ -507,8 +507,17 @@ static void test_le_get(void **state)
 static void test_le_round_trip(void **state)
 {
 	static const uint64_t vals[] = {
-		0, 1, 0xff, 0x100, 0x8000, 0xffff, 0x80000000u, 0xffffffffu,
-		0x0123456789abcdefULL, 0x8000000000000000ULL, UINT64_MAX,
+		0,
+		1,
+		0xff,
+		0x100,
+		0x8000,
+		0xffff,
+		0x80000000u,
+		0xffffffffu,
+		0x0123456789abcdefULL,
+		0x8000000000000000ULL,
+		UINT64_MAX,
 	};
 	uint8_t buf[8];
 

@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: MIT
+# Two commands do everything on a fresh Debian/Ubuntu machine:
+#   make demo    install what is missing, build, run the random-fill demo
+#   make check   install what is missing, build (warnings are errors), test
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+PROVIDER ?= shm
+
+.PHONY: all demo check build build-release asan-check format format-check \
+	clean deps-demo deps-check
+
+all: build
+
+deps-demo:
+	@sh scripts/deps.sh demo
+deps-check:
+	@sh scripts/deps.sh check
+
+build-release: deps-demo
+	cmake --preset release >/dev/null
+	cmake --build --preset release -j $(JOBS)
+
+demo: build-release
+	./build-release/tern demo --provider $(PROVIDER)
+
+build: deps-check
+	cmake --preset dev >/dev/null
+	cmake --build --preset dev -j $(JOBS)
+
+check: build
+	ctest --preset dev -j $(JOBS)
+
+# AddressSanitizer + UBSan build of everything, and every test under it.
+asan-check: deps-check
+	cmake --preset asan >/dev/null
+	cmake --build --preset asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ctest --preset asan -j $(JOBS)
+
+FORMAT_FILES = $(shell git ls-files '*.c' '*.h')
+format:
+	clang-format -i $(FORMAT_FILES)
+format-check:
+	clang-format --dry-run --Werror $(FORMAT_FILES)
+
+clean:
+	rm -rf build build-release build-asan

@@ -1,0 +1,35 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Install what tern needs from Debian/Ubuntu packages, or say exactly what
+# to run. usage: scripts/deps.sh demo|check|ci
+set -eu
+need="gcc make cmake pkg-config libfabric-dev"
+case "${1:-demo}" in
+demo) ;;
+check) need="$need libcmocka-dev" ;;
+ci) need="$need libcmocka-dev clang clang-format" ;;
+*) echo "usage: $0 demo|check|ci" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $need; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "tern needs:$missing (Debian package names); install them with" \
+		"your package manager, then run make again." >&2
+	exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "tern needs these packages:$missing" >&2
+	echo "run:  sudo apt-get update && sudo apt-get install -y$missing" >&2
+	exit 1
+fi
+echo "installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing

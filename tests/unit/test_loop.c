@@ -1,0 +1,1631 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the progress engine (src/loop/, src/fabric/ops.c): posting,
+ * batching, credits, -FI_EAGAIN, completions, errors, cancellation and
+ * immediate-data counting. libfabric is faked through its ops tables: the
+ * data-path calls are inline wrappers over fid->ops, so a hand-built ctx
+ * whose rail points at a fake endpoint and completion queue runs the real
+ * engine with no provider. Every provider call is recorded; post results
+ * and completion queue contents are scripted per test.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include "fabric/fabric.h"
+
+/* ------------------------------------------------------------------ */
+/* The fake provider                                                   */
+/* ------------------------------------------------------------------ */
+
+enum fake_op {
+	FOP_SEND = 1,
+	FOP_RECV,
+	FOP_WRITE,
+	FOP_CANCEL,
+	FOP_SINK_RECV,
+};
+
+/* One recorded provider call. */
+struct fake_call {
+	enum fake_op op;
+	uint64_t flags;
+	fi_addr_t addr;
+	uint64_t tag;
+	void *buf;
+	size_t len;
+	void *desc;
+	size_t iov_count;
+	size_t rma_count;
+	uint64_t raddr;
+	size_t rlen;
+	uint64_t rkey;
+	uint64_t data;
+	void *context;
+	ssize_t ret;
+};
+
+/* One scripted completion: a data entry, or an error entry. */
+struct fake_cqe {
+	int is_err;
+	struct fi_cq_data_entry ent;
+	struct fi_cq_err_entry err;
+};
+
+#define FAKE_MAX_CALLS	1024
+#define FAKE_MAX_SCRIPT 64
+#define FAKE_MAX_CQ	16384
+
+static struct fake {
+	struct fake_call calls[FAKE_MAX_CALLS];
+	size_t ncalls;
+	/* Results of the next posts, in order; 0 once used up. */
+	ssize_t script[FAKE_MAX_SCRIPT];
+	size_t nscript, script_pos;
+	/* On a successful post, queue its successful completion. */
+	int auto_complete;
+	ssize_t cancel_ret;
+	/* Completion queue: entries cq[cq_pos..cq_len). */
+	struct fake_cqe cq[FAKE_MAX_CQ];
+	size_t cq_len, cq_pos;
+	ssize_t cq_fail; /* when non-zero, fi_cq_read returns it */
+	size_t cq_reads;
+	size_t cq_max_count;
+	/* What fi_cq_strerror was asked. */
+	int strerror_calls;
+	int strerror_prov_errno;
+	const void *strerror_err_data;
+	char strerror_text[64];
+} fk;
+
+#define FAKE_PROV_TEXT "fake provider says no"
+
+static void fake_cq_push(const struct fake_cqe *c)
+{
+	assert_true(fk.cq_len < FAKE_MAX_CQ);
+	fk.cq[fk.cq_len++] = *c;
+}
+
+/* Queue a successful completion for a posted context. */
+static void cq_ok(void *context, size_t len, uint64_t flags, uint64_t data)
+{
+	struct fake_cqe c = {
+		.ent = { .op_context = context,
+			 .flags = flags,
+			 .len = len,
+			 .data = data },
+	};
+
+	fake_cq_push(&c);
+}
+
+/* Queue a landed write with immediate @imm (no local context). */
+static void cq_imm(uint32_t imm)
+{
+	struct fake_cqe c = {
+		.ent = { .flags = FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+			 .data = imm },
+	};
+
+	fake_cq_push(&c);
+}
+
+/* Queue an error completion for a posted context. */
+static void cq_err(void *context, int err, int prov_errno, size_t len)
+{
+	static int err_data_token;
+	struct fake_cqe c = {
+		.is_err = 1,
+		.err = { .op_context = context,
+			 .err = err,
+			 .prov_errno = prov_errno,
+			 .len = len,
+			 .err_data = &err_data_token,
+			 .err_data_size = sizeof(err_data_token) },
+	};
+
+	fake_cq_push(&c);
+}
+
+static ssize_t fake_record(struct fake_call *c)
+{
+	ssize_t ret = 0;
+
+	if (fk.script_pos < fk.nscript)
+		ret = fk.script[fk.script_pos++];
+	c->ret = ret;
+	assert_true(fk.ncalls < FAKE_MAX_CALLS);
+	fk.calls[fk.ncalls++] = *c;
+	if (ret == 0 && fk.auto_complete)
+		cq_ok(c->context, c->len, 0, 0);
+	return ret;
+}
+
+static ssize_t fake_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
+			     uint64_t flags)
+{
+	struct fake_call c = {
+		.op = FOP_SEND,
+		.flags = flags,
+		.addr = msg->addr,
+		.tag = msg->tag,
+		.buf = msg->msg_iov[0].iov_base,
+		.len = msg->msg_iov[0].iov_len,
+		.desc = msg->desc != NULL ? msg->desc[0] : NULL,
+		.iov_count = msg->iov_count,
+		.data = msg->data,
+		.context = msg->context,
+	};
+
+	(void)ep;
+	return fake_record(&c);
+}
+
+static ssize_t fake_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
+			     uint64_t flags)
+{
+	struct fake_call c = {
+		.op = FOP_RECV,
+		.flags = flags,
+		.addr = msg->addr,
+		.tag = msg->tag,
+		.buf = msg->msg_iov[0].iov_base,
+		.len = msg->msg_iov[0].iov_len,
+		.desc = msg->desc != NULL ? msg->desc[0] : NULL,
+		.iov_count = msg->iov_count,
+		.context = msg->context,
+	};
+
+	(void)ep;
+	return fake_record(&c);
+}
+
+static ssize_t fake_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+			     uint64_t flags)
+{
+	struct fake_call c = {
+		.op = FOP_WRITE,
+		.flags = flags,
+		.addr = msg->addr,
+		.buf = msg->msg_iov[0].iov_base,
+		.len = msg->msg_iov[0].iov_len,
+		.desc = msg->desc != NULL ? msg->desc[0] : NULL,
+		.iov_count = msg->iov_count,
+		.rma_count = msg->rma_iov_count,
+		.raddr = msg->rma_iov[0].addr,
+		.rlen = msg->rma_iov[0].len,
+		.rkey = msg->rma_iov[0].key,
+		.data = msg->data,
+		.context = msg->context,
+	};
+
+	(void)ep;
+	return fake_record(&c);
+}
+
+static ssize_t fake_cancel(fid_t fid, void *context)
+{
+	struct fake_call c = { .op = FOP_CANCEL,
+			       .context = context,
+			       .ret = fk.cancel_ret };
+
+	(void)fid;
+	assert_true(fk.ncalls < FAKE_MAX_CALLS);
+	fk.calls[fk.ncalls++] = c;
+	return fk.cancel_ret;
+}
+
+/* Only sink receives are re-posted through fi_recv(); none exist here. */
+static ssize_t fake_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			 fi_addr_t src_addr, void *context)
+{
+	struct fake_call c = { .op = FOP_SINK_RECV, .context = context };
+
+	(void)ep;
+	(void)buf;
+	(void)len;
+	(void)desc;
+	(void)src_addr;
+	assert_true(fk.ncalls < FAKE_MAX_CALLS);
+	fk.calls[fk.ncalls++] = c;
+	return 0;
+}
+
+static ssize_t fake_cq_read(struct fid_cq *cq, void *buf, size_t count)
+{
+	struct fi_cq_data_entry *out = buf;
+	size_t n = 0;
+
+	(void)cq;
+	fk.cq_reads++;
+	if (count > fk.cq_max_count)
+		fk.cq_max_count = count;
+	if (fk.cq_fail != 0)
+		return fk.cq_fail;
+	if (fk.cq_pos == fk.cq_len)
+		return -FI_EAGAIN;
+	if (fk.cq[fk.cq_pos].is_err)
+		return -FI_EAVAIL;
+	while (n < count && fk.cq_pos < fk.cq_len && !fk.cq[fk.cq_pos].is_err)
+		out[n++] = fk.cq[fk.cq_pos++].ent;
+	return (ssize_t)n;
+}
+
+static ssize_t fake_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
+			       uint64_t flags)
+{
+	(void)cq;
+	(void)flags;
+	if (fk.cq_pos == fk.cq_len || !fk.cq[fk.cq_pos].is_err)
+		return -FI_EAGAIN;
+	*buf = fk.cq[fk.cq_pos++].err;
+	return 1;
+}
+
+static const char *fake_cq_strerror(struct fid_cq *cq, int prov_errno,
+				    const void *err_data, char *buf, size_t len)
+{
+	(void)cq;
+	fk.strerror_calls++;
+	fk.strerror_prov_errno = prov_errno;
+	fk.strerror_err_data = err_data;
+	snprintf(fk.strerror_text, sizeof(fk.strerror_text), "%s (%d)",
+		 FAKE_PROV_TEXT, prov_errno);
+	if (buf != NULL && len > 0)
+		snprintf(buf, len, "%s", fk.strerror_text);
+	return fk.strerror_text;
+}
+
+static struct fi_ops_tagged fake_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.sendmsg = fake_tsendmsg,
+	.recvmsg = fake_trecvmsg,
+};
+
+static struct fi_ops_rma fake_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.writemsg = fake_writemsg,
+};
+
+static struct fi_ops_ep fake_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = fake_cancel,
+};
+
+static struct fi_ops_msg fake_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = fake_recv,
+};
+
+static struct fi_ops_cq fake_cq_ops = {
+	.size = sizeof(struct fi_ops_cq),
+	.read = fake_cq_read,
+	.readerr = fake_cq_readerr,
+	.strerror = fake_cq_strerror,
+};
+
+/* Calls of kind @op so far. */
+static size_t fake_count(enum fake_op op)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < fk.ncalls; i++)
+		n += fk.calls[i].op == op;
+	return n;
+}
+
+/* Index of the last successful post, or -1. */
+static long fake_last_ok_post(void)
+{
+	for (size_t i = fk.ncalls; i > 0; i--) {
+		const struct fake_call *c = &fk.calls[i - 1];
+
+		if (c->op != FOP_CANCEL && c->op != FOP_SINK_RECV &&
+		    c->ret == 0)
+			return (long)(i - 1);
+	}
+	return -1;
+}
+
+static void fake_script(size_t n, const ssize_t *rets)
+{
+	assert_true(n <= FAKE_MAX_SCRIPT);
+	memcpy(fk.script, rets, n * sizeof(*rets));
+	fk.nscript = n;
+	fk.script_pos = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* A hand-built ctx with one rail on the fake provider                 */
+/* ------------------------------------------------------------------ */
+
+#define ENV_BUF_LEN 4096
+#define RBASE	    0x7f0000100000ULL
+#define RLEN	    (1ULL << 20)
+#define RKEY	    0xabc123ULL
+#define PEER_ADDR   7
+
+static int local_desc_token;
+
+struct env {
+	struct tern_ctx *ctx;
+	struct tern_peer peer;
+	struct tern_mr mr;
+	struct tern_mr_desc rdesc;
+	struct fid_ep ep;
+	struct fid_cq cq;
+	char buf[ENV_BUF_LEN];
+};
+
+static int setup(void **state)
+{
+	struct env *e = calloc(1, sizeof(*e));
+	struct tern_rail *rail;
+
+	if (e == NULL)
+		return -1;
+	memset(&fk, 0, sizeof(fk));
+	e->ctx = calloc(1, sizeof(*e->ctx));
+	if (e->ctx == NULL) {
+		free(e);
+		return -1;
+	}
+	e->ctx->nrails = 1;
+	e->ctx->post_batch = 4;
+	e->ctx->tx_size = 8;
+	e->ctx->rx_size = 8;
+	e->ctx->max_msg_size = 1ULL << 30;
+	if (tern__imm_init(&e->ctx->imm) != 0) {
+		free(e->ctx);
+		free(e);
+		return -1;
+	}
+	e->ep.fid.fclass = FI_CLASS_EP;
+	e->ep.ops = &fake_ep_ops;
+	e->ep.msg = &fake_msg_ops;
+	e->ep.rma = &fake_rma_ops;
+	e->ep.tagged = &fake_tagged_ops;
+	e->cq.fid.fclass = FI_CLASS_CQ;
+	e->cq.ops = &fake_cq_ops;
+	rail = &e->ctx->rails[0];
+	rail->ctx = e->ctx;
+	rail->idx = 0;
+	rail->ep = &e->ep;
+	rail->cq = &e->cq;
+	rail->tx_credits = 8;
+	rail->rx_credits = 8;
+
+	e->peer.ctx = e->ctx;
+	e->peer.nrails = 1;
+	e->peer.fiaddr[0] = PEER_ADDR;
+
+	e->mr.ctx = e->ctx;
+	e->mr.buf = e->buf;
+	e->mr.len = sizeof(e->buf);
+	e->mr.access = TERN_ACCESS_LOCAL;
+	e->mr.desc[0] = &local_desc_token;
+
+	e->rdesc.base = RBASE;
+	e->rdesc.len = RLEN;
+	e->rdesc.flags = TERN_MR_DESC_VIRT_ADDR;
+	e->rdesc.nkeys = 1;
+	e->rdesc.keys[0] = RKEY;
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *e = *state;
+
+	tern__imm_fini(&e->ctx->imm);
+	free(e->ctx);
+	free(e);
+	return 0;
+}
+
+/* A request that records its callbacks. */
+struct tracked {
+	struct tern_req req;
+	int calls;
+	int status;
+	int done_in_cb;
+};
+
+static void track_cb(struct tern_req *req)
+{
+	struct tracked *t = req->data;
+
+	t->calls++;
+	t->status = req->status;
+	t->done_in_cb = req->done;
+}
+
+static void track_init(struct tracked *t)
+{
+	memset(t, 0, sizeof(*t));
+	tern_req_init(&t->req, track_cb, t);
+}
+
+/* Queue a write of 64 bytes from slot @i of the buffer to offset 64*i. */
+static int write_nth(struct env *e, struct tracked *t, unsigned int i)
+{
+	track_init(t);
+	return tern_write(&e->peer, &e->mr, e->buf + 64 * (i % 64), 64,
+			  &e->rdesc, 64 * (uint64_t)i, &t->req);
+}
+
+static void *ctx_of(struct tracked *t)
+{
+	return t->req._priv.fictx;
+}
+
+/* ------------------------------------------------------------------ */
+/* 1. Posts only queue; progress hands them over with the right fields  */
+/* ------------------------------------------------------------------ */
+
+static void test_write_queues_until_progress(void **state)
+{
+	struct env *e = *state;
+	struct tern_mr_desc plain = e->rdesc;
+	struct tracked w, wi;
+	struct fake_call *c;
+
+	track_init(&w);
+	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf + 16, 100,
+				    &e->rdesc, 64, &w.req),
+			 0);
+	assert_int_equal(fk.ncalls, 0);
+	assert_int_equal(w.calls, 0);
+	assert_int_equal(w.req.done, 0);
+	assert_int_equal(e->peer.inflight, 1);
+
+	plain.flags = 0;
+	plain.keys[0] = 0x55;
+	track_init(&wi);
+	assert_int_equal(tern_write_imm(&e->peer, &e->mr, e->buf + 200, 50,
+					&plain, 128, 0xdeadbeef, &wi.req),
+			 0);
+	assert_int_equal(fk.ncalls, 0);
+	assert_int_equal(wi.calls, 0);
+
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 2);
+
+	c = &fk.calls[0];
+	assert_int_equal(c->op, FOP_WRITE);
+	assert_int_equal(c->addr, PEER_ADDR);
+	assert_int_equal(c->raddr, RBASE + 64);
+	assert_int_equal(c->rkey, RKEY);
+	assert_int_equal(c->rlen, 100);
+	assert_int_equal(c->rma_count, 1);
+	assert_ptr_equal(c->buf, e->buf + 16);
+	assert_int_equal(c->len, 100);
+	assert_int_equal(c->iov_count, 1);
+	assert_ptr_equal(c->desc, &local_desc_token);
+	assert_ptr_equal(c->context, ctx_of(&w));
+	/* First of a batch of two: FI_MORE, and no remote CQ data. */
+	assert_int_equal(c->flags, FI_MORE);
+
+	c = &fk.calls[1];
+	assert_int_equal(c->op, FOP_WRITE);
+	assert_int_equal(c->addr, PEER_ADDR);
+	assert_int_equal(c->raddr, 128);
+	assert_int_equal(c->rkey, 0x55);
+	assert_ptr_equal(c->buf, e->buf + 200);
+	assert_int_equal(c->len, 50);
+	assert_int_equal(c->data, 0xdeadbeef);
+	assert_ptr_equal(c->context, ctx_of(&wi));
+	assert_int_equal(c->flags, FI_REMOTE_CQ_DATA);
+
+	/* Handed over, not completed; nothing is posted twice. */
+	assert_int_equal(w.req.done, 0);
+	assert_int_equal(w.calls, 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(e->ctx->posted.len, 2);
+	assert_int_equal(e->ctx->rails[0].tx_credits, 6);
+}
+
+static void test_send_recv_posting(void **state)
+{
+	struct env *e = *state;
+	struct tracked s, r;
+
+	track_init(&s);
+	track_init(&r);
+	assert_int_equal(tern_send(&e->peer, &e->mr, e->buf, 10, &s.req), 0);
+	assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf + 100, 50, &r.req),
+			 0);
+	assert_int_equal(fk.ncalls, 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 2);
+	/* Receives are posted before sends; each queue is its own batch. */
+	assert_int_equal(fk.calls[0].op, FOP_RECV);
+	assert_int_equal(fk.calls[0].addr, FI_ADDR_UNSPEC);
+	assert_ptr_equal(fk.calls[0].buf, e->buf + 100);
+	assert_int_equal(fk.calls[0].len, 50);
+	assert_ptr_equal(fk.calls[0].desc, &local_desc_token);
+	assert_ptr_equal(fk.calls[0].context, ctx_of(&r));
+	assert_int_equal(fk.calls[0].flags, 0);
+	assert_int_equal(fk.calls[1].op, FOP_SEND);
+	assert_int_equal(fk.calls[1].addr, PEER_ADDR);
+	assert_ptr_equal(fk.calls[1].buf, e->buf);
+	assert_int_equal(fk.calls[1].len, 10);
+	assert_ptr_equal(fk.calls[1].context, ctx_of(&s));
+	assert_int_equal(fk.calls[1].flags, 0);
+	/* Receives match exactly the tag sends carry. */
+	assert_int_equal(fk.calls[0].tag, fk.calls[1].tag);
+	assert_int_equal(e->ctx->rails[0].rx_credits, 7);
+	assert_int_equal(e->ctx->rails[0].tx_credits, 7);
+}
+
+/* ------------------------------------------------------------------ */
+/* 2. Batching                                                          */
+/* ------------------------------------------------------------------ */
+
+static void test_batches_with_fi_more(void **state)
+{
+	struct env *e = *state;
+	struct tracked w[10];
+
+	e->ctx->rails[0].tx_credits = 64;
+	for (unsigned int i = 0; i < 10; i++)
+		assert_int_equal(write_nth(e, &w[i], i), 0);
+	assert_int_equal(fk.ncalls, 0);
+
+	for (size_t pass = 0, first = 0; first < 10; pass++) {
+		size_t want = first + 4 <= 10 ? 4 : 10 - first;
+
+		assert_int_equal(tern_progress(e->ctx), 0);
+		assert_int_equal(fk.ncalls, first + want);
+		for (size_t i = first; i < first + want; i++) {
+			const struct fake_call *c = &fk.calls[i];
+
+			/* In order, FI_MORE on all but the batch's last. */
+			assert_ptr_equal(c->context, ctx_of(&w[i]));
+			assert_int_equal(c->raddr, RBASE + 64 * i);
+			assert_int_equal(c->flags,
+					 i + 1 < first + want ? FI_MORE : 0);
+		}
+		first += want;
+		assert_true(pass < 3);
+	}
+	/* Queue empty: nothing more is posted. */
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 10);
+	assert_int_equal(e->ctx->posted.len, 10);
+	assert_int_equal(e->ctx->rails[0].txq.len, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* 3. Credits                                                           */
+/* ------------------------------------------------------------------ */
+
+static void test_tx_credits_limit_posts(void **state)
+{
+	struct env *e = *state;
+	struct tracked w[5];
+
+	e->ctx->rails[0].tx_credits = 2;
+	for (unsigned int i = 0; i < 5; i++)
+		assert_int_equal(write_nth(e, &w[i], i), 0);
+
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 2);
+	/* The batch is cut by credits and still ends without FI_MORE. */
+	assert_int_equal(fk.calls[0].flags, FI_MORE);
+	assert_int_equal(fk.calls[1].flags, 0);
+	assert_int_equal(e->ctx->rails[0].tx_credits, 0);
+
+	/* No completions, no credits, no posts. */
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 2);
+
+	/* One completion frees one credit: exactly one more post. */
+	cq_ok(fk.calls[0].context, 64, FI_RMA | FI_WRITE, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(w[0].calls, 1);
+	assert_int_equal(fk.ncalls, 3);
+	assert_ptr_equal(fk.calls[2].context, ctx_of(&w[2]));
+	assert_int_equal(fk.calls[2].flags, 0);
+
+	cq_ok(fk.calls[1].context, 64, FI_RMA | FI_WRITE, 0);
+	cq_ok(fk.calls[2].context, 64, FI_RMA | FI_WRITE, 0);
+	assert_int_equal(tern_progress(e->ctx), 2);
+	assert_int_equal(fk.ncalls, 5);
+	assert_ptr_equal(fk.calls[3].context, ctx_of(&w[3]));
+	assert_ptr_equal(fk.calls[4].context, ctx_of(&w[4]));
+
+	cq_ok(fk.calls[3].context, 64, FI_RMA | FI_WRITE, 0);
+	cq_ok(fk.calls[4].context, 64, FI_RMA | FI_WRITE, 0);
+	assert_int_equal(tern_progress(e->ctx), 2);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(w[i].calls, 1);
+		assert_int_equal(w[i].status, 0);
+	}
+	assert_int_equal(e->ctx->rails[0].tx_credits, 2);
+	assert_int_equal(e->ctx->posted.len, 0);
+	assert_int_equal(e->peer.inflight, 0);
+}
+
+static void test_rx_credits_limit_posts(void **state)
+{
+	struct env *e = *state;
+	struct tracked r[3];
+
+	e->ctx->rails[0].rx_credits = 1;
+	for (int i = 0; i < 3; i++) {
+		track_init(&r[i]);
+		assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf + 100 * i,
+					   100, &r[i].req),
+				 0);
+	}
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fake_count(FOP_RECV), 1);
+	assert_ptr_equal(fk.calls[0].context, ctx_of(&r[0]));
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fake_count(FOP_RECV), 1);
+	cq_ok(fk.calls[0].context, 10, FI_TAGGED | FI_RECV, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(r[0].calls, 1);
+	assert_int_equal(r[0].req.len, 10);
+	assert_int_equal(fake_count(FOP_RECV), 2);
+	assert_ptr_equal(fk.calls[1].context, ctx_of(&r[1]));
+	assert_int_equal(r[2].req.done, 0);
+	assert_int_equal(e->ctx->rails[0].rx_credits, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* 4. -FI_EAGAIN never reaches the user                                 */
+/* ------------------------------------------------------------------ */
+
+static void test_eagain_requeues(void **state)
+{
+	struct env *e = *state;
+	static const ssize_t rets[] = { 0, -FI_EAGAIN };
+	struct tracked w[3];
+	long last;
+
+	fake_script(TERN_ARRAY_SIZE(rets), rets);
+	for (unsigned int i = 0; i < 3; i++)
+		assert_int_equal(write_nth(e, &w[i], i), 0);
+
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 2);
+	assert_ptr_equal(fk.calls[0].context, ctx_of(&w[0]));
+	assert_ptr_equal(fk.calls[1].context, ctx_of(&w[1]));
+	assert_int_equal(fk.calls[1].ret, -FI_EAGAIN);
+	/* The refused op is neither done nor failed, and holds no credit. */
+	assert_int_equal(w[1].req.done, 0);
+	assert_int_equal(w[1].calls, 0);
+	assert_int_equal(w[1].req.status, 0);
+	assert_string_equal(w[1].req.errmsg, "");
+	assert_int_equal(e->ctx->rails[0].tx_credits, 7);
+	assert_int_equal(e->ctx->posted.len, 1);
+
+	/* Re-posted first on the next pass, order kept, batch flushed. */
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 4);
+	assert_ptr_equal(fk.calls[2].context, ctx_of(&w[1]));
+	assert_ptr_equal(fk.calls[3].context, ctx_of(&w[2]));
+	assert_int_equal(fk.calls[3].flags, 0);
+	last = fake_last_ok_post();
+	assert_int_equal(last, 3);
+	assert_int_equal(fk.calls[last].flags & FI_MORE, 0);
+
+	for (int i = 0; i < 3; i++)
+		cq_ok(ctx_of(&w[i]), 64, FI_RMA | FI_WRITE, 0);
+	assert_int_equal(tern_progress(e->ctx), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(w[i].calls, 1);
+		assert_int_equal(w[i].status, 0);
+		assert_int_equal(w[i].req.done, 1);
+	}
+	assert_int_equal(e->ctx->rails[0].tx_credits, 8);
+}
+
+static void test_eagain_repeated_then_wait(void **state)
+{
+	struct env *e = *state;
+	static const ssize_t rets[] = { -FI_EAGAIN, -FI_EAGAIN, -FI_EAGAIN,
+					-FI_EAGAIN, -FI_EAGAIN };
+	struct tracked w;
+
+	fake_script(TERN_ARRAY_SIZE(rets), rets);
+	fk.auto_complete = 1;
+	assert_int_equal(write_nth(e, &w, 0), 0);
+	for (int i = 0; i < 5; i++) {
+		assert_true(tern_progress(e->ctx) >= 0);
+		assert_int_equal(w.req.done, 0);
+		assert_int_equal(w.calls, 0);
+	}
+	assert_int_equal(fk.ncalls, 5);
+	assert_int_equal(tern_wait(e->ctx, &w.req, 5000), 0);
+	assert_int_equal(w.req.done, 1);
+	assert_int_equal(w.req.status, 0);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(fk.ncalls, 6);
+	assert_int_equal(fk.calls[5].ret, 0);
+	assert_int_equal(fk.calls[5].flags, 0);
+}
+
+static void test_eagain_mid_batch_is_flushed(void **state)
+{
+	struct env *e = *state;
+	/* Third of the first batch refused, twice. */
+	static const ssize_t rets[] = { 0, 0, -FI_EAGAIN, -FI_EAGAIN };
+	struct tracked w[6];
+	size_t pos = 0;
+
+	fake_script(TERN_ARRAY_SIZE(rets), rets);
+	fk.auto_complete = 1;
+	for (unsigned int i = 0; i < 6; i++)
+		assert_int_equal(write_nth(e, &w[i], i), 0);
+	for (int pass = 0; pass < 10; pass++)
+		assert_true(tern_progress(e->ctx) >= 0);
+	/* Each op posted successfully exactly once, in order. */
+	for (size_t i = 0; i < fk.ncalls; i++) {
+		if (fk.calls[i].ret != 0)
+			continue;
+		assert_true(pos < 6);
+		assert_ptr_equal(fk.calls[i].context, ctx_of(&w[pos]));
+		pos++;
+	}
+	assert_int_equal(pos, 6);
+	assert_int_equal(fk.calls[fake_last_ok_post()].flags & FI_MORE, 0);
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(w[i].calls, 1);
+		assert_int_equal(w[i].status, 0);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* 5. Completions                                                       */
+/* ------------------------------------------------------------------ */
+
+static void test_completion_success_once(void **state)
+{
+	struct env *e = *state;
+	struct tracked w;
+
+	assert_int_equal(write_nth(e, &w, 0), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	cq_ok(fk.calls[0].context, 64, FI_RMA | FI_WRITE, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(w.req.done, 1);
+	assert_int_equal(w.req.status, 0);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.done_in_cb, 1);
+	assert_int_equal(w.req.len, 64);
+	assert_string_equal(w.req.errmsg, "");
+	assert_int_equal(e->peer.inflight, 0);
+	assert_int_equal(e->ctx->posted.len, 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(fk.ncalls, 1);
+}
+
+static void test_completion_recv_len_and_imm(void **state)
+{
+	struct env *e = *state;
+	struct tracked r;
+
+	track_init(&r);
+	assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf, 256, &r.req), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 1);
+	cq_ok(fk.calls[0].context, 37, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA,
+	      0x1234);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(r.calls, 1);
+	assert_int_equal(r.req.status, 0);
+	assert_int_equal(r.req.len, 37);
+	assert_int_equal(r.req.imm, 0x1234);
+	assert_int_equal(e->ctx->rails[0].rx_credits, 8);
+}
+
+static void test_completion_error_provider(void **state)
+{
+	struct env *e = *state;
+	struct tracked w;
+
+	assert_int_equal(write_nth(e, &w, 0), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	cq_err(fk.calls[0].context, FI_EIO, 5, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(w.req.done, 1);
+	assert_int_equal(w.req.status, -TERN_EPROV);
+	assert_int_equal(w.status, -TERN_EPROV);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.req.prov_errno, 5);
+	assert_true(w.req.errmsg[0] != '\0');
+	assert_non_null(strstr(w.req.errmsg, FAKE_PROV_TEXT));
+	assert_int_equal(fk.strerror_calls, 1);
+	assert_int_equal(fk.strerror_prov_errno, 5);
+	assert_non_null(fk.strerror_err_data);
+	/* The credit comes back; nothing more happens afterwards. */
+	assert_int_equal(e->ctx->rails[0].tx_credits, 8);
+	assert_int_equal(e->ctx->posted.len, 0);
+	assert_int_equal(e->peer.inflight, 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(w.calls, 1);
+}
+
+static void test_completion_error_codes(void **state)
+{
+	struct env *e = *state;
+	static const struct {
+		int fi_err;
+		int want;
+	} map[] = {
+		{ FI_ECANCELED, -ECANCELED }, { FI_EACCES, -TERN_EACCESS },
+		{ FI_ETIMEDOUT, -ETIMEDOUT }, { FI_ENOMEM, -ENOMEM },
+		{ FI_EOTHER, -TERN_EPROV },
+	};
+	struct tracked w[TERN_ARRAY_SIZE(map)];
+
+	for (unsigned int i = 0; i < TERN_ARRAY_SIZE(map); i++)
+		assert_int_equal(write_nth(e, &w[i], i), 0);
+	/* Two passes: batch of 4, then 1. */
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, TERN_ARRAY_SIZE(map));
+	for (unsigned int i = 0; i < TERN_ARRAY_SIZE(map); i++)
+		cq_err(fk.calls[i].context, map[i].fi_err, 0, 0);
+	/* One error entry is read per pass. */
+	for (unsigned int i = 0; i < TERN_ARRAY_SIZE(map); i++)
+		assert_int_equal(tern_progress(e->ctx), 1);
+	for (unsigned int i = 0; i < TERN_ARRAY_SIZE(map); i++) {
+		assert_int_equal(w[i].calls, 1);
+		assert_int_equal(w[i].req.status, map[i].want);
+		assert_int_equal(w[i].req.prov_errno, 0);
+		assert_true(w[i].req.errmsg[0] != '\0');
+	}
+	/* No provider errno: the provider's text is not asked for. */
+	assert_int_equal(fk.strerror_calls, 0);
+}
+
+static void test_completion_recv_truncated(void **state)
+{
+	struct env *e = *state;
+	struct tracked r;
+
+	track_init(&r);
+	assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf, 16, &r.req), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	cq_err(fk.calls[0].context, FI_ETRUNC, 0, 16);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(r.calls, 1);
+	assert_int_equal(r.req.status, -TERN_ETRUNC);
+	assert_int_equal(r.req.len, 16);
+	assert_int_equal(e->ctx->rails[0].rx_credits, 8);
+}
+
+static void test_cq_failure_is_reported(void **state)
+{
+	struct env *e = *state;
+	struct tracked w;
+
+	assert_int_equal(write_nth(e, &w, 0), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	fk.cq_fail = -FI_EIO;
+	assert_int_equal(tern_progress(e->ctx), -TERN_EPROV);
+	assert_int_equal(tern_wait(e->ctx, &w.req, 100), -TERN_EPROV);
+	assert_int_equal(w.calls, 0);
+	fk.cq_fail = 0;
+	cq_ok(fk.calls[0].context, 64, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.req.status, 0);
+}
+
+static void test_cq_read_in_batches(void **state)
+{
+	struct env *e = *state;
+	struct tracked w[100];
+	size_t n = 0;
+
+	e->ctx->post_batch = 100;
+	e->ctx->rails[0].tx_credits = 100;
+	for (unsigned int i = 0; i < 100; i++)
+		assert_int_equal(write_nth(e, &w[i], i), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 100);
+	for (size_t i = 0; i < 100; i++)
+		cq_ok(fk.calls[i].context, 64, 0, 0);
+	fk.cq_reads = 0;
+	/* More than one batch of completions is drained in one pass. */
+	assert_int_equal(tern_progress(e->ctx), 100);
+	assert_true(fk.cq_reads >= 2);
+	assert_true(fk.cq_max_count > 1);
+	for (int i = 0; i < 100; i++)
+		n += w[i].calls;
+	assert_int_equal(n, 100);
+}
+
+/* ------------------------------------------------------------------ */
+/* 6. Post errors complete from progress                                */
+/* ------------------------------------------------------------------ */
+
+static void test_post_error_completes_in_progress(void **state)
+{
+	struct env *e = *state;
+	static const ssize_t rets[] = { -FI_EINVAL };
+	struct tracked w;
+
+	fake_script(TERN_ARRAY_SIZE(rets), rets);
+	assert_int_equal(write_nth(e, &w, 0), 0);
+	assert_int_equal(w.calls, 0);
+	assert_int_equal(w.req.done, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(fk.ncalls, 1);
+	assert_int_equal(w.req.done, 1);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.req.status, -TERN_EPROV);
+	assert_int_equal(w.req.prov_errno, FI_EINVAL);
+	assert_true(w.req.errmsg[0] != '\0');
+	/* Never handed over: no credit used, not on the posted list. */
+	assert_int_equal(e->ctx->rails[0].tx_credits, 8);
+	assert_int_equal(e->ctx->posted.len, 0);
+	assert_int_equal(e->peer.inflight, 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(fk.ncalls, 1);
+}
+
+static void test_post_error_mid_batch(void **state)
+{
+	struct env *e = *state;
+	static const ssize_t rets[] = { 0, -FI_EACCES, 0 };
+	struct tracked w[3];
+
+	fake_script(TERN_ARRAY_SIZE(rets), rets);
+	for (unsigned int i = 0; i < 3; i++)
+		assert_int_equal(write_nth(e, &w[i], i), 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(fk.ncalls, 3);
+	assert_int_equal(fk.calls[0].flags, FI_MORE);
+	assert_int_equal(fk.calls[2].flags, 0);
+	assert_int_equal(w[0].calls, 0);
+	assert_int_equal(w[1].calls, 1);
+	assert_int_equal(w[1].req.status, -TERN_EACCESS);
+	assert_int_equal(w[2].calls, 0);
+	assert_int_equal(e->ctx->rails[0].tx_credits, 6);
+	assert_int_equal(e->ctx->posted.len, 2);
+}
+
+/* ------------------------------------------------------------------ */
+/* 7. Immediate-data counting                                           */
+/* ------------------------------------------------------------------ */
+
+static void test_imm_arrivals_before_expect(void **state)
+{
+	struct env *e = *state;
+	struct tracked x;
+
+	for (int i = 0; i < 3; i++)
+		cq_imm(42);
+	cq_imm(43);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(tern_imm_count(e->ctx, 42), 3);
+	assert_int_equal(tern_imm_count(e->ctx, 43), 1);
+	assert_int_equal(tern_imm_count(e->ctx, 44), 0);
+
+	track_init(&x);
+	assert_int_equal(tern_imm_expect(e->ctx, 42, 3, &x.req), 0);
+	/* Satisfied already, yet it completes in progress, not here. */
+	assert_int_equal(x.calls, 0);
+	assert_int_equal(x.req.done, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.req.done, 1);
+	assert_int_equal(x.req.status, 0);
+	assert_int_equal(x.req.len, 3);
+	assert_int_equal(tern_imm_count(e->ctx, 42), 0);
+	assert_int_equal(tern_imm_count(e->ctx, 43), 1);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(x.calls, 1);
+	/* No provider call is involved in counting. */
+	assert_int_equal(fk.ncalls, 0);
+}
+
+static void test_imm_arrivals_after_expect(void **state)
+{
+	struct env *e = *state;
+	struct tracked x;
+
+	track_init(&x);
+	assert_int_equal(tern_imm_expect(e->ctx, 7, 2, &x.req), 0);
+	cq_imm(7);
+	cq_imm(8);
+	cq_imm(0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(x.calls, 0);
+	assert_int_equal(tern_imm_count(e->ctx, 7), 1);
+	assert_int_equal(tern_imm_count(e->ctx, 8), 1);
+	assert_int_equal(tern_imm_count(e->ctx, 0), 1);
+	cq_imm(7);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.req.status, 0);
+	assert_int_equal(x.req.len, 2);
+	assert_int_equal(tern_imm_count(e->ctx, 7), 0);
+	assert_int_equal(tern_imm_count(e->ctx, 8), 1);
+}
+
+static void test_imm_surplus_stays_counted(void **state)
+{
+	struct env *e = *state;
+	struct tracked x, y;
+
+	for (int i = 0; i < 5; i++)
+		cq_imm(99);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	track_init(&x);
+	assert_int_equal(tern_imm_expect(e->ctx, 99, 3, &x.req), 0);
+	/* More arrive before the ready expectation is completed. */
+	cq_imm(99);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(tern_imm_count(e->ctx, 99), 3);
+	track_init(&y);
+	assert_int_equal(tern_imm_expect(e->ctx, 99, 4, &y.req), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(y.calls, 0);
+	cq_imm(99);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(y.calls, 1);
+	assert_int_equal(y.req.status, 0);
+	assert_int_equal(tern_imm_count(e->ctx, 99), 0);
+	assert_int_equal(e->ctx->imm.used, 0);
+}
+
+static void test_imm_expect_errors(void **state)
+{
+	struct env *e = *state;
+	struct tracked x, y, before;
+
+	track_init(&x);
+	track_init(&y);
+	assert_int_equal(tern_imm_expect(e->ctx, 5, 0, &x.req), -EINVAL);
+	assert_int_equal(tern_imm_expect(NULL, 5, 1, &x.req), -EINVAL);
+	assert_int_equal(tern_imm_expect(e->ctx, 5, 1, NULL), -EINVAL);
+	assert_int_equal(tern_imm_expect(e->ctx, 5, 2, &x.req), 0);
+	before = y;
+	assert_int_equal(tern_imm_expect(e->ctx, 5, 1, &y.req), -EBUSY);
+	assert_memory_equal(&y, &before, sizeof(y));
+	/* A satisfied-but-not-yet-completed one is pending too. */
+	cq_imm(6);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(tern_imm_expect(e->ctx, 6, 1, &y.req), 0);
+	assert_int_equal(tern_imm_expect(e->ctx, 6, 1, &before.req), -EBUSY);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(y.calls, 1);
+	assert_int_equal(x.calls, 0);
+	/* Closing ctx refuses new expectations. */
+	e->ctx->closing = 1;
+	track_init(&y);
+	assert_int_equal(tern_imm_expect(e->ctx, 9, 1, &y.req), -ECANCELED);
+	e->ctx->closing = 0;
+	assert_int_equal(tern_req_cancel(e->ctx, &x.req), 0);
+}
+
+static void test_imm_cancel(void **state)
+{
+	struct env *e = *state;
+	struct tracked x, y;
+
+	track_init(&x);
+	assert_int_equal(tern_imm_expect(e->ctx, 11, 3, &x.req), 0);
+	cq_imm(11);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &x.req), 0);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.req.done, 1);
+	assert_int_equal(x.req.status, -ECANCELED);
+	assert_int_equal(tern_req_cancel(e->ctx, &x.req), -EALREADY);
+	/* The arrival stays counted and later ones do not touch x. */
+	assert_int_equal(tern_imm_count(e->ctx, 11), 1);
+	cq_imm(11);
+	cq_imm(11);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(tern_imm_count(e->ctx, 11), 3);
+	/* A new expectation is allowed and sees all three. */
+	track_init(&y);
+	assert_int_equal(tern_imm_expect(e->ctx, 11, 3, &y.req), 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(y.calls, 1);
+	assert_int_equal(y.req.status, 0);
+
+	/* Cancel one that was already satisfied: cancelled, exactly once. */
+	cq_imm(12);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	track_init(&x);
+	assert_int_equal(tern_imm_expect(e->ctx, 12, 1, &x.req), 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &x.req), 0);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.req.status, -ECANCELED);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.req.status, -ECANCELED);
+	assert_int_equal(tern_imm_count(e->ctx, 12), 1);
+
+	/* Cancelling one with no arrivals leaves the table empty. */
+	track_init(&x);
+	assert_int_equal(tern_imm_expect(e->ctx, 13, 1, &x.req), 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &x.req), 0);
+	assert_int_equal(x.req.status, -ECANCELED);
+	assert_int_equal(tern_imm_count(e->ctx, 13), 0);
+}
+
+/* Spread keys, or keys that differ only in their high bits. */
+static uint32_t imm_key(unsigned int i, int high)
+{
+	return high ? (uint32_t)i << 19 : 1000 + 7 * (uint32_t)i;
+}
+
+static void imm_many(struct env *e, int high)
+{
+	enum { N = 5000 };
+	struct tracked *x = calloc(N, sizeof(*x));
+	int done;
+
+	assert_non_null(x);
+	/* Half the expectations come before any arrival. */
+	for (unsigned int i = 0; i < N; i += 2) {
+		track_init(&x[i]);
+		assert_int_equal(
+			tern_imm_expect(e->ctx, imm_key(i, high), 2, &x[i].req),
+			0);
+	}
+	for (unsigned int i = 0; i < N; i++)
+		cq_imm(imm_key(i, high));
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_true(e->ctx->imm.cap > 256);
+	for (unsigned int i = 0; i < N; i++)
+		assert_int_equal(tern_imm_count(e->ctx, imm_key(i, high)), 1);
+	for (unsigned int i = 1; i < N; i += 2) {
+		track_init(&x[i]);
+		assert_int_equal(
+			tern_imm_expect(e->ctx, imm_key(i, high), 2, &x[i].req),
+			0);
+	}
+	assert_int_equal(tern_progress(e->ctx), 0);
+	for (unsigned int i = 0; i < N; i++)
+		cq_imm(imm_key(N - 1 - i, high));
+	done = tern_progress(e->ctx);
+	assert_int_equal(done, N);
+	for (unsigned int i = 0; i < N; i++) {
+		assert_int_equal(x[i].calls, 1);
+		assert_int_equal(x[i].req.status, 0);
+		assert_int_equal(tern_imm_count(e->ctx, imm_key(i, high)), 0);
+	}
+	assert_int_equal(e->ctx->imm.used, 0);
+	assert_int_equal(e->ctx->imm.dropped, 0);
+	free(x);
+}
+
+static void test_imm_table_grows(void **state)
+{
+	imm_many(*state, 0);
+}
+
+static void test_imm_table_grows_high_bit_keys(void **state)
+{
+	imm_many(*state, 1);
+}
+
+static void test_imm_ignores_plain_remote_write(void **state)
+{
+	struct env *e = *state;
+	struct fake_cqe c = {
+		.ent = { .flags = FI_REMOTE_WRITE, .data = 42 },
+	};
+
+	fake_cq_push(&c);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(tern_imm_count(e->ctx, 42), 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* 8. Checks refused before posting                                     */
+/* ------------------------------------------------------------------ */
+
+/* @ret must come back and leave @t exactly as it was. */
+static void refused(struct env *e, struct tracked *t, int want, int ret,
+		    const struct tracked *before)
+{
+	assert_int_equal(ret, want);
+	assert_memory_equal(t, before, sizeof(*t));
+	assert_int_equal(e->peer.inflight, 0);
+}
+
+static void test_checks_before_posting(void **state)
+{
+	struct env *e = *state;
+	struct tern_mr_desc d = e->rdesc;
+	struct tern_mr remote_only = e->mr;
+	struct tracked t, before;
+	char outside[16];
+
+	track_init(&t);
+	before = t;
+	/* Beyond the remote region. */
+	refused(e, &t, -TERN_EBOUNDS,
+		tern_write(&e->peer, &e->mr, e->buf, 128, &e->rdesc, RLEN - 64,
+			   &t.req),
+		&before);
+	refused(e, &t, -TERN_EBOUNDS,
+		tern_write(&e->peer, &e->mr, e->buf, 0, &e->rdesc, RLEN + 1,
+			   &t.req),
+		&before);
+	refused(e, &t, -TERN_EBOUNDS,
+		tern_write_imm(&e->peer, &e->mr, e->buf, 64, &e->rdesc,
+			       UINT64_MAX - 8, 1, &t.req),
+		&before);
+	/* Local buffer outside the local region. */
+	refused(e, &t, -TERN_EBOUNDS,
+		tern_write(&e->peer, &e->mr, e->buf + ENV_BUF_LEN - 10, 20,
+			   &e->rdesc, 0, &t.req),
+		&before);
+	refused(e, &t, -TERN_EBOUNDS,
+		tern_write(&e->peer, &e->mr, outside, 8, &e->rdesc, 0, &t.req),
+		&before);
+	refused(e, &t, -TERN_EBOUNDS,
+		tern_send(&e->peer, &e->mr, e->buf + 1, ENV_BUF_LEN, &t.req),
+		&before);
+	refused(e, &t, -TERN_EBOUNDS,
+		tern_recv(e->ctx, &e->mr, e->buf + ENV_BUF_LEN, 1, &t.req),
+		&before);
+	/* A region without local access. */
+	remote_only.access = TERN_ACCESS_REMOTE_WRITE;
+	refused(e, &t, -TERN_EACCESS,
+		tern_write(&e->peer, &remote_only, e->buf, 64, &e->rdesc, 0,
+			   &t.req),
+		&before);
+	refused(e, &t, -TERN_EACCESS,
+		tern_recv(e->ctx, &remote_only, e->buf, 64, &t.req), &before);
+	/* Descriptors with too few or too many keys. */
+	d.nkeys = 0;
+	refused(e, &t, -TERN_EDESC,
+		tern_write(&e->peer, &e->mr, e->buf, 64, &d, 0, &t.req),
+		&before);
+	d.nkeys = TERN_MAX_RAILS + 1;
+	refused(e, &t, -TERN_EDESC,
+		tern_write(&e->peer, &e->mr, e->buf, 64, &d, 0, &t.req),
+		&before);
+	/* Above the provider's message size. */
+	e->ctx->max_msg_size = 32;
+	refused(e, &t, -EMSGSIZE,
+		tern_send(&e->peer, &e->mr, e->buf, 64, &t.req), &before);
+	e->ctx->max_msg_size = 1ULL << 30;
+	/* NULL arguments. */
+	refused(e, &t, -EINVAL,
+		tern_write(NULL, &e->mr, e->buf, 64, &e->rdesc, 0, &t.req),
+		&before);
+	refused(e, &t, -EINVAL,
+		tern_write(&e->peer, &e->mr, e->buf, 64, NULL, 0, &t.req),
+		&before);
+	refused(e, &t, -EINVAL, tern_send(&e->peer, NULL, e->buf, 64, &t.req),
+		&before);
+	/* A closing ctx and a removed peer. */
+	e->ctx->closing = 1;
+	refused(e, &t, -ECANCELED,
+		tern_recv(e->ctx, &e->mr, e->buf, 64, &t.req), &before);
+	e->ctx->closing = 0;
+	e->peer.removed = 1;
+	refused(e, &t, -ECANCELED,
+		tern_send(&e->peer, &e->mr, e->buf, 64, &t.req), &before);
+	e->peer.removed = 0;
+
+	/* None of it ever reaches the provider or completes. */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 0);
+	assert_int_equal(t.calls, 0);
+	assert_int_equal(t.req.done, 0);
+
+	/* The exact edges are accepted. */
+	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, ENV_BUF_LEN,
+				    &e->rdesc, RLEN - ENV_BUF_LEN, &t.req),
+			 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 1);
+	assert_int_equal(fk.calls[0].raddr, RBASE + RLEN - ENV_BUF_LEN);
+}
+
+/* ------------------------------------------------------------------ */
+/* 9. Cancellation                                                      */
+/* ------------------------------------------------------------------ */
+
+static void test_cancel_queued(void **state)
+{
+	struct env *e = *state;
+	struct tracked w[3], r;
+
+	for (unsigned int i = 0; i < 3; i++)
+		assert_int_equal(write_nth(e, &w[i], i), 0);
+	track_init(&r);
+	assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf, 64, &r.req), 0);
+	assert_int_equal(e->peer.inflight, 3);
+
+	assert_int_equal(tern_req_cancel(e->ctx, &w[1].req), 0);
+	assert_int_equal(w[1].calls, 1);
+	assert_int_equal(w[1].done_in_cb, 1);
+	assert_int_equal(w[1].req.status, -ECANCELED);
+	assert_int_equal(e->peer.inflight, 2);
+	assert_int_equal(tern_req_cancel(e->ctx, &r.req), 0);
+	assert_int_equal(r.calls, 1);
+	assert_int_equal(r.req.status, -ECANCELED);
+	assert_int_equal(tern_req_cancel(e->ctx, &w[1].req), -EALREADY);
+
+	/* The others go, the cancelled ones never reach the provider. */
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 2);
+	assert_ptr_equal(fk.calls[0].context, ctx_of(&w[0]));
+	assert_ptr_equal(fk.calls[1].context, ctx_of(&w[2]));
+	assert_int_equal(fk.calls[1].flags, 0);
+	assert_int_equal(w[1].calls, 1);
+	assert_int_equal(r.calls, 1);
+
+	/* A write the provider holds cannot be cancelled. */
+	assert_int_equal(tern_req_cancel(e->ctx, &w[0].req), -EBUSY);
+	assert_int_equal(fk.ncalls, 2);
+	cq_ok(ctx_of(&w[0]), 64, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(tern_req_cancel(e->ctx, &w[0].req), -EALREADY);
+	assert_int_equal(w[0].calls, 1);
+	assert_int_equal(w[0].req.status, 0);
+	assert_int_equal(tern_req_cancel(NULL, &w[0].req), -EINVAL);
+	assert_int_equal(tern_req_cancel(e->ctx, NULL), -EINVAL);
+}
+
+static void test_cancel_posted_recv(void **state)
+{
+	struct env *e = *state;
+	struct tracked r;
+
+	track_init(&r);
+	assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf, 64, &r.req), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 1);
+	assert_int_equal(tern_req_cancel(e->ctx, &r.req), 0);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(fk.calls[1].op, FOP_CANCEL);
+	assert_ptr_equal(fk.calls[1].context, fk.calls[0].context);
+	/* It completes from progress, when the provider reports it. */
+	assert_int_equal(r.calls, 0);
+	assert_int_equal(r.req.done, 0);
+	cq_err(fk.calls[0].context, FI_ECANCELED, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(r.calls, 1);
+	assert_int_equal(r.req.status, -ECANCELED);
+	assert_int_equal(e->ctx->rails[0].rx_credits, 8);
+
+	/* A provider that refuses to cancel. */
+	track_init(&r);
+	assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf, 64, &r.req), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	fk.cancel_ret = -FI_ENOENT;
+	assert_int_equal(tern_req_cancel(e->ctx, &r.req), -TERN_EPROV);
+	assert_int_equal(r.calls, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* 10. Callbacks may post                                               */
+/* ------------------------------------------------------------------ */
+
+struct chain {
+	struct env *e;
+	struct tern_req first;
+	struct tracked next;
+	int calls;
+	int ret;
+	size_t ncalls_before, ncalls_after;
+};
+
+static void chain_cb(struct tern_req *req)
+{
+	struct chain *ch = req->data;
+
+	ch->calls++;
+	ch->ncalls_before = fk.ncalls;
+	ch->ret = write_nth(ch->e, &ch->next, 9);
+	ch->ncalls_after = fk.ncalls;
+}
+
+static void test_callback_posts(void **state)
+{
+	struct env *e = *state;
+	struct chain ch = { .e = e };
+	size_t posted_at;
+
+	tern_req_init(&ch.first, chain_cb, &ch);
+	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, 8, &e->rdesc, 0,
+				    &ch.first),
+			 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 1);
+	cq_ok(fk.calls[0].context, 8, 0, 0);
+	assert_true(tern_progress(e->ctx) >= 1);
+	assert_int_equal(ch.calls, 1);
+	assert_int_equal(ch.ret, 0);
+	/* The post inside the callback only queued. */
+	assert_int_equal(ch.ncalls_after, ch.ncalls_before);
+	assert_int_equal(ch.next.calls, 0);
+	/* It is handed over by this progress pass or the next. */
+	if (fk.ncalls == 1)
+		assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 2);
+	posted_at = 1;
+	assert_ptr_equal(fk.calls[posted_at].context, ctx_of(&ch.next));
+	assert_int_equal(fk.calls[posted_at].raddr, RBASE + 64 * 9);
+	cq_ok(fk.calls[posted_at].context, 64, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(ch.next.calls, 1);
+	assert_int_equal(ch.next.req.status, 0);
+	assert_int_equal(ch.calls, 1);
+	assert_int_equal(e->peer.inflight, 0);
+}
+
+/* A callback may reuse its own request for the next operation. */
+struct again {
+	struct env *e;
+	struct tern_req req;
+	int calls;
+};
+
+static void again_cb(struct tern_req *req)
+{
+	struct again *a = req->data;
+
+	if (++a->calls < 3)
+		assert_int_equal(tern_write(&a->e->peer, &a->e->mr, a->e->buf,
+					    16, &a->e->rdesc, 16 * a->calls,
+					    req),
+				 0);
+}
+
+static void test_callback_reuses_request(void **state)
+{
+	struct env *e = *state;
+	struct again a = { .e = e };
+
+	fk.auto_complete = 1;
+	tern_req_init(&a.req, again_cb, &a);
+	assert_int_equal(
+		tern_write(&e->peer, &e->mr, e->buf, 16, &e->rdesc, 0, &a.req),
+		0);
+	for (int i = 0; i < 20 && a.calls < 3; i++)
+		assert_true(tern_progress(e->ctx) >= 0);
+	assert_int_equal(a.calls, 3);
+	assert_int_equal(fk.ncalls, 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(fk.calls[i].raddr, RBASE + 16 * i);
+	assert_int_equal(a.req.done, 1);
+	assert_int_equal(e->ctx->posted.len, 0);
+	assert_int_equal(e->peer.inflight, 0);
+}
+
+/* A callback on an immediate expectation may expect again. */
+struct reexpect {
+	struct tern_ctx *ctx;
+	struct tern_req req;
+	int calls;
+	int ret;
+};
+
+static void reexpect_cb(struct tern_req *req)
+{
+	struct reexpect *r = req->data;
+
+	if (++r->calls == 1)
+		r->ret = tern_imm_expect(r->ctx, 77, 2, req);
+}
+
+static void test_callback_reexpects(void **state)
+{
+	struct env *e = *state;
+	struct reexpect r = { .ctx = e->ctx };
+
+	tern_req_init(&r.req, reexpect_cb, &r);
+	assert_int_equal(tern_imm_expect(e->ctx, 77, 1, &r.req), 0);
+	cq_imm(77);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(r.calls, 1);
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(r.req.done, 0);
+	cq_imm(77);
+	cq_imm(77);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(r.calls, 2);
+	assert_int_equal(r.req.status, 0);
+	assert_int_equal(tern_imm_count(e->ctx, 77), 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Waiting                                                              */
+/* ------------------------------------------------------------------ */
+
+static void test_wait(void **state)
+{
+	struct env *e = *state;
+	struct tracked w;
+
+	assert_int_equal(tern_progress(NULL), -EINVAL);
+	assert_int_equal(tern_wait(NULL, NULL, 0), -EINVAL);
+	/* Nothing completes: a bounded wait times out, the op stays. */
+	assert_int_equal(write_nth(e, &w, 0), 0);
+	assert_int_equal(tern_wait(e->ctx, &w.req, 20), -ETIMEDOUT);
+	assert_int_equal(fk.ncalls, 1);
+	assert_int_equal(w.req.done, 0);
+	assert_int_equal(tern_wait(e->ctx, NULL, 0), -ETIMEDOUT);
+	/* Any completion ends a wait without a request. */
+	cq_ok(fk.calls[0].context, 64, 0, 0);
+	assert_int_equal(tern_wait(e->ctx, NULL, 1000), 0);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.req.status, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+		T(test_write_queues_until_progress),
+		T(test_send_recv_posting),
+		T(test_batches_with_fi_more),
+		T(test_tx_credits_limit_posts),
+		T(test_rx_credits_limit_posts),
+		T(test_eagain_requeues),
+		T(test_eagain_repeated_then_wait),
+		T(test_eagain_mid_batch_is_flushed),
+		T(test_completion_success_once),
+		T(test_completion_recv_len_and_imm),
+		T(test_completion_error_provider),
+		T(test_completion_error_codes),
+		T(test_completion_recv_truncated),
+		T(test_cq_failure_is_reported),
+		T(test_cq_read_in_batches),
+		T(test_post_error_completes_in_progress),
+		T(test_post_error_mid_batch),
+		T(test_imm_arrivals_before_expect),
+		T(test_imm_arrivals_after_expect),
+		T(test_imm_surplus_stays_counted),
+		T(test_imm_expect_errors),
+		T(test_imm_cancel),
+		T(test_imm_table_grows),
+		T(test_imm_table_grows_high_bit_keys),
+		T(test_imm_ignores_plain_remote_write),
+		T(test_checks_before_posting),
+		T(test_cancel_queued),
+		T(test_cancel_posted_recv),
+		T(test_callback_posts),
+		T(test_callback_reuses_request),
+		T(test_callback_reexpects),
+		T(test_wait),
+#undef T
+	};
+
+	/* Post and completion errors are expected here; keep stderr quiet. */
+	tern_log_set_level(TERN_LOG_NONE);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

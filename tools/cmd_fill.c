@@ -262,7 +262,8 @@ static const char *short_provider(const char *prov)
 
 int cmd_serve(int argc, char **argv)
 {
-	struct tern_fill_server_opts so = { .log = stdout };
+	struct tern_fill_server_opts so = { .log = stdout,
+					    .log_prefix = "serve: " };
 	struct tern_fill_server_stats st;
 	struct tern_fill_server *srv;
 	char hex[2 * TERN_CARD_MAX + 1];
@@ -316,9 +317,9 @@ int cmd_serve(int argc, char **argv)
 	if (ret == 0)
 		ret = tern_fill_server_run(srv, &stop_flag);
 	tern_fill_server_stats(srv, &st);
-	printf("served %" PRIu64 " session(s), %" PRIu64 " fill(s), %" PRIu64
-	       " bytes written; %" PRIu64 " request(s) refused, %" PRIu64
-	       " message(s) dropped\n",
+	printf("serve: served %" PRIu64 " session(s), %" PRIu64
+	       " fill(s), %" PRIu64 " bytes written; %" PRIu64
+	       " request(s) refused, %" PRIu64 " message(s) dropped\n",
 	       st.sessions, st.fills, st.bytes, st.refused, st.dropped);
 	if (ret != 0)
 		cli_err("serve", "%s", tern_strerror(ret));

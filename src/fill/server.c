@@ -58,6 +58,9 @@ struct tern_fill_server {
 #define slog(srv, ...)                                         \
 	do {                                                   \
 		if ((srv)->opts.log != NULL) {                 \
+			if ((srv)->opts.log_prefix != NULL)    \
+				fputs((srv)->opts.log_prefix,  \
+				      (srv)->opts.log);        \
 			fprintf((srv)->opts.log, __VA_ARGS__); \
 			fputc('\n', (srv)->opts.log);          \
 			fflush((srv)->opts.log);               \

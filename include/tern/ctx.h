@@ -49,6 +49,11 @@ struct tern_ctx_attr {
 	const char *domain;
 	/** Number of rails (endpoints) to open; 0 means 1. */
 	unsigned int rails;
+	/**
+	 * Log threshold to set (process-wide, like libfabric's
+	 * FI_LOG_LEVEL), or TERN_LOG_NONE (0) to keep $TERN_LOG's.
+	 */
+	enum tern_log_level log_level;
 	/** Operations posted per rail per progress pass; 0 = default (32). */
 	unsigned int post_batch;
 	/** Reserved flags; must be 0. */

@@ -55,7 +55,10 @@ static struct fi_info *make_hints(const char *prov, const char *domain)
 		      FI_REMOTE_READ | FI_REMOTE_WRITE;
 	/* Modes tern handles: it gives every op a fi_context2, and posts
 	 * receives to absorb remote CQ data where the provider needs them. */
-	hints->mode = FI_CONTEXT | FI_RX_CQ_DATA;
+	hints->mode = FI_RX_CQ_DATA;
+#ifdef FI_CONTEXT
+	hints->mode |= FI_CONTEXT;
+#endif
 #ifdef FI_CONTEXT2
 	hints->mode |= FI_CONTEXT2;
 #endif
@@ -290,8 +293,10 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	if (attr == NULL)
 		attr = &defaults;
 	if (ctx_p == NULL || attr->flags != 0 || attr->rails > TERN_MAX_RAILS ||
-	    attr->post_batch > 4096)
+	    attr->log_level > TERN_LOG_DEBUG || attr->post_batch > 4096)
 		return -EINVAL;
+	if (attr->log_level != 0)
+		tern_log_set_level(attr->log_level);
 	ctx = calloc(1, sizeof(*ctx));
 	if (ctx == NULL)
 		return -ENOMEM;

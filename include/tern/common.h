@@ -44,7 +44,8 @@ enum tern_errno {
 /**
  * Describe an error code.
  * @param ret  a value returned by a tern call (negative), or 0.
- * @return a static string; never NULL. Thread-safe.
+ * @return a static string; never NULL. Thread-safe with glibc, whose
+ * strerror() returns static texts for every errno value.
  */
 const char *tern_strerror(int ret);
 

@@ -21,7 +21,9 @@ ssize_t tern__card_pack(const struct tern__card *card, void *buf, size_t len)
 	    card->addrlen == 0 || card->addrlen > TERN_ADDR_MAX)
 		return -EINVAL;
 	need = TERN_CARD_HDR + card->nrails * card->addrlen;
-	if (need > TERN_CARD_MAX || len < need)
+	if (need > TERN_CARD_MAX)
+		return -EINVAL;
+	if (len < need)
 		return -ENOSPC;
 	tern__put_u32(p, TERN_CARD_MAGIC);
 	p[4] = TERN_CARD_VERSION;
@@ -55,6 +57,11 @@ int tern__card_parse(const void *buf, size_t len, struct tern__card *card,
 			 "card claims %zu rail(s) of %zu-byte addresses but "
 			 "is %zu bytes",
 			 nrails, alen, len);
+		return -TERN_ECARD;
+	}
+	if (len > TERN_CARD_MAX) {
+		snprintf(why, whylen, "card of %zu bytes exceeds %d", len,
+			 TERN_CARD_MAX);
 		return -TERN_ECARD;
 	}
 	card->nrails = (unsigned int)nrails;

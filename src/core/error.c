@@ -21,7 +21,7 @@ static const char *const tern_errstr[] = {
 
 const char *tern_strerror(int ret)
 {
-	int e = ret < 0 ? -ret : ret;
+	long e = ret < 0 ? -(long)ret : ret;
 
 	if (e == 0)
 		return "success";

@@ -153,8 +153,11 @@ ssize_t tern_mr_desc_pack(const struct tern_mr_desc *desc, void *buf,
 	uint8_t *p = buf;
 	size_t need;
 
+	/* Never write what unpack would refuse. */
 	if (desc == NULL || buf == NULL || desc->nkeys == 0 ||
-	    desc->nkeys > TERN_MAX_RAILS || desc->flags > 0xffff)
+	    desc->nkeys > TERN_MAX_RAILS ||
+	    (desc->flags & ~TERN_MR_DESC_VIRT_ADDR) != 0 || desc->len == 0 ||
+	    desc->base + desc->len < desc->base)
 		return -EINVAL;
 	need = TERN_MR_DESC_PACKED_SIZE(desc->nkeys);
 	if (len < need)

@@ -21,20 +21,22 @@ static void put_hdr(uint8_t *p, uint16_t type, size_t len, uint64_t session)
 int tern_fill_hdr_parse(const void *buf, size_t len, struct tern_fill_hdr *h)
 {
 	const uint8_t *p = buf;
+	struct tern_fill_hdr x;
 
 	if (len < TERN_FILL_HDR)
 		return -TERN_EPROTO;
-	h->magic = tern__get_u32(p);
-	h->version = tern__get_u16(p + 4);
-	h->type = tern__get_u16(p + 6);
-	h->length = tern__get_u32(p + 8);
-	h->session = tern__get_u64(p + 16);
-	if (h->magic != TERN_FILL_MAGIC)
+	x.magic = tern__get_u32(p);
+	x.version = tern__get_u16(p + 4);
+	x.type = tern__get_u16(p + 6);
+	x.length = tern__get_u32(p + 8);
+	x.session = tern__get_u64(p + 16);
+	if (x.magic != TERN_FILL_MAGIC)
 		return -TERN_EPROTO;
-	if (h->version != TERN_FILL_VERSION)
+	if (x.version != TERN_FILL_VERSION)
 		return -TERN_EVERSION;
-	if (h->length != len || tern__get_u32(p + 12) != 0)
+	if (x.length != len || tern__get_u32(p + 12) != 0)
 		return -TERN_EPROTO;
+	*h = x;
 	return 0;
 }
 
@@ -65,7 +67,9 @@ ssize_t tern_fill_connect_encode(void *buf, size_t cap, uint64_t nonce,
 	uint8_t *p = buf;
 	size_t off = TERN_FILL_HDR + 4;
 
-	if (card_len > TERN_CARD_MAX || off + card_len > cap)
+	if (card_len == 0 || card_len > TERN_CARD_MAX)
+		return -EINVAL;
+	if (off + card_len > cap)
 		return -ENOSPC;
 	tern__put_u16(p + TERN_FILL_HDR, (uint16_t)card_len);
 	tern__put_u16(p + TERN_FILL_HDR + 2, TERN_FILL_REGIONS);
@@ -104,6 +108,7 @@ int tern_fill_connect_decode(const void *buf, size_t len,
 			     struct tern_fill_connect *c)
 {
 	const uint8_t *p = buf;
+	struct tern_fill_connect x;
 	struct tern_fill_hdr h;
 	size_t off;
 	int ret;
@@ -111,22 +116,25 @@ int tern_fill_connect_decode(const void *buf, size_t len,
 	ret = expect(buf, len, TERN_FILL_CONNECT, 4, 0, &h);
 	if (ret != 0)
 		return ret;
-	ret = tern_fill_connect_card(buf, len, &c->card, &c->card_len);
+	ret = tern_fill_connect_card(buf, len, &x.card, &x.card_len);
 	if (ret != 0)
 		return ret;
 	if (tern__get_u16(p + TERN_FILL_HDR + 2) != TERN_FILL_REGIONS)
 		return -TERN_EPROTO;
-	c->nonce = h.session;
-	off = TERN_FILL_HDR + 4 + c->card_len;
+	x.nonce = h.session;
+	off = TERN_FILL_HDR + 4 + x.card_len;
 	for (int i = 0; i < TERN_FILL_REGIONS; i++) {
 		ssize_t n = tern_mr_desc_unpack(p + off, len - off,
-						&c->regions[i]);
+						&x.regions[i]);
 
 		if (n < 0)
 			return (int)n;
 		off += (size_t)n;
 	}
-	return off == len ? 0 : -TERN_EPROTO;
+	if (off != len)
+		return -TERN_EPROTO;
+	*c = x;
+	return 0;
 }
 
 /* ACCEPT body: u64 nonce, u32 max_page_size, u32 max_pages, u64 max_bytes */
@@ -188,21 +196,23 @@ int tern_fill_request_decode(const void *buf, size_t len,
 {
 	const uint8_t *p = buf;
 	struct tern_fill_hdr h;
+	uint32_t count;
 	int ret = expect(buf, len, TERN_FILL_REQUEST, 24, 0, &h);
 
 	if (ret != 0)
 		return ret;
-	r->id = tern__get_u32(p + 24);
-	r->page_size = tern__get_u32(p + 28);
-	r->seed = tern__get_u64(p + 32);
-	r->page_count = tern__get_u32(p + 40);
-	r->indices = p + 48;
+	count = tern__get_u32(p + 40);
 	if (tern__get_u32(p + 44) != 0)
 		return -TERN_EPROTO;
 	/* The index list must be exactly page_count long. */
-	if ((len - TERN_FILL_HDR - 24) / 4 != r->page_count ||
+	if ((len - TERN_FILL_HDR - 24) / 4 != count ||
 	    (len - TERN_FILL_HDR - 24) % 4 != 0)
 		return -TERN_EPROTO;
+	r->id = tern__get_u32(p + 24);
+	r->page_size = tern__get_u32(p + 28);
+	r->seed = tern__get_u64(p + 32);
+	r->page_count = count;
+	r->indices = p + 48;
 	return 0;
 }
 

@@ -210,10 +210,48 @@ static void test_card_pack_refused(void **state)
 	assert_int_equal(tern__card_pack(&c, card_buf, CARD_BUF), -EINVAL);
 	c.addrlen = TERN_ADDR_MAX + 1;
 	assert_int_equal(tern__card_pack(&c, card_buf, CARD_BUF), -EINVAL);
-	/* Within each limit, but larger than TERN_CARD_MAX in all. */
+	/* Within each limit, but larger than TERN_CARD_MAX in all: a caller
+	 * error however big the buffer. */
 	c.nrails = TERN_MAX_RAILS;
 	c.addrlen = 65;
-	assert_int_equal(tern__card_pack(&c, card_buf, CARD_BUF), -ENOSPC);
+	assert_int_equal(tern__card_pack(&c, card_buf, CARD_BUF), -EINVAL);
+}
+
+/* Parse refuses what pack would never write: a card above TERN_CARD_MAX. */
+static void test_card_parse_too_big(void **state)
+{
+	static uint8_t buf[12 + TERN_MAX_RAILS * TERN_ADDR_MAX];
+	struct tern__card c = { 0 };
+	char why[128] = "";
+
+	(void)state;
+	tern__put_u32(buf, TERN_CARD_MAGIC);
+	buf[4] = TERN_CARD_VERSION;
+	buf[5] = TERN_MAX_RAILS;
+	tern__put_u16(buf + 6, TERN_ADDR_MAX);
+	assert_int_equal(
+		tern__card_parse(buf, sizeof(buf), &c, why, sizeof(why)),
+		-TERN_ECARD);
+	assert_int_equal(c.nrails, 0);
+	assert_non_null(strstr(why, "exceeds"));
+}
+
+/* Pack never writes a descriptor unpack would refuse. */
+static void test_desc_pack_refuses_invalid(void **state)
+{
+	struct tern_mr_desc d = { .base = 4096, .len = 4096, .nkeys = 1 };
+	uint8_t buf[TERN_MR_DESC_MAX];
+
+	(void)state;
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), 32);
+	d.flags = 2;
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), -EINVAL);
+	d.flags = 0;
+	d.len = 0;
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), -EINVAL);
+	d.len = 8192;
+	d.base = UINT64_MAX - 4095;
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), -EINVAL);
 }
 
 /* A descriptor with @nkeys distinct keys. */
@@ -462,6 +500,8 @@ int main(void)
 		cmocka_unit_test(test_card_trailing),
 		cmocka_unit_test(test_card_bad_header),
 		cmocka_unit_test(test_card_pack_refused),
+		cmocka_unit_test(test_card_parse_too_big),
+		cmocka_unit_test(test_desc_pack_refuses_invalid),
 		cmocka_unit_test(test_desc_round_trip),
 		cmocka_unit_test(test_desc_layout),
 		cmocka_unit_test(test_desc_truncated),

@@ -487,6 +487,30 @@ static void test_truncated(void **state)
 	}
 }
 
+/* Bytes after a complete body, with the header length made to agree. */
+static void test_trailing_body(void **state)
+{
+	(void)state;
+	for (size_t t = 0; t < TERN_ARRAY_SIZE(kinds); t++) {
+		const struct kind *k = &kinds[t];
+
+		if (k->decode == NULL)
+			continue;
+		for (size_t extra = 1; extra <= 8; extra++) {
+			size_t n = k->build(msg);
+			int ret;
+
+			memset(msg + n, 0, extra);
+			tern__put_u32(msg + 8, (uint32_t)(n + extra));
+			assert_int_equal(dec_hdr(msg, n + extra), 0);
+			ret = k->decode(msg, n + extra);
+			if (ret != -TERN_EPROTO && ret != -TERN_EDESC)
+				fail_msg("%s with %zu byte(s) more: %d",
+					 k->name, extra, ret);
+		}
+	}
+}
+
 static void test_wrong_type(void **state)
 {
 	const uint8_t *cp;
@@ -759,9 +783,13 @@ static void test_encode_no_space(void **state)
 	assert_int_equal(tern_fill_connect_encode(msg, TERN_FILL_HDR + 3, 1,
 						  card, card_len, regions),
 			 -ENOSPC);
+	/* A card too large or empty is a caller error, not a short buffer. */
 	assert_int_equal(tern_fill_connect_encode(msg, sizeof(msg), 1, big,
 						  sizeof(big), regions),
-			 -ENOSPC);
+			 -EINVAL);
+	assert_int_equal(
+		tern_fill_connect_encode(msg, sizeof(msg), 1, card, 0, regions),
+		-EINVAL);
 	assert_int_equal(
 		tern_fill_connect_encode(msg, need, 1, card, card_len, regions),
 		need);
@@ -1078,6 +1106,7 @@ int main(void)
 		cmocka_unit_test(test_hdr_bad_length),
 		cmocka_unit_test(test_hdr_reserved),
 		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_trailing_body),
 		cmocka_unit_test(test_wrong_type),
 		cmocka_unit_test(test_connect_card_any_version),
 		cmocka_unit_test(test_connect_bad_body),

@@ -12,8 +12,9 @@
  *   the rail's queue credits, and read completions in batches. -FI_EAGAIN
  *   never reaches the caller: the operation stays queued and is re-posted.
  * - Callbacks run only inside tern_progress() / tern_wait() /
- *   tern_ctx_close() / tern_peer_remove(), on the ctx's thread, never
- *   inside a post call. A callback may post new operations.
+ *   tern_req_cancel() / tern_peer_remove() / tern_ctx_close(), on the
+ *   ctx's thread, never inside a post call. A callback may post new
+ *   operations.
  * - Requests are caller-owned: tern never allocates per operation. A
  *   request must not be reused, moved or freed until it completed.
  */
@@ -78,7 +79,8 @@ void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data);
  * TERN_ACCESS_LOCAL) to @p peer. Completes when the buffer may be reused.
  * Messages travel between the rails 0 of both ctxs (no ordering between
  * messages is promised); one-sided writes spread round-robin over rails.
- * @return 0 (queued); -EINVAL for NULL arguments or a buffer outside @p mr;
+ * @return 0 (queued); -EINVAL for NULL arguments; -TERN_EBOUNDS for a
+ * buffer outside @p mr; -TERN_EACCESS if @p mr lacks TERN_ACCESS_LOCAL;
  * -EMSGSIZE above the provider's max_msg_size.
  */
 int tern_send(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
@@ -88,7 +90,7 @@ int tern_send(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
  * Receive one message from any peer into @p buf (inside @p mr). On
  * completion req->len is the message length. A message longer than @p len
  * completes with -TERN_ETRUNC.
- * @return 0 (queued), or -EINVAL.
+ * @return 0 (queued); -EINVAL; -TERN_EBOUNDS; -TERN_EACCESS.
  */
 int tern_recv(struct tern_ctx *ctx, struct tern_mr *mr, void *buf, size_t len,
 	      struct tern_req *req);

@@ -91,7 +91,9 @@ struct tern__imm_slot {
 
 struct tern__imm_table {
 	struct tern__imm_slot *slots;
-	size_t cap; /* power of two */
+	size_t cap;	    /* power of two */
+	unsigned int shift; /* 64 - log2(cap) */
+	uint64_t key;	    /* random hash key */
 	size_t used;
 	uint64_t dropped; /* arrivals lost because the table was full */
 };

@@ -93,14 +93,17 @@ static void tx_done(struct tern_req *req)
 static struct slot *tx_slot(struct tern_fill_server *srv)
 {
 	uint64_t deadline = tern__now_ns() + 5000000000ULL;
+	int ret;
 
 	for (;;) {
 		for (int i = 0; i < NREPLY; i++) {
 			if (!srv->tx[i].busy)
 				return &srv->tx[i];
 		}
-		if (tern__now_ns() > deadline ||
-		    tern_wait(srv->ctx, NULL, 100) < -ETIMEDOUT)
+		if (tern__now_ns() > deadline)
+			return NULL;
+		ret = tern_wait(srv->ctx, NULL, 100);
+		if (ret != 0 && ret != -ETIMEDOUT)
 			return NULL;
 	}
 }
@@ -569,7 +572,7 @@ void tern_fill_server_stats(const struct tern_fill_server *srv,
 int tern_fill_server_close(struct tern_fill_server *srv)
 {
 	uint64_t deadline;
-	int busy = 0;
+	int busy = 0, ret;
 
 	if (srv == NULL)
 		return 0;
@@ -588,8 +591,10 @@ int tern_fill_server_close(struct tern_fill_server *srv)
 			busy |= !srv->rx[i].req.done;
 		for (int i = 0; i < NREPLY; i++)
 			busy |= srv->tx[i].busy;
-	} while (busy && tern__now_ns() < deadline &&
-		 tern_wait(srv->ctx, NULL, 100) >= -ETIMEDOUT);
+		if (!busy || tern__now_ns() >= deadline)
+			break;
+		ret = tern_wait(srv->ctx, NULL, 100);
+	} while (ret == 0 || ret == -ETIMEDOUT);
 	if (busy) {
 		/* Better a leak than memory the provider may still touch. */
 		tern_warn("fill server: operations still in flight at close; "

@@ -9,15 +9,30 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/random.h>
 
 #include "../fabric/fabric.h"
 
 #define IMM_CAP_MIN 256
 #define IMM_CAP_MAX (1u << 20)
 
-static inline size_t imm_hash(uint32_t imm, size_t cap)
+/*
+ * Fibonacci hashing on a per-ctx random key, taking the top bits: values a
+ * peer picks (e.g. all sharing their low bits) cannot pile into one probe
+ * run, whose removals would cost quadratic time.
+ */
+static inline size_t imm_hash(const struct tern__imm_table *t, uint32_t imm)
 {
-	return (size_t)((imm * 2654435761u) & (cap - 1));
+	return (size_t)(((imm ^ t->key) * 0x9E3779B97F4A7C15ULL) >> t->shift);
+}
+
+static unsigned int log2_cap(size_t cap)
+{
+	unsigned int n = 0;
+
+	while (((size_t)1 << n) < cap)
+		n++;
+	return n;
 }
 
 int tern__imm_init(struct tern__imm_table *t)
@@ -26,8 +41,11 @@ int tern__imm_init(struct tern__imm_table *t)
 	if (t->slots == NULL)
 		return -ENOMEM;
 	t->cap = IMM_CAP_MIN;
+	t->shift = 64 - log2_cap(t->cap);
 	t->used = 0;
 	t->dropped = 0;
+	if (getrandom(&t->key, sizeof(t->key), GRND_NONBLOCK) != sizeof(t->key))
+		t->key = tern__now_ns();
 	return 0;
 }
 
@@ -39,7 +57,7 @@ void tern__imm_fini(struct tern__imm_table *t)
 
 static struct tern__imm_slot *lookup(struct tern__imm_table *t, uint32_t imm)
 {
-	for (size_t i = imm_hash(imm, t->cap);; i = (i + 1) & (t->cap - 1)) {
+	for (size_t i = imm_hash(t, imm);; i = (i + 1) & (t->cap - 1)) {
 		struct tern__imm_slot *s = &t->slots[i];
 
 		if (!s->used || s->imm == imm)
@@ -55,6 +73,7 @@ static int grow(struct tern__imm_table *t)
 
 	if (n.cap > IMM_CAP_MAX)
 		return -ENOSPC;
+	n.shift = 64 - log2_cap(n.cap);
 	n.slots = calloc(n.cap, sizeof(*n.slots));
 	if (n.slots == NULL)
 		return -ENOMEM;
@@ -208,7 +227,7 @@ uint64_t tern_imm_count(const struct tern_ctx *ctx, uint32_t imm)
 {
 	const struct tern__imm_table *t = &ctx->imm;
 
-	for (size_t i = imm_hash(imm, t->cap);; i = (i + 1) & (t->cap - 1)) {
+	for (size_t i = imm_hash(t, imm);; i = (i + 1) & (t->cap - 1)) {
 		if (!t->slots[i].used)
 			return 0;
 		if (t->slots[i].imm == imm)

@@ -60,9 +60,14 @@ static int post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 	size_t n = TERN_MIN(TERN_MIN(q->len, *credits), ctx->post_batch);
 	int failed = 0;
 
-	while (n > 0) {
+	/* A failed post completes inside this loop, and its callback may
+	 * cancel queued siblings: re-read the head, never trust n alone.
+	 * (A hard failure of a batch's last post leaves the FI_MORE posts
+	 * before it to be flushed by the rail's next post.) */
+	while (n > 0 && q->head != NULL) {
 		struct tern_req *req = q->head;
-		int ret = tern__rail_post(rail, req, n > 1);
+		int ret = tern__rail_post(rail, req,
+					  n > 1 && req->_priv.next != NULL);
 
 		if (ret == -EAGAIN)
 			break; /* stays at the head; re-posted next pass */

@@ -28,9 +28,7 @@
 
 #include "fabric/fabric.h"
 
-/* ------------------------------------------------------------------ */
-/* The fake provider                                                   */
-/* ------------------------------------------------------------------ */
+/* ---- The fake provider ---- */
 
 enum fake_op {
 	FOP_SEND = 1,
@@ -43,6 +41,7 @@ enum fake_op {
 /* One recorded provider call. */
 struct fake_call {
 	enum fake_op op;
+	unsigned int rail; /* which fake endpoint was called */
 	uint64_t flags;
 	fi_addr_t addr;
 	uint64_t tag;
@@ -69,6 +68,7 @@ struct fake_cqe {
 #define FAKE_MAX_CALLS	1024
 #define FAKE_MAX_SCRIPT 64
 #define FAKE_MAX_CQ	16384
+#define FAKE_RAILS	2
 
 static struct fake {
 	struct fake_call calls[FAKE_MAX_CALLS];
@@ -79,10 +79,18 @@ static struct fake {
 	/* On a successful post, queue its successful completion. */
 	int auto_complete;
 	ssize_t cancel_ret;
-	/* Completion queue: entries cq[cq_pos..cq_len). */
-	struct fake_cqe cq[FAKE_MAX_CQ];
-	size_t cq_len, cq_pos;
+	/* A successful cancel queues the FI_ECANCELED completion. */
+	int cancel_completes;
+	/* The fake objects of each rail. */
+	struct fid_ep *eps[FAKE_RAILS];
+	struct fid_cq *cqs[FAKE_RAILS];
+	/* Completion queue of each rail: entries cq[r][cq_pos..cq_len). */
+	struct fake_cqe cq[FAKE_RAILS][FAKE_MAX_CQ];
+	size_t cq_len[FAKE_RAILS], cq_pos[FAKE_RAILS];
 	ssize_t cq_fail; /* when non-zero, fi_cq_read returns it */
+	/* Once rail 0's queue is empty: gen_left immediates gen_next, +1... */
+	size_t gen_left;
+	uint32_t gen_next;
 	size_t cq_reads;
 	size_t cq_max_count;
 	/* What fi_cq_strerror was asked. */
@@ -94,13 +102,45 @@ static struct fake {
 
 #define FAKE_PROV_TEXT "fake provider says no"
 
-static void fake_cq_push(const struct fake_cqe *c)
+static unsigned int fake_rail_of_ep(const struct fid_ep *ep)
 {
-	assert_true(fk.cq_len < FAKE_MAX_CQ);
-	fk.cq[fk.cq_len++] = *c;
+	for (unsigned int r = 0; r < FAKE_RAILS; r++) {
+		if (fk.eps[r] == ep)
+			return r;
+	}
+	fail_msg("call on an unknown endpoint");
+	return 0;
 }
 
-/* Queue a successful completion for a posted context. */
+static unsigned int fake_rail_of_cq(const struct fid_cq *cq)
+{
+	for (unsigned int r = 0; r < FAKE_RAILS; r++) {
+		if (fk.cqs[r] == cq)
+			return r;
+	}
+	fail_msg("read of an unknown completion queue");
+	return 0;
+}
+
+/* Rail whose endpoint last took @context (rail 0 for none). */
+static unsigned int fake_rail_of_context(const void *context)
+{
+	for (size_t i = fk.ncalls; i > 0; i--) {
+		if (fk.calls[i - 1].context == context &&
+		    fk.calls[i - 1].op != FOP_CANCEL)
+			return fk.calls[i - 1].rail;
+	}
+	return 0;
+}
+
+static void fake_cq_push(unsigned int rail, const struct fake_cqe *c)
+{
+	assert_true(rail < FAKE_RAILS);
+	assert_true(fk.cq_len[rail] < FAKE_MAX_CQ);
+	fk.cq[rail][fk.cq_len[rail]++] = *c;
+}
+
+/* Queue a successful completion for a posted context, on its rail. */
 static void cq_ok(void *context, size_t len, uint64_t flags, uint64_t data)
 {
 	struct fake_cqe c = {
@@ -110,18 +150,23 @@ static void cq_ok(void *context, size_t len, uint64_t flags, uint64_t data)
 			 .data = data },
 	};
 
-	fake_cq_push(&c);
+	fake_cq_push(fake_rail_of_context(context), &c);
 }
 
 /* Queue a landed write with immediate @imm (no local context). */
-static void cq_imm(uint32_t imm)
+static void cq_imm_on(unsigned int rail, uint32_t imm)
 {
 	struct fake_cqe c = {
 		.ent = { .flags = FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
 			 .data = imm },
 	};
 
-	fake_cq_push(&c);
+	fake_cq_push(rail, &c);
+}
+
+static void cq_imm(uint32_t imm)
+{
+	cq_imm_on(0, imm);
 }
 
 /* Queue an error completion for a posted context. */
@@ -138,7 +183,7 @@ static void cq_err(void *context, int err, int prov_errno, size_t len)
 			 .err_data_size = sizeof(err_data_token) },
 	};
 
-	fake_cq_push(&c);
+	fake_cq_push(fake_rail_of_context(context), &c);
 }
 
 static ssize_t fake_record(struct fake_call *c)
@@ -171,7 +216,7 @@ static ssize_t fake_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 		.context = msg->context,
 	};
 
-	(void)ep;
+	c.rail = fake_rail_of_ep(ep);
 	return fake_record(&c);
 }
 
@@ -190,7 +235,7 @@ static ssize_t fake_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 		.context = msg->context,
 	};
 
-	(void)ep;
+	c.rail = fake_rail_of_ep(ep);
 	return fake_record(&c);
 }
 
@@ -213,7 +258,7 @@ static ssize_t fake_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 		.context = msg->context,
 	};
 
-	(void)ep;
+	c.rail = fake_rail_of_ep(ep);
 	return fake_record(&c);
 }
 
@@ -223,9 +268,11 @@ static ssize_t fake_cancel(fid_t fid, void *context)
 			       .context = context,
 			       .ret = fk.cancel_ret };
 
-	(void)fid;
+	c.rail = fake_rail_of_ep(container_of(fid, struct fid_ep, fid));
 	assert_true(fk.ncalls < FAKE_MAX_CALLS);
 	fk.calls[fk.ncalls++] = c;
+	if (fk.cancel_ret == 0 && fk.cancel_completes)
+		cq_err(context, FI_ECANCELED, 0, 0);
 	return fk.cancel_ret;
 }
 
@@ -235,7 +282,7 @@ static ssize_t fake_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 {
 	struct fake_call c = { .op = FOP_SINK_RECV, .context = context };
 
-	(void)ep;
+	c.rail = fake_rail_of_ep(ep);
 	(void)buf;
 	(void)len;
 	(void)desc;
@@ -247,32 +294,43 @@ static ssize_t fake_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 
 static ssize_t fake_cq_read(struct fid_cq *cq, void *buf, size_t count)
 {
+	unsigned int r = fake_rail_of_cq(cq);
+	struct fake_cqe *q = fk.cq[r];
 	struct fi_cq_data_entry *out = buf;
-	size_t n = 0;
+	size_t n = 0, *pos = &fk.cq_pos[r];
 
-	(void)cq;
 	fk.cq_reads++;
 	if (count > fk.cq_max_count)
 		fk.cq_max_count = count;
 	if (fk.cq_fail != 0)
 		return fk.cq_fail;
-	if (fk.cq_pos == fk.cq_len)
+	if (*pos == fk.cq_len[r] && r == 0 && fk.gen_left > 0) {
+		for (; n < count && fk.gen_left > 0; n++, fk.gen_left--) {
+			out[n] = (struct fi_cq_data_entry){
+				.flags = FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+				.data = fk.gen_next++,
+			};
+		}
+		return (ssize_t)n;
+	}
+	if (*pos == fk.cq_len[r])
 		return -FI_EAGAIN;
-	if (fk.cq[fk.cq_pos].is_err)
+	if (q[*pos].is_err)
 		return -FI_EAVAIL;
-	while (n < count && fk.cq_pos < fk.cq_len && !fk.cq[fk.cq_pos].is_err)
-		out[n++] = fk.cq[fk.cq_pos++].ent;
+	while (n < count && *pos < fk.cq_len[r] && !q[*pos].is_err)
+		out[n++] = q[(*pos)++].ent;
 	return (ssize_t)n;
 }
 
 static ssize_t fake_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
 			       uint64_t flags)
 {
-	(void)cq;
+	unsigned int r = fake_rail_of_cq(cq);
+
 	(void)flags;
-	if (fk.cq_pos == fk.cq_len || !fk.cq[fk.cq_pos].is_err)
+	if (fk.cq_pos[r] == fk.cq_len[r] || !fk.cq[r][fk.cq_pos[r]].is_err)
 		return -FI_EAGAIN;
-	*buf = fk.cq[fk.cq_pos++].err;
+	*buf = fk.cq[r][fk.cq_pos[r]++].err;
 	return 1;
 }
 
@@ -349,9 +407,7 @@ static void fake_script(size_t n, const ssize_t *rets)
 	fk.script_pos = 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* A hand-built ctx with one rail on the fake provider                 */
-/* ------------------------------------------------------------------ */
+/* ---- A hand-built ctx whose rails use the fake provider ---- */
 
 #define ENV_BUF_LEN 4096
 #define RBASE	    0x7f0000100000ULL
@@ -359,15 +415,15 @@ static void fake_script(size_t n, const ssize_t *rets)
 #define RKEY	    0xabc123ULL
 #define PEER_ADDR   7
 
-static int local_desc_token;
+static int local_desc_token[FAKE_RAILS];
 
 struct env {
 	struct tern_ctx *ctx;
 	struct tern_peer peer;
 	struct tern_mr mr;
 	struct tern_mr_desc rdesc;
-	struct fid_ep ep;
-	struct fid_cq cq;
+	struct fid_ep ep[FAKE_RAILS];
+	struct fid_cq cq[FAKE_RAILS];
 	char buf[ENV_BUF_LEN];
 };
 
@@ -394,20 +450,25 @@ static int setup(void **state)
 		free(e);
 		return -1;
 	}
-	e->ep.fid.fclass = FI_CLASS_EP;
-	e->ep.ops = &fake_ep_ops;
-	e->ep.msg = &fake_msg_ops;
-	e->ep.rma = &fake_rma_ops;
-	e->ep.tagged = &fake_tagged_ops;
-	e->cq.fid.fclass = FI_CLASS_CQ;
-	e->cq.ops = &fake_cq_ops;
-	rail = &e->ctx->rails[0];
-	rail->ctx = e->ctx;
-	rail->idx = 0;
-	rail->ep = &e->ep;
-	rail->cq = &e->cq;
-	rail->tx_credits = 8;
-	rail->rx_credits = 8;
+	/* Two rails are wired; ctx->nrails says how many are used. */
+	for (unsigned int r = 0; r < FAKE_RAILS; r++) {
+		e->ep[r].fid.fclass = FI_CLASS_EP;
+		e->ep[r].ops = &fake_ep_ops;
+		e->ep[r].msg = &fake_msg_ops;
+		e->ep[r].rma = &fake_rma_ops;
+		e->ep[r].tagged = &fake_tagged_ops;
+		e->cq[r].fid.fclass = FI_CLASS_CQ;
+		e->cq[r].ops = &fake_cq_ops;
+		fk.eps[r] = &e->ep[r];
+		fk.cqs[r] = &e->cq[r];
+		rail = &e->ctx->rails[r];
+		rail->ctx = e->ctx;
+		rail->idx = r;
+		rail->ep = &e->ep[r];
+		rail->cq = &e->cq[r];
+		rail->tx_credits = 8;
+		rail->rx_credits = 8;
+	}
 
 	e->peer.ctx = e->ctx;
 	e->peer.nrails = 1;
@@ -417,7 +478,8 @@ static int setup(void **state)
 	e->mr.buf = e->buf;
 	e->mr.len = sizeof(e->buf);
 	e->mr.access = TERN_ACCESS_LOCAL;
-	e->mr.desc[0] = &local_desc_token;
+	e->mr.desc[0] = &local_desc_token[0];
+	e->mr.desc[1] = &local_desc_token[1];
 
 	e->rdesc.base = RBASE;
 	e->rdesc.len = RLEN;
@@ -474,9 +536,7 @@ static void *ctx_of(struct tracked *t)
 	return t->req._priv.fictx;
 }
 
-/* ------------------------------------------------------------------ */
-/* 1. Posts only queue; progress hands them over with the right fields  */
-/* ------------------------------------------------------------------ */
+/* ---- 1. Posts only queue; progress posts them, fields intact ---- */
 
 static void test_write_queues_until_progress(void **state)
 {
@@ -516,7 +576,7 @@ static void test_write_queues_until_progress(void **state)
 	assert_ptr_equal(c->buf, e->buf + 16);
 	assert_int_equal(c->len, 100);
 	assert_int_equal(c->iov_count, 1);
-	assert_ptr_equal(c->desc, &local_desc_token);
+	assert_ptr_equal(c->desc, &local_desc_token[0]);
 	assert_ptr_equal(c->context, ctx_of(&w));
 	/* First of a batch of two: FI_MORE, and no remote CQ data. */
 	assert_int_equal(c->flags, FI_MORE);
@@ -559,7 +619,7 @@ static void test_send_recv_posting(void **state)
 	assert_int_equal(fk.calls[0].addr, FI_ADDR_UNSPEC);
 	assert_ptr_equal(fk.calls[0].buf, e->buf + 100);
 	assert_int_equal(fk.calls[0].len, 50);
-	assert_ptr_equal(fk.calls[0].desc, &local_desc_token);
+	assert_ptr_equal(fk.calls[0].desc, &local_desc_token[0]);
 	assert_ptr_equal(fk.calls[0].context, ctx_of(&r));
 	assert_int_equal(fk.calls[0].flags, 0);
 	assert_int_equal(fk.calls[1].op, FOP_SEND);
@@ -574,9 +634,7 @@ static void test_send_recv_posting(void **state)
 	assert_int_equal(e->ctx->rails[0].tx_credits, 7);
 }
 
-/* ------------------------------------------------------------------ */
-/* 2. Batching                                                          */
-/* ------------------------------------------------------------------ */
+/* ---- 2. Batching ---- */
 
 static void test_batches_with_fi_more(void **state)
 {
@@ -612,9 +670,7 @@ static void test_batches_with_fi_more(void **state)
 	assert_int_equal(e->ctx->rails[0].txq.len, 0);
 }
 
-/* ------------------------------------------------------------------ */
-/* 3. Credits                                                           */
-/* ------------------------------------------------------------------ */
+/* ---- 3. Credits ---- */
 
 static void test_tx_credits_limit_posts(void **state)
 {
@@ -691,9 +747,7 @@ static void test_rx_credits_limit_posts(void **state)
 	assert_int_equal(e->ctx->rails[0].rx_credits, 0);
 }
 
-/* ------------------------------------------------------------------ */
-/* 4. -FI_EAGAIN never reaches the user                                 */
-/* ------------------------------------------------------------------ */
+/* ---- 4. -FI_EAGAIN never reaches the user ---- */
 
 static void test_eagain_requeues(void **state)
 {
@@ -795,9 +849,7 @@ static void test_eagain_mid_batch_is_flushed(void **state)
 	}
 }
 
-/* ------------------------------------------------------------------ */
-/* 5. Completions                                                       */
-/* ------------------------------------------------------------------ */
+/* ---- 5. Completions ---- */
 
 static void test_completion_success_once(void **state)
 {
@@ -960,9 +1012,7 @@ static void test_cq_read_in_batches(void **state)
 	assert_int_equal(n, 100);
 }
 
-/* ------------------------------------------------------------------ */
-/* 6. Post errors complete from progress                                */
-/* ------------------------------------------------------------------ */
+/* ---- 6. Post errors complete from progress ---- */
 
 static void test_post_error_completes_in_progress(void **state)
 {
@@ -1012,9 +1062,7 @@ static void test_post_error_mid_batch(void **state)
 	assert_int_equal(e->ctx->posted.len, 2);
 }
 
-/* ------------------------------------------------------------------ */
-/* 7. Immediate-data counting                                           */
-/* ------------------------------------------------------------------ */
+/* ---- 7. Immediate-data counting ---- */
 
 static void test_imm_arrivals_before_expect(void **state)
 {
@@ -1183,38 +1231,37 @@ static uint32_t imm_key(unsigned int i, int high)
 	return high ? (uint32_t)i << 19 : 1000 + 7 * (uint32_t)i;
 }
 
-static void imm_many(struct env *e, int high)
+static void imm_many(struct env *e, int high, unsigned int n)
 {
-	enum { N = 5000 };
-	struct tracked *x = calloc(N, sizeof(*x));
+	struct tracked *x = calloc(n, sizeof(*x));
 	int done;
 
 	assert_non_null(x);
 	/* Half the expectations come before any arrival. */
-	for (unsigned int i = 0; i < N; i += 2) {
+	for (unsigned int i = 0; i < n; i += 2) {
 		track_init(&x[i]);
 		assert_int_equal(
 			tern_imm_expect(e->ctx, imm_key(i, high), 2, &x[i].req),
 			0);
 	}
-	for (unsigned int i = 0; i < N; i++)
+	for (unsigned int i = 0; i < n; i++)
 		cq_imm(imm_key(i, high));
 	assert_int_equal(tern_progress(e->ctx), 0);
 	assert_true(e->ctx->imm.cap > 256);
-	for (unsigned int i = 0; i < N; i++)
+	for (unsigned int i = 0; i < n; i++)
 		assert_int_equal(tern_imm_count(e->ctx, imm_key(i, high)), 1);
-	for (unsigned int i = 1; i < N; i += 2) {
+	for (unsigned int i = 1; i < n; i += 2) {
 		track_init(&x[i]);
 		assert_int_equal(
 			tern_imm_expect(e->ctx, imm_key(i, high), 2, &x[i].req),
 			0);
 	}
 	assert_int_equal(tern_progress(e->ctx), 0);
-	for (unsigned int i = 0; i < N; i++)
-		cq_imm(imm_key(N - 1 - i, high));
+	for (unsigned int i = 0; i < n; i++)
+		cq_imm(imm_key(n - 1 - i, high));
 	done = tern_progress(e->ctx);
-	assert_int_equal(done, N);
-	for (unsigned int i = 0; i < N; i++) {
+	assert_int_equal(done, (int)n);
+	for (unsigned int i = 0; i < n; i++) {
 		assert_int_equal(x[i].calls, 1);
 		assert_int_equal(x[i].req.status, 0);
 		assert_int_equal(tern_imm_count(e->ctx, imm_key(i, high)), 0);
@@ -1226,12 +1273,51 @@ static void imm_many(struct env *e, int high)
 
 static void test_imm_table_grows(void **state)
 {
-	imm_many(*state, 0);
+	imm_many(*state, 0, 5000);
 }
 
+/*
+ * Keys equal in their low bits (a peer may pick such values) must not pile
+ * into one probe run: with a hash that kept only the low bits, 5000 of
+ * them took seconds (slot_del re-inserts the rest of a run).
+ */
 static void test_imm_table_grows_high_bit_keys(void **state)
 {
-	imm_many(*state, 1);
+	imm_many(*state, 1, 5000);
+}
+
+/* Peers cannot make the table grow without bound: past its cap, arrivals
+ * of new values are dropped (and counted), known values still count. */
+static void test_imm_table_full(void **state)
+{
+	struct env *e = *state;
+	struct tracked x, y;
+	size_t n;
+
+	track_init(&x);
+	assert_int_equal(tern_imm_expect(e->ctx, 0, 2, &x.req), 0);
+	fk.gen_next = 0;
+	fk.gen_left = 1u << 20;
+	for (int i = 0; i < 10 && fk.gen_left > 0; i++)
+		assert_true(tern_progress(e->ctx) >= 0);
+	assert_int_equal(fk.gen_left, 0);
+	n = e->ctx->imm.used;
+	assert_true(n >= 1u << 18);
+	assert_true(n < 1u << 20);
+	assert_int_equal(e->ctx->imm.dropped, (1u << 20) - n);
+	assert_int_equal(tern_imm_count(e->ctx, (uint32_t)n - 1), 1);
+	assert_int_equal(tern_imm_count(e->ctx, (uint32_t)n), 0);
+	/* A new value has no room; a known one still counts and completes. */
+	track_init(&y);
+	assert_int_equal(tern_imm_expect(e->ctx, 1u << 30, 1, &y.req), -ENOSPC);
+	assert_int_equal(x.calls, 0);
+	cq_imm(0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.req.status, 0);
+	/* Its slot is free again (no arrivals left): room for one more. */
+	assert_int_equal(tern_imm_expect(e->ctx, 1u << 30, 1, &y.req), 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &y.req), 0);
 }
 
 static void test_imm_ignores_plain_remote_write(void **state)
@@ -1241,14 +1327,12 @@ static void test_imm_ignores_plain_remote_write(void **state)
 		.ent = { .flags = FI_REMOTE_WRITE, .data = 42 },
 	};
 
-	fake_cq_push(&c);
+	fake_cq_push(0, &c);
 	assert_int_equal(tern_progress(e->ctx), 0);
 	assert_int_equal(tern_imm_count(e->ctx, 42), 0);
 }
 
-/* ------------------------------------------------------------------ */
-/* 8. Checks refused before posting                                     */
-/* ------------------------------------------------------------------ */
+/* ---- 8. Checks refused before posting ---- */
 
 /* @ret must come back and leave @t exactly as it was. */
 static void refused(struct env *e, struct tracked *t, int want, int ret,
@@ -1353,9 +1437,7 @@ static void test_checks_before_posting(void **state)
 	assert_int_equal(fk.calls[0].raddr, RBASE + RLEN - ENV_BUF_LEN);
 }
 
-/* ------------------------------------------------------------------ */
-/* 9. Cancellation                                                      */
-/* ------------------------------------------------------------------ */
+/* ---- 9. Cancellation ---- */
 
 static void test_cancel_queued(void **state)
 {
@@ -1430,9 +1512,7 @@ static void test_cancel_posted_recv(void **state)
 	assert_int_equal(r.calls, 0);
 }
 
-/* ------------------------------------------------------------------ */
-/* 10. Callbacks may post                                               */
-/* ------------------------------------------------------------------ */
+/* ---- 10. Callbacks may post ---- */
 
 struct chain {
 	struct env *e;
@@ -1457,7 +1537,6 @@ static void test_callback_posts(void **state)
 {
 	struct env *e = *state;
 	struct chain ch = { .e = e };
-	size_t posted_at;
 
 	tern_req_init(&ch.first, chain_cb, &ch);
 	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, 8, &e->rdesc, 0,
@@ -1476,10 +1555,9 @@ static void test_callback_posts(void **state)
 	if (fk.ncalls == 1)
 		assert_int_equal(tern_progress(e->ctx), 0);
 	assert_int_equal(fk.ncalls, 2);
-	posted_at = 1;
-	assert_ptr_equal(fk.calls[posted_at].context, ctx_of(&ch.next));
-	assert_int_equal(fk.calls[posted_at].raddr, RBASE + 64 * 9);
-	cq_ok(fk.calls[posted_at].context, 64, 0, 0);
+	assert_ptr_equal(fk.calls[1].context, ctx_of(&ch.next));
+	assert_int_equal(fk.calls[1].raddr, RBASE + 64 * 9);
+	cq_ok(fk.calls[1].context, 64, 0, 0);
 	assert_int_equal(tern_progress(e->ctx), 1);
 	assert_int_equal(ch.next.calls, 1);
 	assert_int_equal(ch.next.req.status, 0);
@@ -1562,9 +1640,203 @@ static void test_callback_reexpects(void **state)
 	assert_int_equal(tern_imm_count(e->ctx, 77), 0);
 }
 
-/* ------------------------------------------------------------------ */
-/* Waiting                                                              */
-/* ------------------------------------------------------------------ */
+/* An expectation made in a callback, mid-batch, while more of its
+ * immediates follow in the same batch: completes once, at the next pass. */
+struct mid {
+	struct tern_ctx *ctx;
+	struct tracked x;
+	int ret;
+};
+
+static void mid_cb(struct tern_req *req)
+{
+	struct mid *m = req->data;
+
+	track_init(&m->x);
+	m->ret = tern_imm_expect(m->ctx, 55, 1, &m->x.req);
+}
+
+static void test_callback_expects_mid_batch(void **state)
+{
+	struct env *e = *state;
+	struct mid m = { .ctx = e->ctx };
+	struct tern_req w;
+
+	cq_imm(55);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	tern_req_init(&w, mid_cb, &m);
+	assert_int_equal(
+		tern_write(&e->peer, &e->mr, e->buf, 8, &e->rdesc, 0, &w), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	cq_ok(fk.calls[0].context, 8, 0, 0);
+	cq_imm(55);
+	assert_true(tern_progress(e->ctx) >= 1);
+	assert_int_equal(m.ret, 0);
+	assert_true(m.x.calls <= 1);
+	assert_true(tern_progress(e->ctx) >= 0);
+	assert_int_equal(m.x.calls, 1);
+	assert_int_equal(m.x.req.status, 0);
+	assert_int_equal(tern_imm_count(e->ctx, 55), 1);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(m.x.calls, 1);
+}
+
+/* ---- Several rails ---- */
+
+static size_t call_of(const struct tracked *t)
+{
+	for (size_t i = 0; i < fk.ncalls; i++) {
+		if (fk.calls[i].context == (const void *)t->req._priv.fictx)
+			return i;
+	}
+	fail_msg("request never posted");
+	return 0;
+}
+
+static void test_rails(void **state)
+{
+	struct env *e = *state;
+	struct tracked w[6], s, r;
+	const struct fake_call *c;
+
+	e->ctx->nrails = 2;
+	e->peer.nrails = 2;
+	e->peer.fiaddr[1] = PEER_ADDR + 1;
+	e->rdesc.nkeys = 2;
+	e->rdesc.keys[1] = RKEY + 1;
+	/* A descriptor with fewer keys than the peer has rails. */
+	track_init(&w[0]);
+	assert_int_equal(
+		tern_write(&e->peer, &e->mr, e->buf, 8,
+			   &(struct tern_mr_desc){ .len = 64, .nkeys = 1 }, 0,
+			   &w[0].req),
+		-TERN_EDESC);
+
+	for (unsigned int i = 0; i < 4; i++)
+		assert_int_equal(write_nth(e, &w[i], i), 0);
+	track_init(&s);
+	track_init(&r);
+	assert_int_equal(tern_send(&e->peer, &e->mr, e->buf, 10, &s.req), 0);
+	assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf, 10, &r.req), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 6);
+
+	/* Writes alternate rails, each with that rail's address, key and
+	 * local descriptor; messages stay on rail 0. */
+	for (unsigned int i = 0; i < 4; i++) {
+		c = &fk.calls[call_of(&w[i])];
+		assert_int_equal(c->rail, i % 2);
+		assert_int_equal(c->addr, PEER_ADDR + i % 2);
+		assert_int_equal(c->rkey, RKEY + i % 2);
+		assert_ptr_equal(c->desc, &local_desc_token[i % 2]);
+	}
+	assert_int_equal(fk.calls[call_of(&s)].rail, 0);
+	assert_int_equal(fk.calls[call_of(&s)].addr, PEER_ADDR);
+	assert_int_equal(fk.calls[call_of(&r)].rail, 0);
+	/* Each rail's batch ends without FI_MORE. */
+	assert_int_equal(fk.calls[call_of(&w[2])].flags, FI_MORE);
+	assert_int_equal(fk.calls[call_of(&s)].flags, 0);
+	assert_int_equal(fk.calls[call_of(&w[1])].flags, FI_MORE);
+	assert_int_equal(fk.calls[call_of(&w[3])].flags, 0);
+	assert_int_equal(e->ctx->rails[0].tx_credits, 5);
+	assert_int_equal(e->ctx->rails[0].rx_credits, 7);
+	assert_int_equal(e->ctx->rails[1].tx_credits, 6);
+
+	/* Completions and immediates are read from every rail. */
+	cq_ok(ctx_of(&w[1]), 64, 0, 0);
+	cq_imm_on(1, 5);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(w[1].calls, 1);
+	assert_int_equal(tern_imm_count(e->ctx, 5), 1);
+	assert_int_equal(e->ctx->rails[1].tx_credits, 7);
+	assert_int_equal(e->ctx->rails[0].tx_credits, 5);
+	cq_ok(ctx_of(&w[0]), 64, 0, 0);
+	cq_ok(ctx_of(&w[2]), 64, 0, 0);
+	cq_ok(ctx_of(&w[3]), 64, 0, 0);
+	cq_ok(ctx_of(&s), 10, 0, 0);
+	cq_ok(ctx_of(&r), 10, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 5);
+	assert_int_equal(e->ctx->rails[0].tx_credits, 8);
+	assert_int_equal(e->ctx->rails[0].rx_credits, 8);
+	assert_int_equal(e->ctx->rails[1].tx_credits, 8);
+
+	/* A one-rail peer: every local rail uses its only key. */
+	e->peer.nrails = 1;
+	e->peer.fiaddr[1] = PEER_ADDR;
+	e->rdesc.nkeys = 1;
+	assert_int_equal(write_nth(e, &w[4], 4), 0);
+	assert_int_equal(write_nth(e, &w[5], 5), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.calls[call_of(&w[4])].rkey, RKEY);
+	assert_int_equal(fk.calls[call_of(&w[5])].rkey, RKEY);
+	assert_int_not_equal(fk.calls[call_of(&w[4])].rail,
+			     fk.calls[call_of(&w[5])].rail);
+	assert_int_equal(e->peer.inflight, 2);
+}
+
+/* ---- Closing: everything in flight completes -ECANCELED ---- */
+
+static void test_drain_cancels_everything(void **state)
+{
+	struct env *e = *state;
+	struct tracked a, r, b, r2, x, y, c;
+	size_t ncalls;
+
+	track_init(&a);
+	track_init(&r);
+	assert_int_equal(write_nth(e, &a, 0), 0);
+	assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf, 64, &r.req), 0);
+	track_init(&x);
+	assert_int_equal(tern_imm_expect(e->ctx, 1, 1, &x.req), 0);
+	cq_imm(2);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 2);
+	/* Queued requests and a satisfied, not yet completed expectation. */
+	assert_int_equal(write_nth(e, &b, 1), 0);
+	track_init(&r2);
+	assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf, 64, &r2.req), 0);
+	track_init(&y);
+	assert_int_equal(tern_imm_expect(e->ctx, 2, 1, &y.req), 0);
+	/* The posted write finishes on its own; the receive is cancelled. */
+	cq_ok(ctx_of(&a), 64, 0, 0);
+	fk.cancel_completes = 1;
+	ncalls = fk.ncalls;
+	e->ctx->closing = 1;
+	tern__loop_drain(e->ctx);
+
+	assert_int_equal(a.calls, 1);
+	assert_int_equal(a.status, 0);
+	assert_int_equal(b.calls, 1);
+	assert_int_equal(b.status, -ECANCELED);
+	assert_int_equal(r2.calls, 1);
+	assert_int_equal(r2.status, -ECANCELED);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.status, -ECANCELED);
+	assert_int_equal(y.calls, 1);
+	assert_int_equal(y.status, -ECANCELED);
+	assert_int_equal(r.calls, 1);
+	assert_int_equal(r.status, -ECANCELED);
+	/* Only the cancel reached the provider, for the posted receive. */
+	assert_int_equal(fk.ncalls, ncalls + 1);
+	assert_int_equal(fk.calls[ncalls].op, FOP_CANCEL);
+	assert_ptr_equal(fk.calls[ncalls].context, ctx_of(&r));
+	assert_int_equal(e->ctx->posted.len, 0);
+	assert_int_equal(e->peer.inflight, 0);
+
+	/* What the provider still holds after that is cancelled by tern. */
+	e->ctx->closing = 0;
+	assert_int_equal(write_nth(e, &c, 2), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(e->ctx->posted.len, 1);
+	tern__loop_cancel_posted(e->ctx);
+	assert_int_equal(c.calls, 1);
+	assert_int_equal(c.status, -ECANCELED);
+	assert_int_equal(e->ctx->posted.len, 0);
+	assert_int_equal(e->peer.inflight, 0);
+}
+
+/* ---- Waiting ---- */
 
 static void test_wait(void **state)
 {
@@ -1586,11 +1858,51 @@ static void test_wait(void **state)
 	assert_int_equal(w.req.status, 0);
 }
 
+/* A failed post's callback cancels a sibling still queued behind it:
+ * progress must not post the vanished request (it once did: NULL deref). */
+struct sib {
+	struct tern_ctx *ctx;
+	struct tern_req *victim;
+	int cancel_ret;
+	int calls;
+};
+
+static void sib_cb(struct tern_req *req)
+{
+	struct sib *b = req->data;
+
+	b->calls++;
+	b->cancel_ret = tern_req_cancel(b->ctx, b->victim);
+}
+
+static void test_failed_post_cb_cancels_sibling(void **state)
+{
+	struct env *e = *state;
+	static const ssize_t rets[] = { -FI_EINVAL };
+	struct sib b = { .ctx = e->ctx };
+	struct tern_req a;
+	struct tracked v;
+
+	fake_script(TERN_ARRAY_SIZE(rets), rets);
+	tern_req_init(&a, sib_cb, &b);
+	assert_int_equal(
+		tern_write(&e->peer, &e->mr, e->buf, 8, &e->rdesc, 0, &a), 0);
+	assert_int_equal(write_nth(e, &v, 1), 0);
+	b.victim = &v.req;
+	assert_true(tern_progress(e->ctx) >= 1);
+	assert_int_equal(b.calls, 1);
+	assert_int_equal(b.cancel_ret, 0);
+	assert_int_equal(v.calls, 1);
+	assert_int_equal(v.req.status, -ECANCELED);
+	assert_int_equal(fk.ncalls, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_write_queues_until_progress),
+		T(test_failed_post_cb_cancels_sibling),
 		T(test_send_recv_posting),
 		T(test_batches_with_fi_more),
 		T(test_tx_credits_limit_posts),
@@ -1614,6 +1926,7 @@ int main(void)
 		T(test_imm_cancel),
 		T(test_imm_table_grows),
 		T(test_imm_table_grows_high_bit_keys),
+		T(test_imm_table_full),
 		T(test_imm_ignores_plain_remote_write),
 		T(test_checks_before_posting),
 		T(test_cancel_queued),
@@ -1621,6 +1934,9 @@ int main(void)
 		T(test_callback_posts),
 		T(test_callback_reuses_request),
 		T(test_callback_reexpects),
+		T(test_callback_expects_mid_batch),
+		T(test_rails),
+		T(test_drain_cancels_everything),
 		T(test_wait),
 #undef T
 	};

@@ -35,7 +35,7 @@ const char *tern_fabric_build_version(void)
 }
 
 /* "tcp" and "verbs" mean their RDM forms. */
-static const char *canonical_provider(const char *name)
+const char *tern__provider_canonical(const char *name)
 {
 	if (strcmp(name, "tcp") == 0)
 		return "tcp;ofi_rxm";
@@ -139,8 +139,8 @@ static int choose_info(const struct tern_ctx_attr *attr,
 	int ret;
 
 	if (prov != NULL && strcmp(prov, "auto") != 0) {
-		ret = getinfo_one(canonical_provider(prov), node, attr->domain,
-				  info_p);
+		ret = getinfo_one(tern__provider_canonical(prov), node,
+				  attr->domain, info_p);
 		if (ret == -TERN_ENOPROV)
 			tern_warn("provider '%s' is not available here%s%s "
 				  "(see `tern info`)",

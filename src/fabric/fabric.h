@@ -148,6 +148,7 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more);
 int tern__rail_poll(struct tern_rail *rail, struct tern__cqe *cqe, size_t n);
 int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req);
 const char *tern__info_unusable(const struct fi_info *fi);
+const char *tern__provider_canonical(const char *name);
 void tern__peer_release(struct tern_peer *peer);
 
 /* src/loop/: queues and completions. */

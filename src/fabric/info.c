@@ -109,12 +109,12 @@ int tern_info_list(const char *provider, struct tern_prov_info **list_p,
 				      FI_MR_RMA_EVENT | FI_MR_ENDPOINT |
 				      FI_MR_HMEM;
 	if (provider != NULL) {
-		const char *p = strcmp(provider, "tcp") == 0 ? "tcp;ofi_rxm"
-				: strcmp(provider, "verbs") == 0
-					? "verbs;ofi_rxm"
-					: provider;
-
-		hints->fabric_attr->prov_name = strdup(p);
+		hints->fabric_attr->prov_name = strdup(
+			tern__provider_canonical(provider));
+		if (hints->fabric_attr->prov_name == NULL) {
+			fi_freeinfo(hints);
+			return -ENOMEM;
+		}
 	}
 	ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL,
 			 NULL, 0, hints, &info);

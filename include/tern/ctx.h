@@ -56,9 +56,13 @@ struct tern_ctx_attr {
 	enum tern_log_level log_level;
 	/** Operations posted per rail per progress pass; 0 = default (32). */
 	unsigned int post_batch;
-	/** Reserved flags; must be 0. */
+	/** TERN_CTX_* flags. */
 	uint64_t flags;
 };
+
+/** Never sleep in tern_wait(): spin (lowest latency; a core stays busy).
+ * $TERN_BUSY_POLL=1 does the same for every ctx. */
+#define TERN_CTX_BUSY_POLL (1ULL << 0)
 
 /**
  * Open a progress context.
@@ -90,7 +94,9 @@ struct tern_ctx_info {
 	size_t inject_size;
 	uint64_t max_msg_size;
 	size_t mr_key_size;
-	int rx_cq_data; /**< 1 when writes with data consume receives */
+	int rx_cq_data;	  /**< 1 when writes with data consume receives */
+	int atomic_fadd;  /**< 64-bit fetch-and-add offered */
+	int atomic_cswap; /**< 64-bit compare-and-swap offered */
 };
 
 /** Describe a ctx. @return 0, or -EINVAL. */

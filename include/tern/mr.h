@@ -22,6 +22,9 @@ struct tern_mr;
 #define TERN_ACCESS_LOCAL	 (1ULL << 0) /**< source/sink of local ops */
 #define TERN_ACCESS_REMOTE_READ	 (1ULL << 1) /**< peers may read it */
 #define TERN_ACCESS_REMOTE_WRITE (1ULL << 2) /**< peers may write it */
+/** Peers may run 64-bit atomics on it (libfabric needs remote read and
+ * write rights on the target for that, so this grants them too). */
+#define TERN_ACCESS_REMOTE_ATOMIC (1ULL << 3)
 
 /** Descriptor flag: remote addresses are virtual (base + offset). */
 #define TERN_MR_DESC_VIRT_ADDR (1U << 0)

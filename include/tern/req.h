@@ -36,6 +36,9 @@ struct tern_req;
 /** Completion callback; runs on the ctx's thread inside progress. */
 typedef void (*tern_req_cb)(struct tern_req *req);
 
+/** req->flags: the receive carried immediate data, now in req->imm. */
+#define TERN_REQ_F_IMM (1U << 0)
+
 /** Length of the provider error text kept in a request. */
 #define TERN_REQ_ERRMSG_LEN 96
 
@@ -45,11 +48,13 @@ struct tern_req {
 	void *data;	/**< caller's pointer, untouched by tern */
 
 	/* Results, valid once done is set. */
-	int done;	/**< 0 while in flight, 1 once completed */
-	int status;	/**< 0 or a negative error code */
-	size_t len;	/**< bytes sent / received / written */
-	uint64_t imm;	/**< immediate data a receive carried */
-	int prov_errno; /**< provider-specific error number, or 0 */
+	int done;	    /**< 0 while in flight, 1 once completed */
+	int status;	    /**< 0 or a negative error code */
+	size_t len;	    /**< bytes sent / received / written */
+	uint64_t imm;	    /**< immediate data a receive carried */
+	uint64_t value;	    /**< atomics: the remote word's old value */
+	unsigned int flags; /**< TERN_REQ_F_*: what the results hold */
+	int prov_errno;	    /**< provider-specific error number, or 0 */
 	char errmsg[TERN_REQ_ERRMSG_LEN]; /**< provider's error text, or "" */
 
 	/** Private to tern; do not touch. */
@@ -63,7 +68,16 @@ struct tern_req {
 		uint64_t raddr;
 		uint64_t rkey;
 		uint64_t count;
+		uint64_t operand;
+		uint64_t compare;
+		const void *pieces;
+		const void *regions;
+		uint32_t npieces;
+		uint32_t next_piece;
+		uint32_t inflight;
+		uint32_t nregions;
 		uint32_t imm;
+		int32_t err;
 		uint8_t op;
 		uint8_t rail;
 		uint8_t state;
@@ -96,6 +110,25 @@ int tern_recv(struct tern_ctx *ctx, struct tern_mr *mr, void *buf, size_t len,
 	      struct tern_req *req);
 
 /**
+ * Like tern_send(), and the receiver's request gets @p imm in req->imm
+ * with TERN_REQ_F_IMM set in req->flags (libfabric fi_senddata).
+ */
+int tern_send_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+		  size_t len, uint32_t imm, struct tern_req *req);
+
+/**
+ * One-sided read of @p len bytes at offset @p roff of the peer's region
+ * @p rdesc into [buf, buf+len) (inside local @p mr). The remote region
+ * needs TERN_ACCESS_REMOTE_READ; where it lacks it and the provider
+ * enforces rights, the read completes with an error.
+ * @return 0 (queued); -EINVAL; -TERN_EBOUNDS (local or remote range);
+ * -TERN_EDESC.
+ */
+int tern_read(struct tern_peer *peer, struct tern_mr *mr, void *buf, size_t len,
+	      const struct tern_mr_desc *rdesc, uint64_t roff,
+	      struct tern_req *req);
+
+/**
  * One-sided write of [buf, buf+len) (inside local @p mr) to the peer's
  * region described by @p rdesc at offset @p roff. The descriptor's keys
  * are copied: it need not outlive the call. Completes locally when the
@@ -116,6 +149,57 @@ int tern_write(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
 int tern_write_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
 		   size_t len, const struct tern_mr_desc *rdesc, uint64_t roff,
 		   uint32_t imm, struct tern_req *req);
+
+/** One piece of a batched write: local offset -> region[region] + roff. */
+struct tern_piece {
+	uint64_t loff;	 /**< offset in the local region */
+	uint64_t roff;	 /**< offset in the remote region */
+	uint64_t len;	 /**< bytes */
+	uint32_t region; /**< index into the regions array */
+	uint32_t pad;	 /**< must be 0 */
+};
+
+/** tern_write_pieces(): every piece is a write with immediate @p imm. */
+#define TERN_PIECES_IMM (1ULL << 0)
+
+/**
+ * Write a list of pieces of local region @p mr to a peer's regions as one
+ * operation: the pieces are posted in batches (FI_MORE, always flushed)
+ * within queue credits, spread over the rails, and @p req completes once,
+ * when all have completed, with the first error if any failed (the others
+ * still run; nothing is retried). Every piece is checked against both
+ * regions before anything is queued. @p pieces and @p regions must stay
+ * valid until completion. With TERN_PIECES_IMM, each piece is a write with
+ * immediate @p imm (so the target counts @p n arrivals). req->len is the
+ * total length.
+ * @return 0 (queued); -EINVAL (n 0, bad flags or region index);
+ * -TERN_EBOUNDS (a piece outside either region); -TERN_EDESC; -TERN_EACCESS.
+ */
+int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
+		      const struct tern_piece *pieces, size_t n,
+		      const struct tern_mr_desc *regions, unsigned int nregions,
+		      uint64_t flags, uint32_t imm, struct tern_req *req);
+
+/**
+ * Atomically add @p add to the 64-bit word at offset @p roff (8-byte
+ * aligned) of the peer's region, which needs TERN_ACCESS_REMOTE_ATOMIC.
+ * On completion req->value is the word's value before the add.
+ * @return 0 (queued); -TERN_ENOTSUP where the provider offers no 64-bit
+ * fetch-and-add (tern never emulates one with a read and a write);
+ * -EINVAL for a misaligned offset; -TERN_EBOUNDS; -TERN_EDESC.
+ */
+int tern_atomic_fetch_add(struct tern_peer *peer,
+			  const struct tern_mr_desc *rdesc, uint64_t roff,
+			  uint64_t add, struct tern_req *req);
+
+/**
+ * Atomically replace the 64-bit word at @p roff with @p swap if it equals
+ * @p compare. req->value is the old value: the swap happened iff it equals
+ * @p compare. Errors as tern_atomic_fetch_add().
+ */
+int tern_atomic_cswap(struct tern_peer *peer, const struct tern_mr_desc *rdesc,
+		      uint64_t roff, uint64_t compare, uint64_t swap,
+		      struct tern_req *req);
 
 /**
  * Complete @p req once @p count writes carrying @p imm have landed in this

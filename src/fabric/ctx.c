@@ -8,6 +8,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
@@ -44,7 +45,8 @@ const char *tern__provider_canonical(const char *name)
 	return name;
 }
 
-static struct fi_info *make_hints(const char *prov, const char *domain)
+static struct fi_info *make_hints(const char *prov, const char *domain,
+				  uint64_t extra_caps)
 {
 	struct fi_info *hints = fi_allocinfo();
 
@@ -52,7 +54,7 @@ static struct fi_info *make_hints(const char *prov, const char *domain)
 		return NULL;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE |
-		      FI_REMOTE_READ | FI_REMOTE_WRITE;
+		      FI_REMOTE_READ | FI_REMOTE_WRITE | extra_caps;
 	/* Modes tern handles: it gives every op a fi_context2, and posts
 	 * receives to absorb remote CQ data where the provider needs them. */
 	hints->mode = FI_RX_CQ_DATA;
@@ -96,13 +98,13 @@ const char *tern__info_unusable(const struct fi_info *fi)
 	return NULL;
 }
 
-static int getinfo_one(const char *prov, const char *node, const char *domain,
-		       struct fi_info **info_p)
+static int getinfo_caps(const char *prov, const char *node, const char *domain,
+			uint64_t extra_caps, struct fi_info **info_p)
 {
 	struct fi_info *hints, *info = NULL, *fi;
 	int ret;
 
-	hints = make_hints(prov, domain);
+	hints = make_hints(prov, domain, extra_caps);
 	if (hints == NULL)
 		return -ENOMEM;
 	ret = fi_getinfo(TERN_FI_VERSION, node, NULL, node ? FI_SOURCE : 0,
@@ -128,6 +130,17 @@ static int getinfo_one(const char *prov, const char *node, const char *domain,
 	*info_p = fi_dupinfo(fi);
 	fi_freeinfo(info);
 	return *info_p != NULL ? 0 : -ENOMEM;
+}
+
+/* Atomics are wanted, not required: ask with them first, then without. */
+static int getinfo_one(const char *prov, const char *node, const char *domain,
+		       struct fi_info **info_p)
+{
+	int ret = getinfo_caps(prov, node, domain, FI_ATOMIC, info_p);
+
+	if (ret == -TERN_ENOPROV)
+		ret = getinfo_caps(prov, node, domain, 0, info_p);
+	return ret;
 }
 
 static int choose_info(const struct tern_ctx_attr *attr,
@@ -172,6 +185,10 @@ static void rail_close(struct tern_rail *r)
 	r->av = NULL;
 	r->cq = NULL;
 	r->domain = NULL;
+	free(r->slots);
+	free(r->free_slots);
+	r->slots = NULL;
+	r->free_slots = NULL;
 }
 
 static int post_sinks(struct tern_rail *r)
@@ -243,6 +260,15 @@ static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 	r->addrlen = len;
 	r->tx_credits = ctx->tx_size;
 	r->rx_credits = ctx->rx_size;
+	r->slots = calloc(ctx->tx_size, sizeof(*r->slots));
+	r->free_slots = calloc(ctx->tx_size, sizeof(*r->free_slots));
+	if (r->slots == NULL || r->free_slots == NULL) {
+		ret = -ENOMEM;
+		goto err_close;
+	}
+	for (r->nfree = 0; r->nfree < ctx->tx_size; r->nfree++)
+		r->free_slots[r->nfree] = (uint32_t)(ctx->tx_size - 1 -
+						     r->nfree);
 	if (ctx->rx_cq_data) {
 		ret = post_sinks(r);
 		if (ret != 0)
@@ -257,6 +283,56 @@ err:
 err_close:
 	rail_close(r);
 	return ret;
+}
+
+/* Does the provider run this 64-bit atomic natively (or in its own
+ * software, as EFA does)? */
+static int atomic_ok(struct tern_ctx *ctx, enum fi_op op, uint64_t flags)
+{
+	struct fi_atomic_attr attr = { 0 };
+
+	if (!(ctx->info->caps & FI_ATOMIC))
+		return 0;
+	return fi_query_atomic(ctx->rails[0].domain, FI_UINT64, op, &attr,
+			       flags) == 0 &&
+	       attr.count >= 1 && attr.size == 8;
+}
+
+/* One registered scratch area for every rail's slots (atomic operands and
+ * results); not counted among the user's regions. */
+static int scratch_open(struct tern_ctx *ctx)
+{
+	size_t words = 3 * ctx->tx_size, bytes;
+	int ret;
+
+	bytes = words * ctx->nrails * sizeof(uint64_t);
+	if (posix_memalign((void **)&ctx->scratch, 128, bytes) != 0)
+		return -ENOMEM;
+	memset(ctx->scratch, 0, bytes);
+	ret = tern_mr_reg(ctx, ctx->scratch, bytes, TERN_ACCESS_LOCAL,
+			  &ctx->scratch_mr);
+	if (ret != 0) {
+		free(ctx->scratch);
+		ctx->scratch = NULL;
+		return ret;
+	}
+	ctx->nmr--;
+	for (unsigned int i = 0; i < ctx->nrails; i++)
+		ctx->rails[i].scratch = ctx->scratch + i * words;
+	return 0;
+}
+
+static void scratch_close(struct tern_ctx *ctx)
+{
+	if (ctx->scratch_mr == NULL)
+		return;
+	ctx->nmr++;
+	tern_mr_close(ctx->scratch_mr);
+	/* An atomic the provider never finished may still touch it. */
+	if (ctx->posted.len == 0)
+		free(ctx->scratch);
+	ctx->scratch_mr = NULL;
+	ctx->scratch = NULL;
 }
 
 static void decode_info(struct tern_ctx *ctx)
@@ -292,8 +368,9 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 
 	if (attr == NULL)
 		attr = &defaults;
-	if (ctx_p == NULL || attr->flags != 0 || attr->rails > TERN_MAX_RAILS ||
-	    attr->log_level > TERN_LOG_DEBUG || attr->post_batch > 4096)
+	if (ctx_p == NULL || (attr->flags & ~TERN_CTX_BUSY_POLL) != 0 ||
+	    attr->rails > TERN_MAX_RAILS || attr->log_level > TERN_LOG_DEBUG ||
+	    attr->post_batch > 4096)
 		return -EINVAL;
 	if (attr->log_level != 0)
 		tern_log_set_level(attr->log_level);
@@ -305,7 +382,8 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 				  ? attr->post_batch
 				  : (unsigned int)tern__env_long(
 					    "TERN_POST_BATCH", 32, 1, 4096);
-	ctx->busy_poll = (int)tern__env_long("TERN_BUSY_POLL", 0, 0, 1);
+	ctx->busy_poll = (attr->flags & TERN_CTX_BUSY_POLL) ||
+			 tern__env_long("TERN_BUSY_POLL", 0, 0, 1);
 	ctx->next_key = 1;
 
 	ret = tern__imm_init(&ctx->imm);
@@ -335,11 +413,16 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		if (ret != 0)
 			goto err_rails;
 	}
+	ctx->atomic_fadd = atomic_ok(ctx, FI_SUM, FI_FETCH_ATOMIC);
+	ctx->atomic_cswap = atomic_ok(ctx, FI_CSWAP, FI_COMPARE_ATOMIC);
+	ret = scratch_open(ctx);
+	if (ret != 0)
+		goto err_rails;
 	if (12 + (size_t)ctx->nrails * ctx->rails[0].addrlen > TERN_CARD_MAX) {
 		tern_warn("%u rails of %zu-byte addresses do not fit a card",
 			  ctx->nrails, ctx->rails[0].addrlen);
 		ret = -EINVAL;
-		goto err_rails;
+		goto err_scratch;
 	}
 	tern_info("ctx: libfabric %s (built with %s), provider %s, fabric %s, "
 		  "domain %s, %u rail(s), tx %zu rx %zu, mr_mode 0x%llx",
@@ -350,6 +433,8 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	*ctx_p = ctx;
 	return 0;
 
+err_scratch:
+	scratch_close(ctx);
 err_rails:
 	while (i-- > 0)
 		rail_close(&ctx->rails[i]);
@@ -378,6 +463,7 @@ int tern_ctx_close(struct tern_ctx *ctx)
 	 * the provider still holds once its endpoints are closed. */
 	ctx->closing = 1;
 	tern__loop_drain(ctx);
+	scratch_close(ctx);
 	for (unsigned int i = 0; i < ctx->nrails; i++)
 		rail_close(&ctx->rails[i]);
 	tern__loop_cancel_posted(ctx);
@@ -405,6 +491,8 @@ int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info)
 		.max_msg_size = ctx->max_msg_size,
 		.mr_key_size = ctx->mr_key_size,
 		.rx_cq_data = ctx->rx_cq_data,
+		.atomic_fadd = ctx->atomic_fadd,
+		.atomic_cswap = ctx->atomic_cswap,
 	};
 	return 0;
 }

@@ -30,6 +30,11 @@ enum tern__op {
 	TERN__OP_WRITE,
 	TERN__OP_WRITE_IMM,
 	TERN__OP_IMM_EXPECT,
+	TERN__OP_SEND_IMM,
+	TERN__OP_READ,
+	TERN__OP_PIECES,
+	TERN__OP_FADD,
+	TERN__OP_CSWAP,
 };
 
 /* Where a request is (req->_priv.state). */
@@ -43,6 +48,18 @@ enum tern__state {
 
 /* Receives posted per rail to absorb remote CQ data (FI_RX_CQ_DATA). */
 #define TERN__SINKS 64
+
+/*
+ * A provider context owned by a rail, for operations whose request cannot
+ * be the context: each piece of a batched write, and atomics (whose
+ * operand, compare and result words must sit in registered memory: the
+ * rail's scratch, 3 words per slot). One slot per tx credit, so a slot is
+ * always free when a credit is.
+ */
+struct tern__slot {
+	void *fictx[8];
+	struct tern_req *owner;
+};
 
 struct tern_rail {
 	struct tern_ctx *ctx;
@@ -59,6 +76,10 @@ struct tern_rail {
 	uint8_t addr[TERN_ADDR_MAX];
 	/* Contexts of the FI_RX_CQ_DATA sink receives, when the mode is on. */
 	void *sink_ctx[TERN__SINKS][8];
+	struct tern__slot *slots; /* tx_size of them */
+	uint32_t *free_slots;	  /* stack of free slot indices */
+	uint32_t nfree;
+	uint64_t *scratch; /* 3 words per slot, registered as ctx->scratch_mr */
 };
 
 struct tern_peer {
@@ -112,6 +133,8 @@ struct tern_ctx {
 	int prov_key;
 	int mr_endpoint;
 	int rx_cq_data;
+	int atomic_fadd;
+	int atomic_cswap;
 	uint32_t addr_format;
 	size_t tx_size;
 	size_t rx_size;
@@ -122,7 +145,9 @@ struct tern_ctx {
 	uint64_t next_key;
 	unsigned long nmr;
 	unsigned long npeers;
-	struct tern_peer *peers;  /* live peers, for teardown accounting */
+	struct tern_peer *peers;    /* live peers, for teardown accounting */
+	struct tern_mr *scratch_mr; /* every rail's scratch; not in nmr */
+	uint64_t *scratch;
 	struct tern__reqq posted; /* handed to the provider */
 	struct tern__imm_table imm;
 	unsigned long imm_completed; /* expectations completed this pass */
@@ -135,18 +160,29 @@ struct tern_ctx {
 
 /* One completion, decoded by the fabric layer for the loop. */
 struct tern__cqe {
-	struct tern_req *req; /* NULL for an arriving immediate */
-	int status;	      /* 0 or negative (req's errmsg already set) */
+	struct tern_req *req;	 /* NULL for an arriving immediate */
+	struct tern__slot *slot; /* set when the context was a rail slot */
+	int status;		 /* 0 or negative (req's errmsg already set) */
 	size_t len;
 	uint64_t data;
-	int imm; /* 1: a write with immediate landed */
+	int imm;      /* 1: a write with immediate landed */
+	int imm_data; /* a receive's data field is valid */
 };
+
+/* The address an operation targets: virtual (base + offset) or offset. */
+static inline uint64_t tern__raddr(const struct tern_mr_desc *d, uint64_t off)
+{
+	return (d->flags & TERN_MR_DESC_VIRT_ADDR) ? d->base + off : off;
+}
 
 /* src/fabric/: the provider boundary. */
 int tern__err_from_fi(int fi_err);
 int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more);
 int tern__rail_poll(struct tern_rail *rail, struct tern__cqe *cqe, size_t n);
 int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req);
+int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
+			  int more);
+void tern__slot_free(struct tern_rail *rail, struct tern__slot *slot);
 const char *tern__info_unusable(const struct fi_info *fi);
 const char *tern__provider_canonical(const char *name);
 void tern__peer_release(struct tern_peer *peer);
@@ -154,6 +190,8 @@ void tern__peer_release(struct tern_peer *peer);
 /* src/loop/: queues and completions. */
 void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status);
 void tern__queue(struct tern_ctx *ctx, struct tern_req *req);
+void tern__req_abort(struct tern_ctx *ctx, struct tern__reqq *q,
+		     struct tern_req *req, int status);
 void tern__loop_drain(struct tern_ctx *ctx);
 void tern__loop_cancel_posted(struct tern_ctx *ctx);
 int tern__imm_init(struct tern__imm_table *t);

@@ -13,8 +13,9 @@
 #define TERN_MR_DESC_MAGIC   0x444d5254u /* "TRMD" little-endian */
 #define TERN_MR_DESC_VERSION 1
 
-#define TERN_ACCESS_ALL \
-	(TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_READ | TERN_ACCESS_REMOTE_WRITE)
+#define TERN_ACCESS_ALL                                \
+	(TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_READ | \
+	 TERN_ACCESS_REMOTE_WRITE | TERN_ACCESS_REMOTE_ATOMIC)
 
 static uint64_t fi_access(uint64_t access)
 {
@@ -26,6 +27,8 @@ static uint64_t fi_access(uint64_t access)
 		a |= FI_REMOTE_READ;
 	if (access & TERN_ACCESS_REMOTE_WRITE)
 		a |= FI_REMOTE_WRITE;
+	if (access & TERN_ACCESS_REMOTE_ATOMIC)
+		a |= FI_REMOTE_READ | FI_REMOTE_WRITE;
 	return a;
 }
 

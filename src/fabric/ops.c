@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
@@ -39,60 +40,9 @@ int tern__err_from_fi(int fi_err)
 	}
 }
 
-int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
+static int post_result(struct tern_rail *rail, struct tern_req *req,
+		       ssize_t ret)
 {
-	struct tern_peer *peer = req->_priv.peer;
-	struct tern_mr *mr = req->_priv.mr;
-	struct iovec iov = { .iov_base = req->_priv.buf, .iov_len = req->len };
-	void *desc = mr != NULL ? mr->desc[rail->idx] : NULL;
-	uint64_t flags = more ? FI_MORE : 0;
-	ssize_t ret;
-
-	switch (req->_priv.op) {
-	case TERN__OP_SEND:
-	case TERN__OP_RECV: {
-		struct fi_msg_tagged msg = {
-			.msg_iov = &iov,
-			.desc = &desc,
-			.iov_count = 1,
-			.addr = peer ? peer->fiaddr[rail->idx] : FI_ADDR_UNSPEC,
-			.tag = TERN_TAG_MSG,
-			.ignore = 0,
-			.context = req->_priv.fictx,
-		};
-
-		if (req->_priv.op == TERN__OP_SEND)
-			ret = fi_tsendmsg(rail->ep, &msg, flags);
-		else
-			ret = fi_trecvmsg(rail->ep, &msg, flags);
-		break;
-	}
-	case TERN__OP_WRITE:
-	case TERN__OP_WRITE_IMM: {
-		struct fi_rma_iov rma = {
-			.addr = req->_priv.raddr,
-			.len = req->len,
-			.key = req->_priv.rkey,
-		};
-		struct fi_msg_rma msg = {
-			.msg_iov = &iov,
-			.desc = &desc,
-			.iov_count = 1,
-			.addr = peer->fiaddr[rail->idx],
-			.rma_iov = &rma,
-			.rma_iov_count = 1,
-			.context = req->_priv.fictx,
-			.data = req->_priv.imm,
-		};
-
-		if (req->_priv.op == TERN__OP_WRITE_IMM)
-			flags |= FI_REMOTE_CQ_DATA;
-		ret = fi_writemsg(rail->ep, &msg, flags);
-		break;
-	}
-	default:
-		return -EINVAL;
-	}
 	if (ret == 0)
 		return 0;
 	if (ret == -FI_EAGAIN)
@@ -103,6 +53,194 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 	tern_warn("rail %u: posting op %u: %s", rail->idx, req->_priv.op,
 		  fi_strerror((int)-ret));
 	return tern__err_from_fi((int)-ret);
+}
+
+static struct tern__slot *slot_get(struct tern_rail *rail,
+				   struct tern_req *owner)
+{
+	struct tern__slot *slot;
+
+	/* One slot per credit: a credit in hand means a slot is free. */
+	if (rail->nfree == 0)
+		return NULL;
+	slot = &rail->slots[rail->free_slots[--rail->nfree]];
+	slot->owner = owner;
+	return slot;
+}
+
+void tern__slot_free(struct tern_rail *rail, struct tern__slot *slot)
+{
+	slot->owner = NULL;
+	rail->free_slots[rail->nfree++] = (uint32_t)(slot - rail->slots);
+}
+
+static uint64_t *slot_words(struct tern_rail *rail, struct tern__slot *slot)
+{
+	return rail->scratch + 3 * (size_t)(slot - rail->slots);
+}
+
+static ssize_t post_atomic(struct tern_rail *rail, struct tern_req *req,
+			   struct tern__slot *slot, uint64_t flags)
+{
+	struct tern_ctx *ctx = rail->ctx;
+	uint64_t *w = slot_words(rail, slot);
+	void *desc = ctx->scratch_mr->desc[rail->idx];
+	struct fi_ioc op = { .addr = &w[0], .count = 1 };
+	struct fi_ioc cmp = { .addr = &w[1], .count = 1 };
+	struct fi_ioc res = { .addr = &w[2], .count = 1 };
+	struct fi_rma_ioc rioc = {
+		.addr = req->_priv.raddr,
+		.count = 1,
+		.key = req->_priv.rkey,
+	};
+	struct fi_msg_atomic msg = {
+		.msg_iov = &op,
+		.desc = &desc,
+		.iov_count = 1,
+		.addr = req->_priv.peer->fiaddr[rail->idx],
+		.rma_iov = &rioc,
+		.rma_iov_count = 1,
+		.datatype = FI_UINT64,
+		.op = req->_priv.op == TERN__OP_FADD ? FI_SUM : FI_CSWAP,
+		.context = slot->fictx,
+	};
+
+	w[0] = req->_priv.operand;
+	w[1] = req->_priv.compare;
+	w[2] = 0;
+	if (req->_priv.op == TERN__OP_FADD)
+		return fi_fetch_atomicmsg(rail->ep, &msg, &res, &desc, 1,
+					  flags);
+	return fi_compare_atomicmsg(rail->ep, &msg, &cmp, &desc, 1, &res, &desc,
+				    1, flags);
+}
+
+static ssize_t post_rma(struct tern_rail *rail, struct tern_req *req, void *buf,
+			size_t len, uint64_t raddr, uint64_t rkey,
+			void *context, uint64_t flags)
+{
+	struct tern_mr *mr = req->_priv.mr;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	void *desc = mr->desc[rail->idx];
+	struct fi_rma_iov rma = { .addr = raddr, .len = len, .key = rkey };
+	struct fi_msg_rma msg = {
+		.msg_iov = &iov,
+		.desc = &desc,
+		.iov_count = 1,
+		.addr = req->_priv.peer->fiaddr[rail->idx],
+		.rma_iov = &rma,
+		.rma_iov_count = 1,
+		.context = context,
+		.data = req->_priv.imm,
+	};
+
+	if (req->_priv.op == TERN__OP_READ)
+		return fi_readmsg(rail->ep, &msg, flags);
+	return fi_writemsg(rail->ep, &msg, flags);
+}
+
+int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
+{
+	struct tern_peer *peer = req->_priv.peer;
+	struct tern_mr *mr = req->_priv.mr;
+	struct iovec iov = { .iov_base = req->_priv.buf, .iov_len = req->len };
+	void *desc = mr != NULL ? mr->desc[rail->idx] : NULL;
+	uint64_t flags = more ? FI_MORE : 0;
+	struct tern__slot *slot;
+	ssize_t ret;
+
+	switch (req->_priv.op) {
+	case TERN__OP_SEND:
+	case TERN__OP_SEND_IMM:
+	case TERN__OP_RECV: {
+		struct fi_msg_tagged msg = {
+			.msg_iov = &iov,
+			.desc = &desc,
+			.iov_count = 1,
+			.addr = peer ? peer->fiaddr[rail->idx] : FI_ADDR_UNSPEC,
+			.tag = TERN_TAG_MSG,
+			.ignore = 0,
+			.context = req->_priv.fictx,
+			.data = req->_priv.imm,
+		};
+
+		if (req->_priv.op == TERN__OP_RECV) {
+			ret = fi_trecvmsg(rail->ep, &msg, flags);
+			break;
+		}
+		if (req->_priv.op == TERN__OP_SEND_IMM)
+			flags |= FI_REMOTE_CQ_DATA;
+		ret = fi_tsendmsg(rail->ep, &msg, flags);
+		break;
+	}
+	case TERN__OP_WRITE_IMM:
+		flags |= FI_REMOTE_CQ_DATA;
+		/* fall through */
+	case TERN__OP_WRITE:
+	case TERN__OP_READ:
+		ret = post_rma(rail, req, req->_priv.buf, req->len,
+			       req->_priv.raddr, req->_priv.rkey,
+			       req->_priv.fictx, flags);
+		break;
+	case TERN__OP_FADD:
+	case TERN__OP_CSWAP:
+		slot = slot_get(rail, req);
+		if (slot == NULL)
+			return -EAGAIN;
+		ret = post_atomic(rail, req, slot, flags);
+		if (ret != 0)
+			tern__slot_free(rail, slot);
+		break;
+	default:
+		return -EINVAL;
+	}
+	return post_result(rail, req, ret);
+}
+
+/* Post the next piece of a batched write (req->_priv.next_piece). */
+int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
+			  int more)
+{
+	const struct tern_piece *pc = (const struct tern_piece *)
+					      req->_priv.pieces +
+				      req->_priv.next_piece;
+	const struct tern_mr_desc *rd =
+		(const struct tern_mr_desc *)req->_priv.regions + pc->region;
+	uint64_t raddr = tern__raddr(rd, pc->roff);
+	uint64_t flags = more ? FI_MORE : 0;
+	struct tern__slot *slot;
+	ssize_t ret;
+
+	if (req->_priv.count) /* TERN_PIECES_IMM */
+		flags |= FI_REMOTE_CQ_DATA;
+	slot = slot_get(rail, req);
+	if (slot == NULL)
+		return -EAGAIN;
+	ret = post_rma(rail, req, (char *)req->_priv.mr->buf + pc->loff,
+		       pc->len, raddr,
+		       rd->keys[rail->idx % req->_priv.peer->nrails],
+		       slot->fictx, flags);
+	if (ret != 0)
+		tern__slot_free(rail, slot);
+	return post_result(rail, req, ret);
+}
+
+/* Which request (and slot) a completion's op_context belongs to. */
+static void decode_ctx(struct tern_rail *rail, void *op_context,
+		       struct tern__cqe *cqe)
+{
+	char *c = op_context, *lo = (char *)rail->slots;
+
+	if (rail->slots != NULL && c >= lo &&
+	    c < lo + rail->ctx->tx_size * sizeof(*rail->slots)) {
+		cqe->slot = (struct tern__slot *)(void *)c;
+		cqe->req = cqe->slot->owner;
+		if (cqe->req->_priv.op == TERN__OP_FADD ||
+		    cqe->req->_priv.op == TERN__OP_CSWAP)
+			cqe->data = slot_words(rail, cqe->slot)[2];
+		return;
+	}
+	cqe->req = tern_container_of(op_context, struct tern_req, _priv.fictx);
 }
 
 static int is_sink(struct tern_rail *rail, void *op_context)
@@ -135,18 +273,22 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 				err.op_context);
 		return 0;
 	}
-	req = tern_container_of(err.op_context, struct tern_req, _priv.fictx);
-	req->prov_errno = err.prov_errno;
-	snprintf(req->errmsg, sizeof(req->errmsg), "%s%s%s",
-		 fi_strerror(err.err), err.prov_errno ? ": " : "",
-		 err.prov_errno ? fi_cq_strerror(rail->cq, err.prov_errno,
-						 err.err_data, NULL, 0)
-				: "");
 	*cqe = (struct tern__cqe){
-		.req = req,
 		.status = tern__err_from_fi(err.err),
 		.len = err.len,
 	};
+	decode_ctx(rail, err.op_context, cqe);
+	req = cqe->req;
+	/* A batch keeps its first error's text. */
+	if (req->errmsg[0] == '\0' || cqe->slot == NULL) {
+		req->prov_errno = err.prov_errno;
+		snprintf(req->errmsg, sizeof(req->errmsg), "%s%s%s",
+			 fi_strerror(err.err), err.prov_errno ? ": " : "",
+			 err.prov_errno
+				 ? fi_cq_strerror(rail->cq, err.prov_errno,
+						  err.err_data, NULL, 0)
+				 : "");
+	}
 	return 1;
 }
 
@@ -186,12 +328,13 @@ int tern__rail_poll(struct tern_rail *rail, struct tern__cqe *cqe, size_t n)
 			};
 			continue;
 		}
-		cqe[got++] = (struct tern__cqe){
-			.req = tern_container_of(e->op_context, struct tern_req,
-						 _priv.fictx),
+		cqe[got] = (struct tern__cqe){
 			.len = e->len,
-			.data = (e->flags & FI_REMOTE_CQ_DATA) ? e->data : 0,
+			.data = e->data,
+			.imm_data = (e->flags & FI_REMOTE_CQ_DATA) != 0,
 		};
+		decode_ctx(rail, e->op_context, &cqe[got]);
+		got++;
 	}
 	return (int)got;
 }

@@ -171,10 +171,9 @@ int tern_peer_remove(struct tern_peer *peer)
 
 		for (; r != NULL; r = next) {
 			next = r->_priv.next;
-			if (r->_priv.peer == peer) {
-				tern__reqq_remove(&ctx->rails[i].txq, r);
-				tern__req_complete(ctx, r, -ECANCELED);
-			}
+			if (r->_priv.peer == peer)
+				tern__req_abort(ctx, &ctx->rails[i].txq, r,
+						-ECANCELED);
 		}
 	}
 	peer->removed = 1;

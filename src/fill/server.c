@@ -43,16 +43,13 @@ struct tern_fill_server {
 	struct slot tx[NREPLY];
 	uint8_t *src;
 	struct tern_mr *srcmr;
-	struct tern_req *wreq;
+	struct tern_piece *pieces; /* the fill in progress, one per page */
+	struct tern_req wreq;
 	uint32_t *scratch;
 	struct session sess[MAX_SESSIONS];
 	struct tern_fill_server_stats st;
 	int finished;
-	/* The fill in progress. */
-	uint32_t w_done;
-	uint32_t w_posted;
-	int w_err;
-	char w_errmsg[TERN_REQ_ERRMSG_LEN];
+	int w_busy; /* wreq is in flight */
 };
 
 #define slog(srv, ...)                                         \
@@ -273,18 +270,6 @@ static void on_connect(struct tern_fill_server *srv, const uint8_t *msg,
 	      tern_fill_accept_encode(out->buf, REPLY_MAX, s->id, &a));
 }
 
-static void write_done(struct tern_req *req)
-{
-	struct tern_fill_server *srv = req->data;
-
-	srv->w_done++;
-	if (req->status != 0 && srv->w_err == 0) {
-		srv->w_err = req->status;
-		snprintf(srv->w_errmsg, sizeof(srv->w_errmsg), "%s",
-			 req->errmsg);
-	}
-}
-
 static void on_fill(struct tern_fill_server *srv, struct session *s,
 		    const uint8_t *msg, size_t len, volatile sig_atomic_t *stop)
 {
@@ -293,7 +278,6 @@ static void on_fill(struct tern_fill_server *srv, struct session *s,
 	uint64_t bytes, t0, warned;
 	struct tern_mt64 rng;
 	struct slot *out;
-	uint32_t posted = 0;
 	char why[200];
 	int ret;
 
@@ -314,58 +298,57 @@ static void on_fill(struct tern_fill_server *srv, struct session *s,
 	 * MT19937-64(seed) stream (docs/protocol.md). */
 	tern_mt64_seed(&rng, r.seed);
 	tern_mt64_fill(&rng, srv->src, bytes);
-
-	srv->w_done = 0;
-	srv->w_posted = 0;
-	srv->w_err = 0;
-	srv->w_errmsg[0] = '\0';
-	t0 = tern__now_ns();
 	for (uint32_t k = 0; k < r.page_count; k++) {
-		uint32_t idx = tern_fill_request_index(&r, k);
-		unsigned int region;
-		uint64_t off;
+		struct tern_piece *pc = &srv->pieces[k];
+		unsigned int region = 0;
+		uint64_t off = 0;
 
-		/* Checked above; a failure here is a bug, not a peer. */
-		ret = tern_fill_page_target(s->regions, r.page_size, idx,
-					    &region, &off);
-		if (ret == 0) {
-			tern_req_init(&srv->wreq[k], write_done, srv);
-			ret = tern_write_imm(s->peer, srv->srcmr,
-					     srv->src + (size_t)k * r.page_size,
-					     r.page_size, &s->regions[region],
-					     off, r.id, &srv->wreq[k]);
-		}
-		if (ret != 0) {
-			srv->w_err = ret;
-			break;
-		}
-		posted++;
-		srv->w_posted = posted;
+		/* Checked above: every index has a target. */
+		tern_fill_page_target(s->regions, r.page_size,
+				      tern_fill_request_index(&r, k), &region,
+				      &off);
+		*pc = (struct tern_piece){
+			.loff = (uint64_t)k * r.page_size,
+			.roff = off,
+			.len = r.page_size,
+			.region = region,
+		};
 	}
+	/* One operation: every page a write carrying imm = request id. */
+	t0 = tern__now_ns();
+	tern_req_init(&srv->wreq, NULL, NULL);
+	ret = tern_write_pieces(s->peer, srv->srcmr, srv->pieces, r.page_count,
+				s->regions, TERN_FILL_REGIONS, TERN_PIECES_IMM,
+				r.id, &srv->wreq);
+	srv->w_busy = ret == 0;
 	warned = t0;
-	while (srv->w_done < posted && !*stop) {
-		ret = tern_wait(srv->ctx, NULL, 1000);
-		if (ret != 0 && ret != -ETIMEDOUT) {
-			srv->w_err = ret;
+	while (srv->w_busy && !srv->wreq.done && !*stop) {
+		int wret = tern_wait(srv->ctx, &srv->wreq, 1000);
+
+		if (wret != 0 && wret != -ETIMEDOUT) {
+			ret = wret;
 			break;
 		}
 		if (tern__now_ns() - warned > 10000000000ULL) {
 			warned = tern__now_ns();
-			slog(srv, "fill %u: %u of %u writes complete, waiting",
-			     r.id, srv->w_done, posted);
+			slog(srv, "fill %u: still writing %u page(s)", r.id,
+			     r.page_count);
 		}
 	}
-	if (srv->w_done < posted)
-		return; /* stopping; closing the ctx cancels the rest */
+	if (srv->w_busy && !srv->wreq.done)
+		return; /* stopping: closing waits for or cancels the rest */
+	srv->w_busy = 0;
+	if (ret == 0)
+		ret = srv->wreq.status;
 	res = (struct tern_fill_result){
 		.id = r.id,
-		.status = srv->w_err,
-		.bytes = srv->w_err ? 0 : bytes,
+		.status = ret,
+		.bytes = ret ? 0 : bytes,
 		.write_ns = tern__now_ns() - t0,
 	};
 	s->fills++;
 	srv->st.fills++;
-	if (srv->w_err == 0) {
+	if (ret == 0) {
 		srv->st.bytes += bytes;
 		srv->st.write_ns += res.write_ns;
 		slog(srv,
@@ -375,9 +358,8 @@ static void on_fill(struct tern_fill_server *srv, struct session *s,
 		     (double)res.write_ns / 1e6,
 		     (double)bytes * 8 / (double)res.write_ns);
 	} else {
-		slog(srv, "fill %u failed: %s%s%s", r.id,
-		     tern_strerror(srv->w_err), srv->w_errmsg[0] ? ": " : "",
-		     srv->w_errmsg);
+		slog(srv, "fill %u failed: %s%s%s", r.id, tern_strerror(ret),
+		     srv->wreq.errmsg[0] ? ": " : "", srv->wreq.errmsg);
 	}
 	out = tx_slot(srv);
 	if (out == NULL) {
@@ -485,9 +467,9 @@ int tern_fill_server_open(struct tern_ctx *ctx,
 		srv->opts = *opts;
 	if (srv->opts.idle_timeout_ms <= 0)
 		srv->opts.idle_timeout_ms = 120000;
-	srv->wreq = calloc(TERN_FILL_MAX_PAGES, sizeof(*srv->wreq));
+	srv->pieces = calloc(TERN_FILL_MAX_PAGES, sizeof(*srv->pieces));
 	srv->scratch = calloc(TERN_FILL_MAX_PAGES, sizeof(*srv->scratch));
-	if (srv->wreq == NULL || srv->scratch == NULL ||
+	if (srv->pieces == NULL || srv->scratch == NULL ||
 	    posix_memalign((void **)&srv->msgmem, SRC_ALIGN, msglen) != 0)
 		goto err_free;
 	if (posix_memalign((void **)&srv->src, SRC_ALIGN,
@@ -525,7 +507,7 @@ err_free:
 	free(srv->src);
 	free(srv->msgmem);
 	free(srv->scratch);
-	free(srv->wreq);
+	free(srv->pieces);
 	free(srv);
 	return ret;
 }
@@ -586,7 +568,7 @@ int tern_fill_server_close(struct tern_fill_server *srv)
 		tern_req_cancel(srv->ctx, &srv->rx[i].req);
 	deadline = tern__now_ns() + 5000000000ULL;
 	do {
-		busy = srv->w_done < srv->w_posted;
+		busy = srv->w_busy && !srv->wreq.done;
 		for (int i = 0; i < NRECV; i++)
 			busy |= !srv->rx[i].req.done;
 		for (int i = 0; i < NREPLY; i++)
@@ -606,7 +588,7 @@ int tern_fill_server_close(struct tern_fill_server *srv)
 	free(srv->src);
 	free(srv->msgmem);
 	free(srv->scratch);
-	free(srv->wreq);
+	free(srv->pieces);
 	free(srv);
 	return 0;
 }

@@ -53,6 +53,41 @@ void tern__queue(struct tern_ctx *ctx, struct tern_req *req)
 		tern__reqq_push(&rail->txq, req);
 }
 
+/* The last piece of a batch has been handed over (or abandoned): the batch
+ * completes with its last piece's completion, or now if none is out. */
+static void pieces_posted(struct tern_ctx *ctx, struct tern_req *req)
+{
+	if (req->_priv.inflight == 0) {
+		tern__req_complete(ctx, req, req->_priv.err);
+		return;
+	}
+	req->_priv.state = TERN__ST_POSTED;
+	tern__reqq_push(&ctx->posted, req);
+}
+
+/* Post one piece of the batch at the head of @q. */
+static int post_piece(struct tern_ctx *ctx, struct tern_rail *rail,
+		      struct tern__reqq *q, size_t *credits, int more)
+{
+	struct tern_req *req = q->head;
+	int ret = tern__rail_post_piece(rail, req, more);
+
+	if (ret == -EAGAIN)
+		return ret;
+	req->_priv.next_piece++;
+	if (ret == 0) {
+		(*credits)--;
+		req->_priv.inflight++;
+	} else if (req->_priv.err == 0) {
+		req->_priv.err = ret;
+	}
+	if (req->_priv.next_piece == req->_priv.npieces) {
+		tern__reqq_remove(q, req);
+		pieces_posted(ctx, req);
+	}
+	return 0;
+}
+
 /* Post up to a batch from @q within @credits. @return completed-with-error */
 static int post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 		      struct tern__reqq *q, size_t *credits)
@@ -60,15 +95,28 @@ static int post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 	size_t n = TERN_MIN(TERN_MIN(q->len, *credits), ctx->post_batch);
 	int failed = 0;
 
+	/* A batched write counts once in q->len but posts many pieces. */
+	if (q->head != NULL && q->head->_priv.op == TERN__OP_PIECES)
+		n = TERN_MIN(*credits, ctx->post_batch);
 	/* A failed post completes inside this loop, and its callback may
 	 * cancel queued siblings: re-read the head, never trust n alone.
 	 * (A hard failure of a batch's last post leaves the FI_MORE posts
 	 * before it to be flushed by the rail's next post.) */
 	while (n > 0 && q->head != NULL) {
 		struct tern_req *req = q->head;
-		int ret = tern__rail_post(rail, req,
-					  n > 1 && req->_priv.next != NULL);
+		int more = n > 1 &&
+			   (req->_priv.next != NULL ||
+			    (req->_priv.op == TERN__OP_PIECES &&
+			     req->_priv.next_piece + 1 < req->_priv.npieces));
+		int ret;
 
+		if (req->_priv.op == TERN__OP_PIECES) {
+			if (post_piece(ctx, rail, q, credits, more) != 0)
+				break;
+			n--;
+			continue;
+		}
+		ret = tern__rail_post(rail, req, more);
 		if (ret == -EAGAIN)
 			break; /* stays at the head; re-posted next pass */
 		tern__reqq_remove(q, req);
@@ -85,6 +133,35 @@ static int post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 	return failed;
 }
 
+void tern__req_abort(struct tern_ctx *ctx, struct tern__reqq *q,
+		     struct tern_req *req, int status)
+{
+	tern__reqq_remove(q, req);
+	if (req->_priv.op == TERN__OP_PIECES) {
+		/* Pieces already out finish first; then the batch ends. */
+		if (req->_priv.err == 0)
+			req->_priv.err = status;
+		req->_priv.next_piece = req->_priv.npieces;
+		pieces_posted(ctx, req);
+		return;
+	}
+	tern__req_complete(ctx, req, status);
+}
+
+/* A piece of a batched write finished. */
+static int piece_done(struct tern_ctx *ctx, struct tern_req *req, int status)
+{
+	req->_priv.inflight--;
+	if (status != 0 && req->_priv.err == 0)
+		req->_priv.err = status;
+	if (req->_priv.inflight > 0 ||
+	    req->_priv.next_piece < req->_priv.npieces)
+		return 0;
+	tern__reqq_remove(&ctx->posted, req);
+	tern__req_complete(ctx, req, req->_priv.err);
+	return 1;
+}
+
 static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 		    struct tern__cqe *c)
 {
@@ -94,10 +171,23 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 		tern__imm_arrived(ctx, (uint32_t)c->data);
 		return 0;
 	}
+	if (c->slot != NULL) {
+		tern__slot_free(rail, c->slot);
+		rail->tx_credits++;
+		if (req->_priv.op == TERN__OP_PIECES)
+			return piece_done(ctx, req, c->status);
+		req->value = c->data;
+		tern__reqq_remove(&ctx->posted, req);
+		tern__req_complete(ctx, req, c->status);
+		return 1;
+	}
 	tern__reqq_remove(&ctx->posted, req);
 	if (req->_priv.op == TERN__OP_RECV) {
 		rail->rx_credits++;
-		req->imm = c->data;
+		if (c->imm_data) {
+			req->imm = c->data;
+			req->flags |= TERN_REQ_F_IMM;
+		}
 		if (c->status == 0 || c->status == -TERN_ETRUNC)
 			req->len = c->len;
 	} else {
@@ -198,6 +288,8 @@ static int prep(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 	req->status = 0;
 	req->len = len;
 	req->imm = 0;
+	req->value = 0;
+	req->flags = 0;
 	req->prov_errno = 0;
 	req->errmsg[0] = '\0';
 	req->_priv.ctx = ctx;
@@ -208,7 +300,8 @@ static int prep(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 	/* Messages use rail 0 on both sides, so a receive always sits where
 	 * the message lands; one-sided operations spread over the rails. */
 	req->_priv.rail = 0;
-	if (op == TERN__OP_WRITE || op == TERN__OP_WRITE_IMM)
+	if (op != TERN__OP_SEND && op != TERN__OP_SEND_IMM &&
+	    op != TERN__OP_RECV)
 		req->_priv.rail = (uint8_t)(ctx->next_rail++ % ctx->nrails);
 	return 0;
 }
@@ -238,10 +331,22 @@ int tern_recv(struct tern_ctx *ctx, struct tern_mr *mr, void *buf, size_t len,
 	return 0;
 }
 
-static int write_common(struct tern_peer *peer, struct tern_mr *mr,
-			const void *buf, size_t len,
-			const struct tern_mr_desc *rdesc, uint64_t roff,
-			uint8_t op, uint32_t imm, struct tern_req *req)
+/* Check a remote range against a descriptor the peer sent us. */
+static int remote_check(const struct tern_peer *peer,
+			const struct tern_mr_desc *rd, uint64_t roff,
+			uint64_t len)
+{
+	if (rd->nkeys < peer->nrails || rd->nkeys > TERN_MAX_RAILS)
+		return -TERN_EDESC;
+	if (roff > rd->len || len > rd->len - roff)
+		return -TERN_EBOUNDS;
+	return 0;
+}
+
+static int rma_common(struct tern_peer *peer, struct tern_mr *mr,
+		      const void *buf, size_t len,
+		      const struct tern_mr_desc *rdesc, uint64_t roff,
+		      uint8_t op, uint32_t imm, struct tern_req *req)
 {
 	struct tern_ctx *ctx;
 	unsigned int rrail;
@@ -250,18 +355,14 @@ static int write_common(struct tern_peer *peer, struct tern_mr *mr,
 	if (peer == NULL || rdesc == NULL)
 		return -EINVAL;
 	ctx = peer->ctx;
-	if (rdesc->nkeys < peer->nrails || rdesc->nkeys > TERN_MAX_RAILS)
-		return -TERN_EDESC;
-	if (roff > rdesc->len || len > rdesc->len - roff)
-		return -TERN_EBOUNDS;
-	ret = prep(ctx, req, op, peer, mr, buf, len);
+	ret = remote_check(peer, rdesc, roff, len);
+	if (ret == 0)
+		ret = prep(ctx, req, op, peer, mr, buf, len);
 	if (ret != 0)
 		return ret;
 	rrail = req->_priv.rail % peer->nrails;
 	req->_priv.rkey = rdesc->keys[rrail];
-	req->_priv.raddr = (rdesc->flags & TERN_MR_DESC_VIRT_ADDR)
-				   ? rdesc->base + roff
-				   : roff;
+	req->_priv.raddr = tern__raddr(rdesc, roff);
 	req->_priv.imm = imm;
 	tern__queue(ctx, req);
 	return 0;
@@ -271,16 +372,131 @@ int tern_write(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
 	       size_t len, const struct tern_mr_desc *rdesc, uint64_t roff,
 	       struct tern_req *req)
 {
-	return write_common(peer, mr, buf, len, rdesc, roff, TERN__OP_WRITE, 0,
-			    req);
+	return rma_common(peer, mr, buf, len, rdesc, roff, TERN__OP_WRITE, 0,
+			  req);
 }
 
 int tern_write_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
 		   size_t len, const struct tern_mr_desc *rdesc, uint64_t roff,
 		   uint32_t imm, struct tern_req *req)
 {
-	return write_common(peer, mr, buf, len, rdesc, roff, TERN__OP_WRITE_IMM,
-			    imm, req);
+	return rma_common(peer, mr, buf, len, rdesc, roff, TERN__OP_WRITE_IMM,
+			  imm, req);
+}
+
+int tern_send_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+		  size_t len, uint32_t imm, struct tern_req *req)
+{
+	int ret;
+
+	if (peer == NULL)
+		return -EINVAL;
+	ret = prep(peer->ctx, req, TERN__OP_SEND_IMM, peer, mr, buf, len);
+	if (ret != 0)
+		return ret;
+	req->_priv.imm = imm;
+	tern__queue(peer->ctx, req);
+	return 0;
+}
+
+int tern_read(struct tern_peer *peer, struct tern_mr *mr, void *buf, size_t len,
+	      const struct tern_mr_desc *rdesc, uint64_t roff,
+	      struct tern_req *req)
+{
+	return rma_common(peer, mr, buf, len, rdesc, roff, TERN__OP_READ, 0,
+			  req);
+}
+
+int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
+		      const struct tern_piece *pieces, size_t n,
+		      const struct tern_mr_desc *regions, unsigned int nregions,
+		      uint64_t flags, uint32_t imm, struct tern_req *req)
+{
+	uint64_t total = 0;
+	int ret;
+
+	if (peer == NULL || pieces == NULL || regions == NULL || n == 0 ||
+	    n > UINT32_MAX || nregions == 0 || (flags & ~TERN_PIECES_IMM))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		const struct tern_piece *pc = &pieces[i];
+
+		if (pc->region >= nregions || pc->pad != 0)
+			return -EINVAL;
+		ret = remote_check(peer, &regions[pc->region], pc->roff,
+				   pc->len);
+		if (ret != 0)
+			return ret;
+		if (pc->loff > mr->len || pc->len > mr->len - pc->loff)
+			return -TERN_EBOUNDS;
+		total += pc->len;
+	}
+	ret = prep(peer->ctx, req, TERN__OP_PIECES, peer, mr, mr->buf, 0);
+	if (ret != 0)
+		return ret;
+	req->len = total;
+	req->_priv.pieces = pieces;
+	req->_priv.regions = regions;
+	req->_priv.npieces = (uint32_t)n;
+	req->_priv.nregions = nregions;
+	req->_priv.next_piece = 0;
+	req->_priv.inflight = 0;
+	req->_priv.err = 0;
+	req->_priv.count = (flags & TERN_PIECES_IMM) != 0;
+	req->_priv.imm = imm;
+	tern__queue(peer->ctx, req);
+	return 0;
+}
+
+static int atomic_common(struct tern_peer *peer,
+			 const struct tern_mr_desc *rdesc, uint64_t roff,
+			 uint8_t op, uint64_t operand, uint64_t compare,
+			 struct tern_req *req)
+{
+	struct tern_ctx *ctx;
+	int ret;
+
+	if (peer == NULL || rdesc == NULL || req == NULL)
+		return -EINVAL;
+	ctx = peer->ctx;
+	if (op == TERN__OP_FADD ? !ctx->atomic_fadd : !ctx->atomic_cswap) {
+		tern_warn("%s: provider %s offers no 64-bit %s",
+			  op == TERN__OP_FADD ? "fetch-add" : "compare-swap",
+			  ctx->prov_name,
+			  op == TERN__OP_FADD ? "fetch-and-add"
+					      : "compare-and-swap");
+		return -TERN_ENOTSUP;
+	}
+	if (roff % 8 != 0)
+		return -EINVAL;
+	ret = remote_check(peer, rdesc, roff, 8);
+	if (ret != 0)
+		return ret;
+	/* The operand and result travel in the rail's registered scratch. */
+	ret = prep(ctx, req, op, peer, ctx->scratch_mr, ctx->scratch, 8);
+	if (ret != 0)
+		return ret;
+	req->_priv.rkey = rdesc->keys[req->_priv.rail % peer->nrails];
+	req->_priv.raddr = tern__raddr(rdesc, roff);
+	req->_priv.operand = operand;
+	req->_priv.compare = compare;
+	tern__queue(ctx, req);
+	return 0;
+}
+
+int tern_atomic_fetch_add(struct tern_peer *peer,
+			  const struct tern_mr_desc *rdesc, uint64_t roff,
+			  uint64_t add, struct tern_req *req)
+{
+	return atomic_common(peer, rdesc, roff, TERN__OP_FADD, add, 0, req);
+}
+
+int tern_atomic_cswap(struct tern_peer *peer, const struct tern_mr_desc *rdesc,
+		      uint64_t roff, uint64_t compare, uint64_t swap,
+		      struct tern_req *req)
+{
+	return atomic_common(peer, rdesc, roff, TERN__OP_CSWAP, swap, compare,
+			     req);
 }
 
 /* Complete a whole queue with -ECANCELED. */
@@ -288,8 +504,8 @@ static void cancel_queue(struct tern_ctx *ctx, struct tern__reqq *q)
 {
 	struct tern_req *req;
 
-	while ((req = tern__reqq_pop(q)) != NULL)
-		tern__req_complete(ctx, req, -ECANCELED);
+	while ((req = q->head) != NULL)
+		tern__req_abort(ctx, q, req, -ECANCELED);
 }
 
 void tern__loop_drain(struct tern_ctx *ctx)
@@ -316,11 +532,18 @@ void tern__loop_drain(struct tern_ctx *ctx)
 
 void tern__loop_cancel_posted(struct tern_ctx *ctx)
 {
+	struct tern_req *req;
+
 	if (ctx->posted.len > 0)
 		tern_warn("ctx close: %zu operation(s) still with the provider "
 			  "completed as cancelled",
 			  ctx->posted.len);
-	cancel_queue(ctx, &ctx->posted);
+	/* The endpoints are closed: nothing more will complete. */
+	while ((req = tern__reqq_pop(&ctx->posted)) != NULL) {
+		if (req->_priv.op == TERN__OP_PIECES)
+			req->_priv.inflight = 0;
+		tern__req_complete(ctx, req, -ECANCELED);
+	}
 }
 
 int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req)

@@ -28,6 +28,15 @@ struct tern_mr;
 
 /** Descriptor flag: remote addresses are virtual (base + offset). */
 #define TERN_MR_DESC_VIRT_ADDR (1U << 0)
+/** Descriptor flags: the rights the owner registered the region with.
+ * tern refuses, before posting, an operation the descriptor does not
+ * allow (-TERN_EACCESS); the provider enforces the real rights. */
+#define TERN_MR_DESC_REMOTE_READ   (1U << 1)
+#define TERN_MR_DESC_REMOTE_WRITE  (1U << 2)
+#define TERN_MR_DESC_REMOTE_ATOMIC (1U << 3)
+#define TERN_MR_DESC_FLAGS                                   \
+	(TERN_MR_DESC_VIRT_ADDR | TERN_MR_DESC_REMOTE_READ | \
+	 TERN_MR_DESC_REMOTE_WRITE | TERN_MR_DESC_REMOTE_ATOMIC)
 
 /** Packed size of a descriptor with n keys. */
 #define TERN_MR_DESC_PACKED_SIZE(n) (24 + 8 * (size_t)(n))

@@ -152,8 +152,16 @@ static int choose_info(const struct tern_ctx_attr *attr,
 	int ret;
 
 	if (prov != NULL && strcmp(prov, "auto") != 0) {
-		ret = getinfo_one(tern__provider_canonical(prov), node,
-				  attr->domain, info_p);
+		prov = tern__provider_canonical(prov);
+		/* shm would take a node as its endpoint's name, and every
+		 * process given the same one would collide. */
+		if (node != NULL && strcmp(prov, "shm") == 0) {
+			tern_info("shm: ignoring node %s (shm names its own "
+				  "endpoints)",
+				  node);
+			node = NULL;
+		}
+		ret = getinfo_one(prov, node, attr->domain, info_p);
 		if (ret == -TERN_ENOPROV)
 			tern_warn("provider '%s' is not available here%s%s "
 				  "(see `tern info`)",

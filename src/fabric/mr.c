@@ -127,7 +127,16 @@ int tern_mr_desc(const struct tern_mr *mr, struct tern_mr_desc *desc)
 	*desc = (struct tern_mr_desc){
 		.base = (uint64_t)(uintptr_t)mr->buf,
 		.len = mr->len,
-		.flags = mr->ctx->virt_addr ? TERN_MR_DESC_VIRT_ADDR : 0,
+		.flags = (mr->ctx->virt_addr ? TERN_MR_DESC_VIRT_ADDR : 0) |
+			 ((mr->access & TERN_ACCESS_REMOTE_READ)
+				  ? TERN_MR_DESC_REMOTE_READ
+				  : 0) |
+			 ((mr->access & TERN_ACCESS_REMOTE_WRITE)
+				  ? TERN_MR_DESC_REMOTE_WRITE
+				  : 0) |
+			 ((mr->access & TERN_ACCESS_REMOTE_ATOMIC)
+				  ? TERN_MR_DESC_REMOTE_ATOMIC
+				  : 0),
 		.nkeys = mr->ctx->nrails,
 	};
 	for (unsigned int i = 0; i < mr->ctx->nrails; i++)
@@ -159,7 +168,7 @@ ssize_t tern_mr_desc_pack(const struct tern_mr_desc *desc, void *buf,
 	/* Never write what unpack would refuse. */
 	if (desc == NULL || buf == NULL || desc->nkeys == 0 ||
 	    desc->nkeys > TERN_MAX_RAILS ||
-	    (desc->flags & ~TERN_MR_DESC_VIRT_ADDR) != 0 || desc->len == 0 ||
+	    (desc->flags & ~TERN_MR_DESC_FLAGS) != 0 || desc->len == 0 ||
 	    desc->base + desc->len < desc->base)
 		return -EINVAL;
 	need = TERN_MR_DESC_PACKED_SIZE(desc->nkeys);
@@ -196,7 +205,7 @@ ssize_t tern_mr_desc_unpack(const void *buf, size_t len,
 	d.base = tern__get_u64(p + 8);
 	d.len = tern__get_u64(p + 16);
 	if (d.nkeys == 0 || d.nkeys > TERN_MAX_RAILS ||
-	    (d.flags & ~TERN_MR_DESC_VIRT_ADDR) != 0 || d.len == 0 ||
+	    (d.flags & ~TERN_MR_DESC_FLAGS) != 0 || d.len == 0 ||
 	    d.base + d.len < d.base)
 		return -TERN_EDESC;
 	need = TERN_MR_DESC_PACKED_SIZE(d.nkeys);

@@ -334,10 +334,12 @@ int tern_recv(struct tern_ctx *ctx, struct tern_mr *mr, void *buf, size_t len,
 /* Check a remote range against a descriptor the peer sent us. */
 static int remote_check(const struct tern_peer *peer,
 			const struct tern_mr_desc *rd, uint64_t roff,
-			uint64_t len)
+			uint64_t len, uint32_t right)
 {
 	if (rd->nkeys < peer->nrails || rd->nkeys > TERN_MAX_RAILS)
 		return -TERN_EDESC;
+	if (!(rd->flags & right))
+		return -TERN_EACCESS;
 	if (roff > rd->len || len > rd->len - roff)
 		return -TERN_EBOUNDS;
 	return 0;
@@ -355,7 +357,9 @@ static int rma_common(struct tern_peer *peer, struct tern_mr *mr,
 	if (peer == NULL || rdesc == NULL)
 		return -EINVAL;
 	ctx = peer->ctx;
-	ret = remote_check(peer, rdesc, roff, len);
+	ret = remote_check(peer, rdesc, roff, len,
+			   op == TERN__OP_READ ? TERN_MR_DESC_REMOTE_READ
+					       : TERN_MR_DESC_REMOTE_WRITE);
 	if (ret == 0)
 		ret = prep(ctx, req, op, peer, mr, buf, len);
 	if (ret != 0)
@@ -424,7 +428,7 @@ int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
 		if (pc->region >= nregions || pc->pad != 0)
 			return -EINVAL;
 		ret = remote_check(peer, &regions[pc->region], pc->roff,
-				   pc->len);
+				   pc->len, TERN_MR_DESC_REMOTE_WRITE);
 		if (ret != 0)
 			return ret;
 		if (pc->loff > mr->len || pc->len > mr->len - pc->loff)
@@ -469,7 +473,7 @@ static int atomic_common(struct tern_peer *peer,
 	}
 	if (roff % 8 != 0)
 		return -EINVAL;
-	ret = remote_check(peer, rdesc, roff, 8);
+	ret = remote_check(peer, rdesc, roff, 8, TERN_MR_DESC_REMOTE_ATOMIC);
 	if (ret != 0)
 		return ret;
 	/* The operand and result travel in the rail's registered scratch. */

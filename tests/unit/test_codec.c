@@ -244,7 +244,7 @@ static void test_desc_pack_refuses_invalid(void **state)
 
 	(void)state;
 	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), 32);
-	d.flags = 2;
+	d.flags = 0x10;
 	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), -EINVAL);
 	d.flags = 0;
 	d.len = 0;
@@ -392,7 +392,7 @@ static void test_desc_bad_fields(void **state)
 
 	/* Unknown flag bits, low and high. */
 	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), n);
-	tern__put_u16(buf + 6, TERN_MR_DESC_VIRT_ADDR | 0x0002);
+	tern__put_u16(buf + 6, TERN_MR_DESC_VIRT_ADDR | 0x0010);
 	desc_refused(buf, n, -TERN_EDESC);
 	tern__put_u16(buf + 6, 0x8000);
 	desc_refused(buf, n, -TERN_EDESC);

@@ -483,7 +483,7 @@ static int setup(void **state)
 
 	e->rdesc.base = RBASE;
 	e->rdesc.len = RLEN;
-	e->rdesc.flags = TERN_MR_DESC_VIRT_ADDR;
+	e->rdesc.flags = TERN_MR_DESC_VIRT_ADDR | TERN_MR_DESC_REMOTE_WRITE;
 	e->rdesc.nkeys = 1;
 	e->rdesc.keys[0] = RKEY;
 	*state = e;
@@ -554,7 +554,7 @@ static void test_write_queues_until_progress(void **state)
 	assert_int_equal(w.req.done, 0);
 	assert_int_equal(e->peer.inflight, 1);
 
-	plain.flags = 0;
+	plain.flags = TERN_MR_DESC_REMOTE_WRITE;
 	plain.keys[0] = 0x55;
 	track_init(&wi);
 	assert_int_equal(tern_write_imm(&e->peer, &e->mr, e->buf + 200, 50,
@@ -1366,6 +1366,12 @@ static void test_checks_before_posting(void **state)
 		tern_write_imm(&e->peer, &e->mr, e->buf, 64, &e->rdesc,
 			       UINT64_MAX - 8, 1, &t.req),
 		&before);
+	/* A descriptor without remote-write rights: refused before posting. */
+	d.flags = TERN_MR_DESC_VIRT_ADDR | TERN_MR_DESC_REMOTE_READ;
+	refused(e, &t, -TERN_EACCESS,
+		tern_write(&e->peer, &e->mr, e->buf, 8, &d, 0, &t.req),
+		&before);
+	d = e->rdesc;
 	/* Local buffer outside the local region. */
 	refused(e, &t, -TERN_EBOUNDS,
 		tern_write(&e->peer, &e->mr, e->buf + ENV_BUF_LEN - 10, 20,

@@ -20,6 +20,8 @@ static const struct {
 	{ "serve", cmd_serve, "serve random-fill requests (prints its card)" },
 	{ "fill", cmd_fill, "ask a server for a verified random fill" },
 	{ "demo", cmd_demo, "serve + fill as two processes on this host" },
+	{ "ping", cmd_ping, "latency ping-pong (send or write with imm)" },
+	{ "atomic", cmd_atomic, "remote fetch-add / compare-swap demo" },
 };
 
 static void usage(FILE *f)

@@ -99,6 +99,12 @@ struct tern_ctx_info {
 	int atomic_cswap; /**< 64-bit compare-and-swap offered */
 };
 
+/**
+ * Switch busy polling on or off for later tern_wait() calls (a latency
+ * tool spins while it measures, and sleeps when idle).
+ */
+void tern_ctx_set_busy_poll(struct tern_ctx *ctx, int on);
+
 /** Describe a ctx. @return 0, or -EINVAL. */
 int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info);
 

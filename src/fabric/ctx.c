@@ -482,6 +482,11 @@ int tern_ctx_close(struct tern_ctx *ctx)
 	return 0;
 }
 
+void tern_ctx_set_busy_poll(struct tern_ctx *ctx, int on)
+{
+	ctx->busy_poll = on != 0;
+}
+
 int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info)
 {
 	if (ctx == NULL || info == NULL)

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tern atomic: a server exposes one page of 64-bit words (a counter, a lock
+ * word, a holders count) for remote atomics; clients learn its descriptor
+ * with a HELLO and then work on it with fetch-add and compare-and-swap.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/app.h"
+#include "core/core.h"
+
+#define PAGE        4096
+#define MAX_CLIENTS 256
+
+struct client {
+	struct tern_peer *peer;
+	uint8_t card[TERN_CARD_MAX];
+	size_t card_len;
+	uint64_t seen; /* order of arrival, to evict the oldest */
+};
+
+static uint64_t client_clock;
+
+static int client_find(struct client *cl, const uint8_t *card, size_t len)
+{
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		if (cl[i].peer != NULL && cl[i].card_len == len &&
+		    memcmp(cl[i].card, card, len) == 0)
+			return i;
+	}
+	return -1;
+}
+
+static void client_drop(struct client *c)
+{
+	tern_peer_remove(c->peer);
+	c->peer = NULL;
+}
+
+/* Add a client, evicting the oldest when all slots are taken. */
+static int client_add(struct tern_ctx *ctx, struct client *cl,
+		      const uint8_t *card, size_t len)
+{
+	int slot = 0, ret;
+
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		if (cl[i].peer == NULL) {
+			slot = i;
+			break;
+		}
+		if (cl[i].seen < cl[slot].seen)
+			slot = i;
+	}
+	if (len > TERN_CARD_MAX)
+		return -TERN_ECARD;
+	if (cl[slot].peer != NULL)
+		client_drop(&cl[slot]);
+	ret = tern_peer_add(ctx, card, len, &cl[slot].peer);
+	if (ret != 0)
+		return ret;
+	memcpy(cl[slot].card, card, len);
+	cl[slot].card_len = len;
+	cl[slot].seen = ++client_clock;
+	return slot;
+}
+
+int tern_atomic_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
+		       FILE *log, uint64_t *final_counter)
+{
+	struct client *cl = calloc(MAX_CLIENTS, sizeof(*cl));
+	struct tern_msgbox mb;
+	struct tern_mr *mr = NULL;
+	uint64_t *page = NULL, clients = 0;
+	int ret;
+
+	if (cl == NULL)
+		return -ENOMEM;
+	ret = tern_msgbox_open(ctx, &mb);
+	if (ret != 0) {
+		free(cl);
+		return ret;
+	}
+	if (posix_memalign((void **)&page, PAGE, PAGE) != 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memset(page, 0, PAGE);
+	ret = tern_mr_reg(ctx, page, PAGE, TERN_ACCESS_REMOTE_ATOMIC, &mr);
+	if (ret != 0)
+		goto out;
+	while (!*stop) {
+		struct tern_hello h, ack = { .kind = TERN_HELLO_ACK };
+		ssize_t n = tern_msgbox_recv(&mb, 200);
+		int slot;
+
+		if (n == -ETIMEDOUT)
+			continue;
+		if (n < 0 || tern_hello_decode(mb.rbuf, (size_t)n, &h) != 0 ||
+		    (h.kind != TERN_HELLO_ATOMIC && h.kind != TERN_HELLO_BYE)) {
+			fprintf(log, "atomic: dropped a message that is not an "
+				     "atomic HELLO or BYE\n");
+			continue;
+		}
+		/* Clients stay peers until they say goodbye: removing one
+		 * while its atomics are in flight would lose them. */
+		slot = client_find(cl, h.card, h.card_len);
+		if (h.kind == TERN_HELLO_BYE) {
+			if (slot >= 0)
+				client_drop(&cl[slot]);
+			continue;
+		}
+		if (slot < 0)
+			slot = client_add(ctx, cl, h.card, h.card_len);
+		if (slot < 0) {
+			fprintf(log, "atomic: dropped a HELLO: %s\n",
+				tern_strerror(slot));
+			continue;
+		}
+		ack.has_desc = 1;
+		tern_mr_desc(mr, &ack.desc);
+		n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &ack);
+		if (n > 0 &&
+		    tern_msgbox_send(&mb, cl[slot].peer, (size_t)n, 5000) == 0)
+			clients++;
+		/* The page is the target's own memory: read it directly. */
+		if (clients % 16 == 1)
+			fprintf(log, "atomic: %" PRIu64 " client(s) so far, "
+				     "counter %" PRIu64 "\n",
+				clients, page[TERN_ATOMIC_COUNTER / 8]);
+		fflush(log);
+	}
+	fprintf(log, "atomic: served %" PRIu64 " client(s); counter %" PRIu64
+		     ", lock word %" PRIu64 "\n",
+		clients, page[TERN_ATOMIC_COUNTER / 8],
+		page[TERN_ATOMIC_LOCK / 8]);
+	*final_counter = page[TERN_ATOMIC_COUNTER / 8];
+out:
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		if (cl[i].peer != NULL)
+			client_drop(&cl[i]);
+	}
+	free(cl);
+	tern_mr_close(mr);
+	free(page);
+	tern_msgbox_close(&mb);
+	return ret;
+}
+
+int tern_atomic_bye(struct tern_ctx *ctx, struct tern_peer *peer)
+{
+	uint8_t mycard[TERN_CARD_MAX];
+	struct tern_hello h = { .kind = TERN_HELLO_BYE };
+	struct tern_msgbox mb;
+	ssize_t n;
+	int ret = tern_msgbox_open(ctx, &mb);
+
+	if (ret != 0)
+		return ret;
+	h.card = mycard;
+	h.card_len = (size_t)tern_ctx_card(ctx, mycard, sizeof(mycard));
+	n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &h);
+	ret = n < 0 ? (int)n : tern_msgbox_send(&mb, peer, (size_t)n, 5000);
+	tern_msgbox_close(&mb);
+	return ret;
+}
+
+int tern_atomic_hello(struct tern_ctx *ctx, const void *card,
+		      size_t card_len, struct tern_peer **peer_p,
+		      struct tern_mr_desc *desc, char *why, size_t whylen)
+{
+	uint8_t mycard[TERN_CARD_MAX];
+	struct tern_hello h = { .kind = TERN_HELLO_ATOMIC }, ack;
+	struct tern_peer *peer = NULL;
+	struct tern_msgbox mb;
+	ssize_t n;
+	int ret;
+
+	ret = tern_msgbox_open(ctx, &mb);
+	if (ret != 0)
+		return ret;
+	ret = tern_peer_add(ctx, card, card_len, &peer);
+	if (ret != 0) {
+		snprintf(why, whylen, "server card unusable: %s",
+			 tern_strerror(ret));
+		goto out;
+	}
+	h.card = mycard;
+	h.card_len = (size_t)tern_ctx_card(ctx, mycard, sizeof(mycard));
+	n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &h);
+	ret = n < 0 ? (int)n : tern_msgbox_send(&mb, peer, (size_t)n, 5000);
+	if (ret == 0) {
+		n = tern_msgbox_recv(&mb, 10000);
+		ret = n < 0 ? (int)n : 0;
+	}
+	if (ret != 0) {
+		snprintf(why, whylen, "no answer from the atomic server: %s",
+			 tern_strerror(ret));
+		goto out;
+	}
+	ret = tern_hello_decode(mb.rbuf, (size_t)n, &ack);
+	if (ret != 0 || ack.kind != TERN_HELLO_ACK || !ack.has_desc) {
+		snprintf(why, whylen, "unexpected answer from the server");
+		ret = -TERN_EPROTO;
+		goto out;
+	}
+	*desc = ack.desc;
+	*peer_p = peer;
+	peer = NULL;
+out:
+	tern_peer_remove(peer);
+	tern_msgbox_close(&mb);
+	return ret;
+}

@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tern ping: latency ping-pong in the manner of ibv_rc_pingpong and
+ * fi_rdm_pingpong, with send/recv or with writes carrying immediates. Both
+ * sides run the same schedule (sizes x (warmup + iters)), agreed in the
+ * HELLO; the client times each round trip and reports half of it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/app.h"
+#include "core/core.h"
+
+#define PING_TIMEOUT_MS 10000
+#define PING_IMM        1
+
+/* params: u32 mode, iters, warmup, nsizes, sizes[nsizes] */
+ssize_t tern_ping_params_encode(const struct tern_ping_params *p, void *buf,
+				size_t cap)
+{
+	size_t len = 16 + 4 * (size_t)p->nsizes;
+	uint8_t *b = buf;
+
+	if (p->nsizes > TERN_PING_MAX_SIZES)
+		return -EINVAL;
+	if (cap < len)
+		return -ENOSPC;
+	tern__put_u32(b, p->mode);
+	tern__put_u32(b + 4, p->iters);
+	tern__put_u32(b + 8, p->warmup);
+	tern__put_u32(b + 12, p->nsizes);
+	for (uint32_t i = 0; i < p->nsizes; i++)
+		tern__put_u32(b + 16 + 4 * i, p->sizes[i]);
+	return (ssize_t)len;
+}
+
+int tern_ping_params_decode(const void *buf, size_t len,
+			    struct tern_ping_params *p, char *why,
+			    size_t whylen)
+{
+	const uint8_t *b = buf;
+	struct tern_ping_params x = { 0 };
+
+	if (len < 16) {
+		snprintf(why, whylen, "ping parameters truncated");
+		return -TERN_EPROTO;
+	}
+	x.mode = tern__get_u32(b);
+	x.iters = tern__get_u32(b + 4);
+	x.warmup = tern__get_u32(b + 8);
+	x.nsizes = tern__get_u32(b + 12);
+	if (x.nsizes == 0 || x.nsizes > TERN_PING_MAX_SIZES ||
+	    len != 16 + 4 * (size_t)x.nsizes) {
+		snprintf(why, whylen, "%u sizes in %zu bytes (1..%d sizes)",
+			 x.nsizes, len, TERN_PING_MAX_SIZES);
+		return -TERN_EPROTO;
+	}
+	if (x.mode != TERN_PING_SEND && x.mode != TERN_PING_WRITE) {
+		snprintf(why, whylen, "unknown ping mode %u", x.mode);
+		return -TERN_EREFUSED;
+	}
+	if (x.iters == 0 || x.iters > TERN_PING_MAX_ITERS ||
+	    x.warmup > TERN_PING_MAX_ITERS) {
+		snprintf(why, whylen, "iterations %u / warm-up %u outside "
+				      "1..%u",
+			 x.iters, x.warmup, TERN_PING_MAX_ITERS);
+		return -TERN_EREFUSED;
+	}
+	for (uint32_t i = 0; i < x.nsizes; i++) {
+		x.sizes[i] = tern__get_u32(b + 16 + 4 * i);
+		if (x.sizes[i] == 0 || x.sizes[i] > TERN_PING_MAX_SIZE) {
+			snprintf(why, whylen, "size %u outside 1..%u",
+				 x.sizes[i], TERN_PING_MAX_SIZE);
+			return -TERN_EREFUSED;
+		}
+	}
+	*p = x;
+	return 0;
+}
+
+static uint32_t max_size(const struct tern_ping_params *p)
+{
+	uint32_t m = 0;
+
+	for (uint32_t i = 0; i < p->nsizes; i++)
+		m = TERN_MAX(m, p->sizes[i]);
+	return m;
+}
+
+/* Everything one side of a ping session needs. */
+struct side {
+	struct tern_ctx *ctx;
+	struct tern_peer *peer;
+	struct tern_mr *mr;
+	uint8_t *buf; /* [receive | send], each half bytes */
+	size_t half;
+	struct tern_mr_desc remote;
+	struct tern_req sreq, rreq, ireq;
+};
+
+static int wait_ok(struct side *s, struct tern_req *req)
+{
+	int ret = tern_wait(s->ctx, req, PING_TIMEOUT_MS);
+
+	return ret != 0 ? ret : req->status;
+}
+
+static int post_recv(struct side *s, uint32_t size)
+{
+	tern_req_init(&s->rreq, NULL, NULL);
+	return tern_recv(s->ctx, s->mr, s->buf, size, &s->rreq);
+}
+
+static int post_expect(struct side *s)
+{
+	tern_req_init(&s->ireq, NULL, NULL);
+	return tern_imm_expect(s->ctx, PING_IMM, 1, &s->ireq);
+}
+
+/* Send (or write with immediate) @size bytes to the other side. */
+static int fire(struct side *s, uint32_t mode, uint32_t size)
+{
+	tern_req_init(&s->sreq, NULL, NULL);
+	if (mode == TERN_PING_SEND)
+		return tern_send(s->peer, s->mr, s->buf + s->half, size,
+				 &s->sreq);
+	return tern_write_imm(s->peer, s->mr, s->buf + s->half, size,
+			      &s->remote, 0, PING_IMM, &s->sreq);
+}
+
+/* Arm for the next arrival: a receive, or an immediate expectation. */
+static int arm(struct side *s, uint32_t mode, uint32_t size)
+{
+	return mode == TERN_PING_SEND ? post_recv(s, size) : post_expect(s);
+}
+
+static int arrived(struct side *s, uint32_t mode, uint32_t size)
+{
+	struct tern_req *r = mode == TERN_PING_SEND ? &s->rreq : &s->ireq;
+	int ret = wait_ok(s, r);
+
+	if (ret == 0 && mode == TERN_PING_SEND && r->len != size)
+		ret = -TERN_EPROTO;
+	return ret;
+}
+
+/* The server's half: wait, answer; armed for the next before answering.
+ * The schedule is sizes x (warmup + iters) steps, the first armed by the
+ * caller before its ACK. */
+static int serve_session(struct side *s, const struct tern_ping_params *p)
+{
+	uint64_t n = (uint64_t)p->warmup + p->iters, total = n * p->nsizes;
+	int ret = 0;
+
+	for (uint64_t j = 0; j < total && ret == 0; j++) {
+		uint32_t size = p->sizes[j / n];
+
+		ret = arrived(s, p->mode, size);
+		if (ret == 0 && j + 1 < total)
+			ret = arm(s, p->mode, p->sizes[(j + 1) / n]);
+		if (ret == 0)
+			ret = fire(s, p->mode, size);
+		if (ret == 0)
+			ret = wait_ok(s, &s->sreq);
+	}
+	return ret;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const uint64_t *s, size_t n, double q)
+{
+	size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+
+	return (double)s[TERN_MIN(i, n - 1)] / 2e3; /* half RTT, in us */
+}
+
+static int client_session(struct side *s, const struct tern_ping_params *p,
+			  struct tern_ping_result *res)
+{
+	uint64_t *rtt = malloc(sizeof(*rtt) * p->iters);
+	int ret = 0;
+
+	if (rtt == NULL)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < p->nsizes && ret == 0; k++) {
+		uint32_t size = p->sizes[k], n = p->warmup + p->iters;
+		uint64_t start = 0;
+
+		for (uint32_t i = 0; i < n && ret == 0; i++) {
+			uint64_t t0;
+
+			if (i == p->warmup)
+				start = tern__now_ns();
+			ret = arm(s, p->mode, size);
+			t0 = tern__now_ns();
+			if (ret == 0)
+				ret = fire(s, p->mode, size);
+			if (ret == 0)
+				ret = arrived(s, p->mode, size);
+			if (ret == 0 && i >= p->warmup)
+				rtt[i - p->warmup] = tern__now_ns() - t0;
+			if (ret == 0)
+				ret = wait_ok(s, &s->sreq);
+		}
+		if (ret != 0)
+			break;
+		res[k] = (struct tern_ping_result){
+			.size = size,
+			.iters = p->iters,
+			.rate = (double)p->iters * 1e9 /
+				(double)(tern__now_ns() - start),
+		};
+		qsort(rtt, p->iters, sizeof(*rtt), cmp_u64);
+		res[k].min_us = pct(rtt, p->iters, 0);
+		res[k].p50_us = pct(rtt, p->iters, 0.5);
+		res[k].p99_us = pct(rtt, p->iters, 0.99);
+		res[k].p999_us = pct(rtt, p->iters, 0.999);
+		res[k].max_us = pct(rtt, p->iters, 1);
+		res[k].mbps = (double)size * 8 / res[k].p50_us;
+	}
+	free(rtt);
+	return ret;
+}
+
+static int side_open(struct side *s, struct tern_ctx *ctx, uint32_t maxsz)
+{
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->ctx = ctx;
+	s->sreq.done = s->rreq.done = s->ireq.done = 1;
+	s->half = maxsz;
+	if (posix_memalign((void **)&s->buf, 128, 2 * (size_t)maxsz) != 0)
+		return -ENOMEM;
+	memset(s->buf, 0x5a, 2 * (size_t)maxsz);
+	ret = tern_mr_reg(ctx, s->buf, 2 * (size_t)maxsz,
+			  TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_WRITE, &s->mr);
+	if (ret != 0) {
+		free(s->buf);
+		s->buf = NULL;
+	}
+	return ret;
+}
+
+static void side_close(struct side *s)
+{
+	/* Nothing may stay queued on a buffer we free. */
+	if (!s->rreq.done && tern_req_cancel(s->ctx, &s->rreq) >= 0)
+		tern_wait(s->ctx, &s->rreq, 2000);
+	if (!s->ireq.done)
+		tern_req_cancel(s->ctx, &s->ireq);
+	if (!s->sreq.done)
+		tern_wait(s->ctx, &s->sreq, 2000);
+	tern_peer_remove(s->peer);
+	tern_mr_close(s->mr);
+	free(s->buf);
+}
+
+/* Reply ERROR to the sender of a HELLO we refuse (its card is in it). */
+static void refuse(struct tern_msgbox *mb, const struct tern_hello *h,
+		   const char *why)
+{
+	struct tern_hello e = {
+		.kind = TERN_HELLO_ERROR,
+		.params = (const uint8_t *)why,
+		.params_len = strlen(why),
+	};
+	struct tern_peer *peer;
+	ssize_t n;
+
+	if (tern_peer_add(mb->ctx, h->card, h->card_len, &peer) != 0)
+		return;
+	n = tern_hello_encode(mb->sbuf, TERN_MSGBOX_MAX, &e);
+	if (n > 0)
+		tern_msgbox_send(mb, peer, (size_t)n, 2000);
+	tern_peer_remove(peer);
+}
+
+int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
+		     FILE *log)
+{
+	struct tern_msgbox mb;
+	int ret = tern_msgbox_open(ctx, &mb);
+
+	if (ret != 0)
+		return ret;
+	while (!*stop) {
+		struct tern_ping_params p;
+		struct tern_hello h, ack = { .kind = TERN_HELLO_ACK };
+		struct side s;
+		char why[128];
+		ssize_t n = tern_msgbox_recv(&mb, 200);
+		uint64_t t0;
+
+		if (n == -ETIMEDOUT)
+			continue;
+		if (n < 0 || tern_hello_decode(mb.rbuf, (size_t)n, &h) != 0) {
+			fprintf(log, "ping: dropped a malformed message\n");
+			continue;
+		}
+		if (h.kind != TERN_HELLO_PING || !h.has_desc) {
+			refuse(&mb, &h, "not a ping HELLO");
+			continue;
+		}
+		ret = tern_ping_params_decode(h.params, h.params_len, &p, why,
+					      sizeof(why));
+		if (ret != 0) {
+			fprintf(log, "ping: refused: %s\n", why);
+			refuse(&mb, &h, why);
+			continue;
+		}
+		ret = side_open(&s, ctx, max_size(&p));
+		if (ret == 0)
+			ret = tern_peer_add(ctx, h.card, h.card_len, &s.peer);
+		if (ret != 0) {
+			fprintf(log, "ping: cannot serve: %s\n",
+				tern_strerror(ret));
+			if (s.buf != NULL)
+				side_close(&s);
+			continue;
+		}
+		s.remote = h.desc;
+		ack.has_desc = 1;
+		tern_mr_desc(s.mr, &ack.desc);
+		n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &ack);
+		fprintf(log, "ping: client: %s mode, %u size(s), %u+%u "
+			     "iterations\n",
+			p.mode == TERN_PING_SEND ? "send" : "write", p.nsizes,
+			p.warmup, p.iters);
+		t0 = tern__now_ns();
+		/* Armed before the ACK goes: the first ping finds us ready. */
+		tern_ctx_set_busy_poll(ctx, 1);
+		ret = arm(&s, p.mode, p.sizes[0]);
+		if (ret == 0)
+			ret = tern_msgbox_send(&mb, s.peer, (size_t)n, 5000);
+		if (ret == 0)
+			ret = serve_session(&s, &p);
+		tern_ctx_set_busy_poll(ctx, 0);
+		fprintf(log, "ping: session %s after %.1f ms%s%s\n",
+			ret == 0 ? "done" : "failed",
+			(double)(tern__now_ns() - t0) / 1e6,
+			ret == 0 ? "" : ": ", ret == 0 ? "" : tern_strerror(ret));
+		fflush(log);
+		side_close(&s);
+	}
+	tern_msgbox_close(&mb);
+	return 0;
+}
+
+int tern_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
+		     const struct tern_ping_params *p,
+		     struct tern_ping_result *results, char *why,
+		     size_t whylen)
+{
+	uint8_t mycard[TERN_CARD_MAX], params[TERN_HELLO_PARAMS];
+	struct tern_hello h = { .kind = TERN_HELLO_PING }, ack;
+	struct tern_msgbox mb;
+	struct side s;
+	ssize_t n;
+	int ret;
+
+	ret = tern_msgbox_open(ctx, &mb);
+	if (ret != 0)
+		return ret;
+	ret = side_open(&s, ctx, max_size(p));
+	if (ret == 0)
+		ret = tern_peer_add(ctx, card, card_len, &s.peer);
+	if (ret != 0) {
+		snprintf(why, whylen, "setup: %s", tern_strerror(ret));
+		goto out;
+	}
+	h.card = mycard;
+	h.card_len = (size_t)tern_ctx_card(ctx, mycard, sizeof(mycard));
+	h.has_desc = 1;
+	tern_mr_desc(s.mr, &h.desc);
+	h.params = params;
+	h.params_len = (size_t)tern_ping_params_encode(p, params,
+						       sizeof(params));
+	n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &h);
+	ret = n < 0 ? (int)n : tern_msgbox_send(&mb, s.peer, (size_t)n, 5000);
+	if (ret == 0) {
+		n = tern_msgbox_recv(&mb, 10000);
+		ret = n < 0 ? (int)n : 0;
+	}
+	if (ret != 0) {
+		snprintf(why, whylen, "no answer from the ping server: %s",
+			 tern_strerror(ret));
+		goto out;
+	}
+	ret = tern_hello_decode(mb.rbuf, (size_t)n, &ack);
+	if (ret == 0 && ack.kind == TERN_HELLO_ERROR) {
+		snprintf(why, whylen, "server refused: %.*s",
+			 (int)TERN_MIN(ack.params_len, 200), ack.params);
+		ret = -TERN_EREFUSED;
+		goto out;
+	}
+	if (ret != 0 || ack.kind != TERN_HELLO_ACK || !ack.has_desc) {
+		snprintf(why, whylen, "unexpected answer from the server");
+		ret = -TERN_EPROTO;
+		goto out;
+	}
+	s.remote = ack.desc;
+	ret = client_session(&s, p, results);
+	if (ret != 0)
+		snprintf(why, whylen, "ping failed: %s", tern_strerror(ret));
+out:
+	side_close(&s);
+	tern_msgbox_close(&mb);
+	return ret;
+}

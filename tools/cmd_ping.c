@@ -1,0 +1,648 @@
+/* SPDX-License-Identifier: MIT */
+/* tern ping / tern atomic: latency ping-pong and a remote-atomics demo. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <tern/tern.h>
+
+#include "app/app.h"
+#include "cli.h"
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+struct net_opts {
+	const char *cmd;
+	const char *provider;
+	const char *node;
+	const char *card_file;
+};
+
+static int open_ctx(const struct net_opts *o, uint64_t flags,
+		    struct tern_ctx **ctx_p)
+{
+	struct tern_ctx_attr attr = {
+		.provider = o->provider,
+		.node = o->node,
+		.flags = flags,
+	};
+	struct tern_ctx_info ci;
+	int ret = tern_ctx_open(&attr, ctx_p);
+
+	if (ret != 0) {
+		cli_err(o->cmd, "cannot open a ctx on %s: %s",
+			o->provider ? o->provider : "any provider",
+			tern_strerror(ret));
+		return ret;
+	}
+	tern_ctx_query(*ctx_p, &ci);
+	printf("%s: provider %s, fabric %s, domain %s\n", o->cmd, ci.provider,
+	       ci.fabric, ci.domain);
+	return 0;
+}
+
+/* Print the card and, with --card-file, write it there too. */
+static int announce(const struct net_opts *o, struct tern_ctx *ctx)
+{
+	char hex[2 * TERN_CARD_MAX + 1];
+	uint8_t card[TERN_CARD_MAX];
+	ssize_t len = tern_ctx_card(ctx, card, sizeof(card));
+	FILE *f;
+
+	tern_hex_encode(card, (size_t)len, hex, sizeof(hex));
+	printf("card: %s\nrun:  tern %s %s --provider %s\n", hex, o->cmd, hex,
+	       o->provider ? o->provider : "<same>");
+	fflush(stdout);
+	if (o->card_file == NULL)
+		return 0;
+	f = fopen(o->card_file, "w");
+	if (f == NULL || fprintf(f, "%s\n", hex) < 0 || fclose(f) != 0) {
+		cli_err(o->cmd, "writing %s: %s", o->card_file,
+			strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int load_card(const struct net_opts *o, const char *arg,
+		     uint8_t *card, size_t *len_p)
+{
+	char buf[2 * TERN_CARD_MAX + 2];
+	const char *hex = arg;
+	ssize_t n;
+
+	if (o->card_file != NULL) {
+		FILE *f = fopen(o->card_file, "r");
+
+		if (f == NULL || fgets(buf, sizeof(buf), f) == NULL) {
+			cli_err(o->cmd, "reading card from %s failed",
+				o->card_file);
+			if (f != NULL)
+				fclose(f);
+			return -EINVAL;
+		}
+		fclose(f);
+		buf[strcspn(buf, "\r\n")] = '\0';
+		hex = buf;
+	}
+	if (hex == NULL) {
+		cli_err(o->cmd, "no server card (argument or --card-file)");
+		return -EINVAL;
+	}
+	n = tern_hex_decode(hex, card, TERN_CARD_MAX);
+	if (n <= 0) {
+		cli_err(o->cmd, "the card must be the hex string the server "
+				"printed");
+		return -EINVAL;
+	}
+	*len_p = (size_t)n;
+	return 0;
+}
+
+/* --- ping ------------------------------------------------------------------ */
+
+static void ping_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: tern ping serve [--provider P] [--node ADDR] "
+		"[--card-file FILE]\n"
+		"       tern ping <card-hex> [--mode send|write] [--sizes "
+		"LIST | --size N]\n"
+		"                 [--iters N] [--warmup N] [--provider P]\n\n"
+		"Latency ping-pong (like ibv_rc_pingpong / fi_rdm_pingpong). "
+		"Modes: send\n(send/recv) and write (RDMA write with "
+		"immediate, counted by the peer).\nPrints per size the "
+		"half round trip in microseconds (min, p50, p99,\np99.9, "
+		"max) and round trips per second. Both sides busy-poll "
+		"while\nmeasuring.\n\n"
+		"  -m, --mode MODE      send (default) or write\n"
+		"      --sizes LIST     e.g. 8,64,4K,64K,1M (default 8,64,"
+		"512,4K,64K)\n"
+		"  -s, --size N         one size\n"
+		"  -i, --iters N        timed round trips per size (default "
+		"1000)\n"
+		"  -w, --warmup N       untimed round trips first (default "
+		"100)\n"
+		"  -p, --provider NAME  efa, verbs, tcp, shm\n"
+		"      --node ADDR      local address to bind (tcp)\n"
+		"      --card-file FILE write (serve) or read (client) the "
+		"card\n"
+		"  -h, --help           this text\n");
+}
+
+static int parse_sizes(const char *list, struct tern_ping_params *p)
+{
+	char *copy = strdup(list), *save = NULL, *tok;
+	int ret = 0;
+
+	if (copy == NULL)
+		return -ENOMEM;
+	p->nsizes = 0;
+	for (tok = strtok_r(copy, ",", &save); tok != NULL && ret == 0;
+	     tok = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+
+		if (p->nsizes == TERN_PING_MAX_SIZES) {
+			cli_err("ping", "at most %d sizes",
+				TERN_PING_MAX_SIZES);
+			ret = -EINVAL;
+			break;
+		}
+		ret = cli_size("ping", "--sizes", tok, 1, TERN_PING_MAX_SIZE,
+			       &v);
+		p->sizes[p->nsizes++] = (uint32_t)v;
+	}
+	free(copy);
+	if (ret == 0 && p->nsizes == 0) {
+		cli_err("ping", "--sizes: empty list");
+		ret = -EINVAL;
+	}
+	return ret;
+}
+
+int cmd_ping(int argc, char **argv)
+{
+	enum { OPT_NODE = 256, OPT_CARD, OPT_SIZES };
+	static const struct option lo[] = {
+		{ "mode", required_argument, NULL, 'm' },
+		{ "sizes", required_argument, NULL, OPT_SIZES },
+		{ "size", required_argument, NULL, 's' },
+		{ "iters", required_argument, NULL, 'i' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "provider", required_argument, NULL, 'p' },
+		{ "node", required_argument, NULL, OPT_NODE },
+		{ "card-file", required_argument, NULL, OPT_CARD },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tern_ping_params p = {
+		.mode = TERN_PING_SEND,
+		.iters = 1000,
+		.warmup = 100,
+		.nsizes = 5,
+		.sizes = { 8, 64, 512, 4096, 65536 },
+	};
+	struct net_opts o = { .cmd = "ping" };
+	struct tern_ping_result res[TERN_PING_MAX_SIZES];
+	uint8_t card[TERN_CARD_MAX];
+	struct tern_ctx *ctx;
+	size_t card_len;
+	char why[256];
+	uint64_t v;
+	int c, ret = 0;
+
+	while ((c = getopt_long(argc, argv, "m:s:i:w:p:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			if (strcmp(optarg, "send") == 0) {
+				p.mode = TERN_PING_SEND;
+			} else if (strcmp(optarg, "write") == 0) {
+				p.mode = TERN_PING_WRITE;
+			} else {
+				cli_err("ping", "--mode: send or write");
+				ret = -EINVAL;
+			}
+			break;
+		case OPT_SIZES:
+			ret = parse_sizes(optarg, &p);
+			break;
+		case 's':
+			ret = cli_size("ping", "--size", optarg, 1,
+				       TERN_PING_MAX_SIZE, &v);
+			p.nsizes = 1;
+			p.sizes[0] = (uint32_t)v;
+			break;
+		case 'i':
+			ret = cli_uint("ping", "--iters", optarg, 1,
+				       TERN_PING_MAX_ITERS, &v);
+			p.iters = (uint32_t)v;
+			break;
+		case 'w':
+			ret = cli_uint("ping", "--warmup", optarg, 0,
+				       TERN_PING_MAX_ITERS, &v);
+			p.warmup = (uint32_t)v;
+			break;
+		case 'p':
+			o.provider = optarg;
+			break;
+		case OPT_NODE:
+			o.node = optarg;
+			break;
+		case OPT_CARD:
+			o.card_file = optarg;
+			break;
+		case 'h':
+			ping_usage(stdout);
+			return 0;
+		default:
+			ping_usage(stderr);
+			return 2;
+		}
+		if (ret != 0)
+			return 2;
+	}
+	if (argc - optind > 1) {
+		cli_err("ping", "unexpected argument '%s'", argv[optind + 1]);
+		return 2;
+	}
+	catch_signals();
+	if (optind < argc && strcmp(argv[optind], "serve") == 0) {
+		if (open_ctx(&o, 0, &ctx) != 0)
+			return 1;
+		ret = announce(&o, ctx);
+		if (ret == 0) {
+			printf("serving ping clients, one at a time; Ctrl-C to "
+			       "stop\n");
+			fflush(stdout);
+			ret = tern_ping_server(ctx, &stop_flag, stdout);
+		}
+		tern_ctx_close(ctx);
+		return ret == 0 ? 0 : 1;
+	}
+	if (load_card(&o, optind < argc ? argv[optind] : NULL, card,
+		      &card_len) != 0)
+		return 2;
+	if (open_ctx(&o, TERN_CTX_BUSY_POLL, &ctx) != 0)
+		return 1;
+	ret = tern_ping_client(ctx, card, card_len, &p, res, why, sizeof(why));
+	if (ret != 0) {
+		cli_err("ping", "%s", why);
+	} else {
+		printf("%s ping-pong, %u iterations (+%u warm-up); half round "
+		       "trip in us\n",
+		       p.mode == TERN_PING_SEND ? "send/recv" :
+						  "write-with-immediate",
+		       p.iters, p.warmup);
+		printf("%10s %9s %9s %9s %9s %9s %12s\n", "size", "min",
+		       "p50", "p99", "p99.9", "max", "rt/s");
+		for (uint32_t i = 0; i < p.nsizes; i++)
+			printf("%10u %9.2f %9.2f %9.2f %9.2f %9.2f %12.0f\n",
+			       res[i].size, res[i].min_us, res[i].p50_us,
+			       res[i].p99_us, res[i].p999_us, res[i].max_us,
+			       res[i].rate);
+	}
+	tern_ctx_close(ctx);
+	return ret == 0 ? 0 : 1;
+}
+
+/* --- atomic ---------------------------------------------------------------- */
+
+static void atomic_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: tern atomic serve [--provider P] [--node ADDR] "
+		"[--card-file FILE]\n"
+		"       tern atomic <card-hex> [--clients N] [--reps R] "
+		"[--provider P]\n\n"
+		"Remote 64-bit atomics. The server exposes a counter and a "
+		"lock word.\nThe client starts N processes; each "
+		"fetch-adds the counter R times\n(16 in flight) and takes "
+		"and releases the lock with compare-and-swap\nR/10 times, "
+		"checking nobody else holds it meanwhile. The counter must\n"
+		"end exactly N*R higher, with every returned old value "
+		"unique.\n\n"
+		"  -n, --clients N      processes (default 4)\n"
+		"  -r, --reps R         fetch-adds per process (default "
+		"1000)\n"
+		"  -p, --provider NAME  efa, verbs, tcp, shm\n"
+		"      --node ADDR      local address to bind (tcp)\n"
+		"      --card-file FILE write (serve) or read (client) the "
+		"card\n"
+		"  -h, --help           this text\n");
+}
+
+static uint64_t one_atomic(struct tern_ctx *ctx, struct tern_peer *peer,
+			   const struct tern_mr_desc *d, int cas,
+			   uint64_t off, uint64_t a, uint64_t b, int *err)
+{
+	struct tern_req req;
+	int ret;
+
+	tern_req_init(&req, NULL, NULL);
+	ret = cas ? tern_atomic_cswap(peer, d, off, a, b, &req) :
+		    tern_atomic_fetch_add(peer, d, off, a, &req);
+	if (ret == 0)
+		ret = tern_wait(ctx, &req, 10000);
+	if (ret == 0)
+		ret = req.status;
+	if (ret != 0 && *err == 0) {
+		*err = ret;
+		cli_err("atomic", "%s: %s%s%s", cas ? "compare-swap" :
+						      "fetch-add",
+			tern_strerror(ret), req.errmsg[0] ? ": " : "",
+			req.errmsg);
+	}
+	return req.value;
+}
+
+/* One worker process: R fetch-adds (old values to @fd), R/10 lock rounds. */
+static int atomic_worker(struct tern_ctx *ctx, struct tern_peer *peer,
+			 const struct tern_mr_desc *d, uint64_t reps, int fd)
+{
+	struct tern_req req[16];
+	uint64_t *old = calloc(reps, sizeof(*old)), id = (uint64_t)getpid();
+	uint64_t posted = 0, done = 0, rounds = reps / 10 ? reps / 10 : 1;
+	int err = 0;
+
+	if (old == NULL)
+		return 1;
+	while (done < reps && err == 0) {
+		while (posted < reps && posted - done < 16) {
+			tern_req_init(&req[posted % 16], NULL, NULL);
+			err = tern_atomic_fetch_add(peer, d,
+						    TERN_ATOMIC_COUNTER, 1,
+						    &req[posted % 16]);
+			if (err != 0)
+				break;
+			posted++;
+		}
+		if (err == 0)
+			err = tern_wait(ctx, &req[done % 16], 10000);
+		if (err == 0)
+			err = req[done % 16].status;
+		if (err != 0) {
+			cli_err("atomic", "fetch-add: %s %s",
+				tern_strerror(err), req[done % 16].errmsg);
+			break;
+		}
+		old[done] = req[done % 16].value;
+		done++;
+	}
+	for (uint64_t r = 0; r < rounds && err == 0; r++) {
+		/* Take the lock, prove we are alone, give it back. */
+		while (one_atomic(ctx, peer, d, 1, TERN_ATOMIC_LOCK, 0, id,
+				  &err) != 0 &&
+		       err == 0)
+			;
+		if (err == 0 &&
+		    one_atomic(ctx, peer, d, 0, TERN_ATOMIC_HOLDERS, 1, 0,
+			       &err) != 0) {
+			cli_err("atomic", "two holders of the lock");
+			err = -TERN_EVERIFY;
+		}
+		one_atomic(ctx, peer, d, 0, TERN_ATOMIC_HOLDERS, UINT64_MAX,
+			   0, &err);
+		if (err == 0 &&
+		    one_atomic(ctx, peer, d, 1, TERN_ATOMIC_LOCK, id, 0,
+			       &err) != id) {
+			cli_err("atomic", "lock stolen");
+			err = -TERN_EVERIFY;
+		}
+	}
+	if (err == 0 && write(fd, old, reps * sizeof(*old)) !=
+				(ssize_t)(reps * sizeof(*old)))
+		err = -EIO;
+	free(old);
+	return err == 0 ? 0 : 1;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
+			 uint64_t reps)
+{
+	uint8_t card[TERN_CARD_MAX];
+	struct tern_mr_desc d;
+	struct tern_peer *peer;
+	struct tern_ctx *ctx;
+	uint64_t *all, before, after;
+	size_t card_len;
+	char why[256];
+	int err = 0, failed = 0;
+	pid_t *pids;
+	int *fds;
+
+	char cardhex[2 * TERN_CARD_MAX + 1];
+
+	if (load_card(o, hex, card, &card_len) != 0)
+		return 2;
+	tern_hex_encode(card, card_len, cardhex, sizeof(cardhex));
+	if (open_ctx(o, 0, &ctx) != 0)
+		return 1;
+	if (tern_atomic_hello(ctx, card, card_len, &peer, &d, why,
+			      sizeof(why)) != 0) {
+		cli_err("atomic", "%s", why);
+		tern_ctx_close(ctx);
+		return 1;
+	}
+	before = one_atomic(ctx, peer, &d, 0, TERN_ATOMIC_COUNTER, 0, 0, &err);
+	if (err != 0)
+		goto out;
+	all = calloc(n * reps, sizeof(*all));
+	pids = calloc(n, sizeof(*pids));
+	fds = calloc(n, sizeof(*fds));
+	if (all == NULL || pids == NULL || fds == NULL)
+		return 1;
+	printf("atomic: counter is %" PRIu64 "; starting %" PRIu64
+	       " processes x %" PRIu64 " fetch-adds\n",
+	       before, n, reps);
+	fflush(stdout);
+	for (uint64_t i = 0; i < n; i++) {
+		char reps_s[24], fd_s[16];
+		int pfd[2];
+
+		if (pipe(pfd) != 0)
+			return 1;
+		snprintf(reps_s, sizeof(reps_s), "%" PRIu64, reps);
+		snprintf(fd_s, sizeof(fd_s), "%d", pfd[1]);
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			/* A process of its own: exec before touching the
+			 * fabric. */
+			close(pfd[0]);
+			execl("/proc/self/exe", "tern", "atomic", cardhex,
+			      "--provider", o->provider ? o->provider : "auto",
+			      "--node", o->node ? o->node : "",
+			      "--reps", reps_s, "--worker-fd", fd_s,
+			      (char *)NULL);
+			_exit(127);
+		}
+		close(pfd[1]);
+		fds[i] = pfd[0];
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		size_t want = reps * sizeof(*all), got = 0;
+		int st;
+
+		while (got < want) {
+			ssize_t r = read(fds[i], (char *)&all[i * reps] + got,
+					 want - got);
+
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+		close(fds[i]);
+		waitpid(pids[i], &st, 0);
+		if (got != want || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			cli_err("atomic", "process %" PRIu64 " failed", i);
+			failed = 1;
+		}
+	}
+	after = one_atomic(ctx, peer, &d, 0, TERN_ATOMIC_COUNTER, 0, 0, &err);
+	if (!failed && err == 0) {
+		qsort(all, n * reps, sizeof(*all), cmp_u64);
+		for (uint64_t i = 0; i < n * reps; i++) {
+			if (all[i] != before + i) {
+				cli_err("atomic", "old values are not each of "
+						  "%" PRIu64 "..%" PRIu64
+						  " once",
+					before, before + n * reps - 1);
+				failed = 1;
+				break;
+			}
+		}
+	}
+	printf("atomic: counter %" PRIu64 " -> %" PRIu64 " (+%" PRIu64
+	       ", expected +%" PRIu64 " = %" PRIu64 ")\n",
+	       before, after, after - before, n * reps, n * reps);
+	if (!failed && err == 0 && after - before == n * reps)
+		printf("atomic: OK: every old value unique, lock taken %" PRIu64
+		       " times with never two holders\n",
+		       n * (reps / 10 ? reps / 10 : 1));
+	else
+		failed = 1;
+	free(all);
+	free(pids);
+	free(fds);
+out:
+	tern_atomic_bye(ctx, peer);
+	tern_peer_remove(peer);
+	tern_ctx_close(ctx);
+	return failed || err ? 1 : 0;
+}
+
+int cmd_atomic(int argc, char **argv)
+{
+	enum { OPT_NODE = 256, OPT_CARD, OPT_WORKER };
+	static const struct option lo[] = {
+		{ "clients", required_argument, NULL, 'n' },
+		{ "reps", required_argument, NULL, 'r' },
+		{ "provider", required_argument, NULL, 'p' },
+		{ "node", required_argument, NULL, OPT_NODE },
+		{ "card-file", required_argument, NULL, OPT_CARD },
+		{ "worker-fd", required_argument, NULL, OPT_WORKER },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct net_opts o = { .cmd = "atomic" };
+	uint64_t clients = 4, reps = 1000, worker_fd = 0;
+	int c, ret = 0, worker = 0;
+
+	while ((c = getopt_long(argc, argv, "n:r:p:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			ret = cli_uint("atomic", "--clients", optarg, 1, 256,
+				       &clients);
+			break;
+		case 'r':
+			ret = cli_uint("atomic", "--reps", optarg, 1, 10000000,
+				       &reps);
+			break;
+		case 'p':
+			o.provider = strcmp(optarg, "auto") ? optarg : NULL;
+			break;
+		case OPT_NODE:
+			o.node = optarg[0] ? optarg : NULL;
+			break;
+		case OPT_CARD:
+			o.card_file = optarg;
+			break;
+		case OPT_WORKER:
+			ret = cli_uint("atomic", "--worker-fd", optarg, 3,
+				       1 << 20, &worker_fd);
+			worker = 1;
+			break;
+		case 'h':
+			atomic_usage(stdout);
+			return 0;
+		default:
+			atomic_usage(stderr);
+			return 2;
+		}
+		if (ret != 0)
+			return 2;
+	}
+	if (argc - optind > 1) {
+		cli_err("atomic", "unexpected argument '%s'", argv[optind + 1]);
+		return 2;
+	}
+	catch_signals();
+	if (optind < argc && strcmp(argv[optind], "serve") == 0) {
+		struct tern_ctx *ctx;
+		uint64_t final = 0;
+
+		if (open_ctx(&o, 0, &ctx) != 0)
+			return 1;
+		ret = announce(&o, ctx);
+		if (ret == 0) {
+			printf("serving atomics on a counter and a lock word; "
+			       "Ctrl-C to stop\n");
+			fflush(stdout);
+			ret = tern_atomic_server(ctx, &stop_flag, stdout,
+						 &final);
+		}
+		tern_ctx_close(ctx);
+		return ret == 0 ? 0 : 1;
+	}
+	if (worker) {
+		uint8_t card[TERN_CARD_MAX];
+		struct tern_mr_desc d;
+		struct tern_peer *peer;
+		struct tern_ctx *ctx;
+		size_t card_len;
+		char why[256];
+
+		if (load_card(&o, optind < argc ? argv[optind] : NULL, card,
+			      &card_len) != 0)
+			return 2;
+		ret = tern_ctx_open(&(struct tern_ctx_attr){
+					    .provider = o.provider,
+					    .node = o.node },
+				    &ctx);
+		if (ret != 0)
+			return 1;
+		ret = tern_atomic_hello(ctx, card, card_len, &peer, &d, why,
+					sizeof(why));
+		if (ret == 0) {
+			ret = atomic_worker(ctx, peer, &d, reps,
+					    (int)worker_fd);
+			tern_atomic_bye(ctx, peer);
+			tern_peer_remove(peer);
+		} else {
+			cli_err("atomic", "%s", why);
+		}
+		tern_ctx_close(ctx);
+		return ret == 0 ? 0 : 1;
+	}
+	return atomic_client(&o, optind < argc ? argv[optind] : NULL, clients,
+			     reps);
+}

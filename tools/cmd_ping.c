@@ -87,8 +87,8 @@ static int announce(const struct net_opts *o, struct tern_ctx *ctx)
 	return 0;
 }
 
-static int load_card(const struct net_opts *o, const char *arg,
-		     uint8_t *card, size_t *len_p)
+static int load_card(const struct net_opts *o, const char *arg, uint8_t *card,
+		     size_t *len_p)
 {
 	char buf[2 * TERN_CARD_MAX + 2];
 	const char *hex = arg;
@@ -122,7 +122,8 @@ static int load_card(const struct net_opts *o, const char *arg,
 	return 0;
 }
 
-/* --- ping ------------------------------------------------------------------ */
+/* --- ping ------------------------------------------------------------------
+ */
 
 static void ping_usage(FILE *f)
 {
@@ -293,11 +294,11 @@ int cmd_ping(int argc, char **argv)
 	} else {
 		printf("%s ping-pong, %u iterations (+%u warm-up); half round "
 		       "trip in us\n",
-		       p.mode == TERN_PING_SEND ? "send/recv" :
-						  "write-with-immediate",
+		       p.mode == TERN_PING_SEND ? "send/recv"
+						: "write-with-immediate",
 		       p.iters, p.warmup);
-		printf("%10s %9s %9s %9s %9s %9s %12s\n", "size", "min",
-		       "p50", "p99", "p99.9", "max", "rt/s");
+		printf("%10s %9s %9s %9s %9s %9s %12s\n", "size", "min", "p50",
+		       "p99", "p99.9", "max", "rt/s");
 		for (uint32_t i = 0; i < p.nsizes; i++)
 			printf("%10u %9.2f %9.2f %9.2f %9.2f %9.2f %12.0f\n",
 			       res[i].size, res[i].min_us, res[i].p50_us,
@@ -308,52 +309,51 @@ int cmd_ping(int argc, char **argv)
 	return ret == 0 ? 0 : 1;
 }
 
-/* --- atomic ---------------------------------------------------------------- */
+/* --- atomic ----------------------------------------------------------------
+ */
 
 static void atomic_usage(FILE *f)
 {
-	fprintf(f,
-		"usage: tern atomic serve [--provider P] [--node ADDR] "
-		"[--card-file FILE]\n"
-		"       tern atomic <card-hex> [--clients N] [--reps R] "
-		"[--provider P]\n\n"
-		"Remote 64-bit atomics. The server exposes a counter and a "
-		"lock word.\nThe client starts N processes; each "
-		"fetch-adds the counter R times\n(16 in flight) and takes "
-		"and releases the lock with compare-and-swap\nR/10 times, "
-		"checking nobody else holds it meanwhile. The counter must\n"
-		"end exactly N*R higher, with every returned old value "
-		"unique.\n\n"
-		"  -n, --clients N      processes (default 4)\n"
-		"  -r, --reps R         fetch-adds per process (default "
-		"1000)\n"
-		"  -p, --provider NAME  efa, verbs, tcp, shm\n"
-		"      --node ADDR      local address to bind (tcp)\n"
-		"      --card-file FILE write (serve) or read (client) the "
-		"card\n"
-		"  -h, --help           this text\n");
+	fprintf(f, "usage: tern atomic serve [--provider P] [--node ADDR] "
+		   "[--card-file FILE]\n"
+		   "       tern atomic <card-hex> [--clients N] [--reps R] "
+		   "[--provider P]\n\n"
+		   "Remote 64-bit atomics. The server exposes a counter and a "
+		   "lock word.\nThe client starts N processes; each "
+		   "fetch-adds the counter R times\n(16 in flight) and takes "
+		   "and releases the lock with compare-and-swap\nR/10 times, "
+		   "checking nobody else holds it meanwhile. The counter must\n"
+		   "end exactly N*R higher, with every returned old value "
+		   "unique.\n\n"
+		   "  -n, --clients N      processes (default 4)\n"
+		   "  -r, --reps R         fetch-adds per process (default "
+		   "1000)\n"
+		   "  -p, --provider NAME  efa, verbs, tcp, shm\n"
+		   "      --node ADDR      local address to bind (tcp)\n"
+		   "      --card-file FILE write (serve) or read (client) the "
+		   "card\n"
+		   "  -h, --help           this text\n");
 }
 
 static uint64_t one_atomic(struct tern_ctx *ctx, struct tern_peer *peer,
-			   const struct tern_mr_desc *d, int cas,
-			   uint64_t off, uint64_t a, uint64_t b, int *err)
+			   const struct tern_mr_desc *d, int cas, uint64_t off,
+			   uint64_t a, uint64_t b, int *err)
 {
 	struct tern_req req;
 	int ret;
 
 	tern_req_init(&req, NULL, NULL);
-	ret = cas ? tern_atomic_cswap(peer, d, off, a, b, &req) :
-		    tern_atomic_fetch_add(peer, d, off, a, &req);
+	ret = cas ? tern_atomic_cswap(peer, d, off, a, b, &req)
+		  : tern_atomic_fetch_add(peer, d, off, a, &req);
 	if (ret == 0)
 		ret = tern_wait(ctx, &req, 10000);
 	if (ret == 0)
 		ret = req.status;
 	if (ret != 0 && *err == 0) {
 		*err = ret;
-		cli_err("atomic", "%s: %s%s%s", cas ? "compare-swap" :
-						      "fetch-add",
-			tern_strerror(ret), req.errmsg[0] ? ": " : "",
-			req.errmsg);
+		cli_err("atomic", "%s: %s%s%s",
+			cas ? "compare-swap" : "fetch-add", tern_strerror(ret),
+			req.errmsg[0] ? ": " : "", req.errmsg);
 	}
 	return req.value;
 }
@@ -397,17 +397,15 @@ static int atomic_worker(struct tern_ctx *ctx, struct tern_peer *peer,
 				  &err) != 0 &&
 		       err == 0)
 			;
-		if (err == 0 &&
-		    one_atomic(ctx, peer, d, 0, TERN_ATOMIC_HOLDERS, 1, 0,
-			       &err) != 0) {
+		if (err == 0 && one_atomic(ctx, peer, d, 0, TERN_ATOMIC_HOLDERS,
+					   1, 0, &err) != 0) {
 			cli_err("atomic", "two holders of the lock");
 			err = -TERN_EVERIFY;
 		}
-		one_atomic(ctx, peer, d, 0, TERN_ATOMIC_HOLDERS, UINT64_MAX,
-			   0, &err);
-		if (err == 0 &&
-		    one_atomic(ctx, peer, d, 1, TERN_ATOMIC_LOCK, id, 0,
-			       &err) != id) {
+		one_atomic(ctx, peer, d, 0, TERN_ATOMIC_HOLDERS, UINT64_MAX, 0,
+			   &err);
+		if (err == 0 && one_atomic(ctx, peer, d, 1, TERN_ATOMIC_LOCK,
+					   id, 0, &err) != id) {
 			cli_err("atomic", "lock stolen");
 			err = -TERN_EVERIFY;
 		}
@@ -480,9 +478,8 @@ static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
 			close(pfd[0]);
 			execl("/proc/self/exe", "tern", "atomic", cardhex,
 			      "--provider", o->provider ? o->provider : "auto",
-			      "--node", o->node ? o->node : "",
-			      "--reps", reps_s, "--worker-fd", fd_s,
-			      (char *)NULL);
+			      "--node", o->node ? o->node : "", "--reps",
+			      reps_s, "--worker-fd", fd_s, (char *)NULL);
 			_exit(127);
 		}
 		close(pfd[1]);
@@ -512,9 +509,9 @@ static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
 		qsort(all, n * reps, sizeof(*all), cmp_u64);
 		for (uint64_t i = 0; i < n * reps; i++) {
 			if (all[i] != before + i) {
-				cli_err("atomic", "old values are not each of "
-						  "%" PRIu64 "..%" PRIu64
-						  " once",
+				cli_err("atomic",
+					"old values are not each of "
+					"%" PRIu64 "..%" PRIu64 " once",
 					before, before + n * reps - 1);
 				failed = 1;
 				break;
@@ -624,10 +621,10 @@ int cmd_atomic(int argc, char **argv)
 		if (load_card(&o, optind < argc ? argv[optind] : NULL, card,
 			      &card_len) != 0)
 			return 2;
-		ret = tern_ctx_open(&(struct tern_ctx_attr){
-					    .provider = o.provider,
-					    .node = o.node },
-				    &ctx);
+		ret = tern_ctx_open(
+			&(struct tern_ctx_attr){ .provider = o.provider,
+						 .node = o.node },
+			&ctx);
 		if (ret != 0)
 			return 1;
 		ret = tern_atomic_hello(ctx, card, card_len, &peer, &d, why,

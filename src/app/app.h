@@ -32,8 +32,8 @@ struct tern_msgbox {
 int tern_msgbox_open(struct tern_ctx *ctx, struct tern_msgbox *mb);
 void tern_msgbox_close(struct tern_msgbox *mb);
 /* Send @len bytes of mb->sbuf to @peer and wait for the send. */
-int tern_msgbox_send(struct tern_msgbox *mb, struct tern_peer *peer,
-		     size_t len, int timeout_ms);
+int tern_msgbox_send(struct tern_msgbox *mb, struct tern_peer *peer, size_t len,
+		     int timeout_ms);
 /* Wait for the next message into mb->rbuf. @return its length. */
 ssize_t tern_msgbox_recv(struct tern_msgbox *mb, int timeout_ms);
 
@@ -69,7 +69,8 @@ struct tern_hello {
 ssize_t tern_hello_encode(void *buf, size_t cap, const struct tern_hello *h);
 int tern_hello_decode(const void *buf, size_t len, struct tern_hello *h);
 
-/* --- ping ------------------------------------------------------------------ */
+/* --- ping ------------------------------------------------------------------
+ */
 
 enum tern_ping_mode {
 	TERN_PING_SEND = 1,  /* send/recv ping-pong */
@@ -99,8 +100,8 @@ struct tern_ping_result {
 	uint32_t size;
 	uint32_t iters;
 	double min_us, p50_us, p99_us, p999_us, max_us; /* half round trip */
-	double rate;    /* round trips per second */
-	double mbps;    /* payload Mbit/s one way (10^6) */
+	double rate; /* round trips per second */
+	double mbps; /* payload Mbit/s one way (10^6) */
 };
 
 /* Run the ping-pong against a ping server; results[i] per size. */
@@ -125,9 +126,9 @@ int tern_atomic_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		       FILE *log, uint64_t *final_counter);
 
 /* Ask an atomic server for its page's descriptor. */
-int tern_atomic_hello(struct tern_ctx *ctx, const void *card,
-		      size_t card_len, struct tern_peer **peer_p,
-		      struct tern_mr_desc *desc, char *why, size_t whylen);
+int tern_atomic_hello(struct tern_ctx *ctx, const void *card, size_t card_len,
+		      struct tern_peer **peer_p, struct tern_mr_desc *desc,
+		      char *why, size_t whylen);
 
 /* Tell the server this client is done (it forgets the peer). */
 int tern_atomic_bye(struct tern_ctx *ctx, struct tern_peer *peer);

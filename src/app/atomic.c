@@ -12,7 +12,7 @@
 #include "app/app.h"
 #include "core/core.h"
 
-#define PAGE        4096
+#define PAGE	    4096
 #define MAX_CLIENTS 256
 
 struct client {
@@ -127,13 +127,15 @@ int tern_atomic_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 			clients++;
 		/* The page is the target's own memory: read it directly. */
 		if (clients % 16 == 1)
-			fprintf(log, "atomic: %" PRIu64 " client(s) so far, "
-				     "counter %" PRIu64 "\n",
+			fprintf(log,
+				"atomic: %" PRIu64 " client(s) so far, "
+				"counter %" PRIu64 "\n",
 				clients, page[TERN_ATOMIC_COUNTER / 8]);
 		fflush(log);
 	}
-	fprintf(log, "atomic: served %" PRIu64 " client(s); counter %" PRIu64
-		     ", lock word %" PRIu64 "\n",
+	fprintf(log,
+		"atomic: served %" PRIu64 " client(s); counter %" PRIu64
+		", lock word %" PRIu64 "\n",
 		clients, page[TERN_ATOMIC_COUNTER / 8],
 		page[TERN_ATOMIC_LOCK / 8]);
 	*final_counter = page[TERN_ATOMIC_COUNTER / 8];
@@ -167,9 +169,9 @@ int tern_atomic_bye(struct tern_ctx *ctx, struct tern_peer *peer)
 	return ret;
 }
 
-int tern_atomic_hello(struct tern_ctx *ctx, const void *card,
-		      size_t card_len, struct tern_peer **peer_p,
-		      struct tern_mr_desc *desc, char *why, size_t whylen)
+int tern_atomic_hello(struct tern_ctx *ctx, const void *card, size_t card_len,
+		      struct tern_peer **peer_p, struct tern_mr_desc *desc,
+		      char *why, size_t whylen)
 {
 	uint8_t mycard[TERN_CARD_MAX];
 	struct tern_hello h = { .kind = TERN_HELLO_ATOMIC }, ack;

@@ -18,8 +18,8 @@ int tern_msgbox_open(struct tern_ctx *ctx, struct tern_msgbox *mb)
 	if (posix_memalign((void **)&mb->sbuf, 128, 2 * TERN_MSGBOX_MAX) != 0)
 		return -ENOMEM;
 	mb->rbuf = mb->sbuf + TERN_MSGBOX_MAX;
-	ret = tern_mr_reg(ctx, mb->sbuf, 2 * TERN_MSGBOX_MAX,
-			  TERN_ACCESS_LOCAL, &mb->mr);
+	ret = tern_mr_reg(ctx, mb->sbuf, 2 * TERN_MSGBOX_MAX, TERN_ACCESS_LOCAL,
+			  &mb->mr);
 	if (ret != 0) {
 		free(mb->sbuf);
 		mb->sbuf = NULL;
@@ -39,8 +39,8 @@ void tern_msgbox_close(struct tern_msgbox *mb)
 	mb->sbuf = NULL;
 }
 
-int tern_msgbox_send(struct tern_msgbox *mb, struct tern_peer *peer,
-		     size_t len, int timeout_ms)
+int tern_msgbox_send(struct tern_msgbox *mb, struct tern_peer *peer, size_t len,
+		     int timeout_ms)
 {
 	int ret;
 

@@ -14,7 +14,7 @@
 #include "core/core.h"
 
 #define PING_TIMEOUT_MS 10000
-#define PING_IMM        1
+#define PING_IMM	1
 
 /* params: u32 mode, iters, warmup, nsizes, sizes[nsizes] */
 ssize_t tern_ping_params_encode(const struct tern_ping_params *p, void *buf,
@@ -63,8 +63,9 @@ int tern_ping_params_decode(const void *buf, size_t len,
 	}
 	if (x.iters == 0 || x.iters > TERN_PING_MAX_ITERS ||
 	    x.warmup > TERN_PING_MAX_ITERS) {
-		snprintf(why, whylen, "iterations %u / warm-up %u outside "
-				      "1..%u",
+		snprintf(why, whylen,
+			 "iterations %u / warm-up %u outside "
+			 "1..%u",
 			 x.iters, x.warmup, TERN_PING_MAX_ITERS);
 		return -TERN_EREFUSED;
 	}
@@ -331,8 +332,9 @@ int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		ack.has_desc = 1;
 		tern_mr_desc(s.mr, &ack.desc);
 		n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &ack);
-		fprintf(log, "ping: client: %s mode, %u size(s), %u+%u "
-			     "iterations\n",
+		fprintf(log,
+			"ping: client: %s mode, %u size(s), %u+%u "
+			"iterations\n",
 			p.mode == TERN_PING_SEND ? "send" : "write", p.nsizes,
 			p.warmup, p.iters);
 		t0 = tern__now_ns();
@@ -347,7 +349,8 @@ int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		fprintf(log, "ping: session %s after %.1f ms%s%s\n",
 			ret == 0 ? "done" : "failed",
 			(double)(tern__now_ns() - t0) / 1e6,
-			ret == 0 ? "" : ": ", ret == 0 ? "" : tern_strerror(ret));
+			ret == 0 ? "" : ": ",
+			ret == 0 ? "" : tern_strerror(ret));
 		fflush(log);
 		side_close(&s);
 	}
@@ -357,8 +360,7 @@ int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 
 int tern_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
 		     const struct tern_ping_params *p,
-		     struct tern_ping_result *results, char *why,
-		     size_t whylen)
+		     struct tern_ping_result *results, char *why, size_t whylen)
 {
 	uint8_t mycard[TERN_CARD_MAX], params[TERN_HELLO_PARAMS];
 	struct tern_hello h = { .kind = TERN_HELLO_PING }, ack;

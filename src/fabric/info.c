@@ -87,19 +87,15 @@ static void fill_one(struct tern_prov_info *p, const struct fi_info *fi)
 	snprintf(p->why_not, sizeof(p->why_not), "%s", why ? why : "");
 }
 
-int tern_info_list(const char *provider, struct tern_prov_info **list_p,
-		   size_t *count_p)
+/* fi_getinfo over RDM endpoints asking for @caps, accepting every mode. */
+static int query(const char *provider, uint64_t caps, struct fi_info **info_p)
 {
-	struct fi_info *hints, *info = NULL, *fi;
-	struct tern_prov_info *list;
-	size_t n = 0;
+	struct fi_info *hints = fi_allocinfo();
 	int ret;
 
-	if (list_p == NULL || count_p == NULL)
-		return -EINVAL;
-	hints = fi_allocinfo();
 	if (hints == NULL)
 		return -ENOMEM;
+	hints->caps = caps;
 	hints->ep_attr->type = FI_EP_RDM;
 	/* Ask for everything a provider may demand, so none hides. */
 	hints->mode = ~0ULL;
@@ -116,18 +112,44 @@ int tern_info_list(const char *provider, struct tern_prov_info **list_p,
 			return -ENOMEM;
 		}
 	}
+	*info_p = NULL;
 	ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL,
-			 NULL, 0, hints, &info);
+			 NULL, 0, hints, info_p);
 	fi_freeinfo(hints);
-	if (ret == -FI_ENODATA) {
-		*list_p = NULL;
-		*count_p = 0;
+	if (ret == -FI_ENODATA)
 		return 0;
-	}
 	if (ret != 0) {
 		tern_warn("fi_getinfo: %s", fi_strerror(-ret));
 		return -TERN_EPROV;
 	}
+	return 0;
+}
+
+static ssize_t find(const struct tern_prov_info *list, size_t n,
+		    const struct fi_info *fi)
+{
+	for (size_t j = 0; j < n; j++) {
+		if (strcmp(list[j].provider, fi->fabric_attr->prov_name) == 0 &&
+		    strcmp(list[j].fabric, fi->fabric_attr->name) == 0 &&
+		    strcmp(list[j].domain, fi->domain_attr->name) == 0)
+			return (ssize_t)j;
+	}
+	return -1;
+}
+
+int tern_info_list(const char *provider, struct tern_prov_info **list_p,
+		   size_t *count_p)
+{
+	struct fi_info *info, *fi;
+	struct tern_prov_info *list;
+	size_t n = 0;
+	int ret;
+
+	if (list_p == NULL || count_p == NULL)
+		return -EINVAL;
+	ret = query(provider, 0, &info);
+	if (ret != 0)
+		return ret;
 	for (fi = info; fi != NULL; fi = fi->next)
 		n++;
 	list = calloc(n ? n : 1, sizeof(*list));
@@ -137,21 +159,27 @@ int tern_info_list(const char *provider, struct tern_prov_info **list_p,
 	}
 	n = 0;
 	for (fi = info; fi != NULL; fi = fi->next) {
-		/* Skip exact duplicates (same provider, fabric and domain). */
-		struct tern_prov_info one;
-		size_t j;
-
-		fill_one(&one, fi);
-		for (j = 0; j < n; j++) {
-			if (strcmp(list[j].provider, one.provider) == 0 &&
-			    strcmp(list[j].fabric, one.fabric) == 0 &&
-			    strcmp(list[j].domain, one.domain) == 0)
-				break;
-		}
-		if (j == n)
-			list[n++] = one;
+		/* Skip duplicates (same provider, fabric and domain). */
+		if (fi->fabric_attr->name != NULL &&
+		    fi->domain_attr->name != NULL && find(list, n, fi) >= 0)
+			continue;
+		fill_one(&list[n++], fi);
 	}
 	fi_freeinfo(info);
+	/* Default listings leave out capabilities nobody asked for, such as
+	 * atomics on tcp;ofi_rxm: ask again for those. */
+	if (query(provider, FI_ATOMIC, &info) == 0) {
+		for (fi = info; fi != NULL; fi = fi->next) {
+			ssize_t j = fi->fabric_attr->name &&
+						    fi->domain_attr->name
+					    ? find(list, n, fi)
+					    : -1;
+
+			if (j >= 0)
+				list[j].atomic = 1;
+		}
+		fi_freeinfo(info);
+	}
 	*list_p = list;
 	*count_p = n;
 	return 0;

@@ -6,8 +6,8 @@ set -eu
 need="gcc make cmake pkg-config libfabric-dev"
 case "${1:-demo}" in
 demo) ;;
-check) need="$need libcmocka-dev" ;;
-ci) need="$need libcmocka-dev clang clang-format" ;;
+check) need="$need libcmocka-dev python3" ;;
+ci) need="$need libcmocka-dev python3 clang clang-format" ;;
 *) echo "usage: $0 demo|check|ci" >&2; exit 2 ;;
 esac
 

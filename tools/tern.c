@@ -22,6 +22,7 @@ static const struct {
 	{ "demo", cmd_demo, "serve + fill as two processes on this host" },
 	{ "ping", cmd_ping, "latency ping-pong (send or write with imm)" },
 	{ "atomic", cmd_atomic, "remote fetch-add / compare-swap demo" },
+	{ "bench", cmd_bench, "bandwidth, message rate, latency percentiles" },
 };
 
 static void usage(FILE *f)

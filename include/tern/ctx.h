@@ -94,9 +94,10 @@ struct tern_ctx_info {
 	size_t inject_size;
 	uint64_t max_msg_size;
 	size_t mr_key_size;
-	int rx_cq_data;	  /**< 1 when writes with data consume receives */
-	int atomic_fadd;  /**< 64-bit fetch-and-add offered */
-	int atomic_cswap; /**< 64-bit compare-and-swap offered */
+	int rx_cq_data;	     /**< 1 when writes with data consume receives */
+	uint64_t link_speed; /**< bits/s the NIC reports, 0 when unknown */
+	int atomic_fadd;     /**< 64-bit fetch-and-add offered */
+	int atomic_cswap;    /**< 64-bit compare-and-swap offered */
 };
 
 /**

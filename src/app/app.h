@@ -49,6 +49,8 @@ enum tern_hello_kind {
 	TERN_HELLO_ACK = 3,
 	TERN_HELLO_ERROR = 4, /* params: a reason, printable text */
 	TERN_HELLO_BYE = 5,
+	TERN_HELLO_BENCH = 6, /* params: bench parameters */
+	TERN_HELLO_KIND_MAX = TERN_HELLO_BENCH,
 };
 
 struct tern_hello {

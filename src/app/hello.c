@@ -122,7 +122,7 @@ int tern_hello_decode(const void *buf, size_t len, struct tern_hello *h)
 	dlen = tern__get_u16(p + 14);
 	x.params_len = tern__get_u32(p + 16);
 	if (tern__get_u32(p + 8) != len || x.kind < TERN_HELLO_PING ||
-	    x.kind > TERN_HELLO_BYE || x.card_len > TERN_CARD_MAX ||
+	    x.kind > TERN_HELLO_KIND_MAX || x.card_len > TERN_CARD_MAX ||
 	    dlen > TERN_MR_DESC_MAX || x.params_len > TERN_HELLO_PARAMS ||
 	    HELLO_HDR + x.card_len + dlen + x.params_len != len)
 		return -TERN_EPROTO;

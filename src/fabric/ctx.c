@@ -504,6 +504,9 @@ int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info)
 		.max_msg_size = ctx->max_msg_size,
 		.mr_key_size = ctx->mr_key_size,
 		.rx_cq_data = ctx->rx_cq_data,
+		.link_speed = ctx->info->nic && ctx->info->nic->link_attr
+				      ? ctx->info->nic->link_attr->speed
+				      : 0,
 		.atomic_fadd = ctx->atomic_fadd,
 		.atomic_cswap = ctx->atomic_cswap,
 	};

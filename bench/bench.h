@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The benchmark engine behind `tern bench`: statistics, the measuring loop,
+ * and the reporters (table, JSON, CSV, SVG). An internal library the CLI
+ * calls; not installed.
+ */
+#ifndef TERN_BENCH_H
+#define TERN_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* --- statistics ------------------------------------------------------------ */
+
+/*
+ * A log-linear histogram of non-negative integer samples (nanoseconds):
+ * values below 2^SUB_BITS are exact; above, each power-of-two range is cut
+ * into 2^SUB_BITS equal buckets, so any percentile it reports is within
+ * 1/2^SUB_BITS (0.8% with 7 bits) of a true sample value. Fixed memory
+ * whatever the number of samples; min, max, count and mean are exact.
+ */
+#define TERN_HIST_SUB_BITS 7
+#define TERN_HIST_SUB      (1u << TERN_HIST_SUB_BITS)
+#define TERN_HIST_BUCKETS  ((64 - TERN_HIST_SUB_BITS + 1) * TERN_HIST_SUB)
+
+struct tern_hist {
+	uint64_t count;
+	uint64_t min;
+	uint64_t max;
+	/* Exact 128-bit sum of the samples, so add() stays integer-only (a
+	 * long double is a soft-float call on aarch64). */
+	uint64_t sum_lo;
+	uint64_t sum_hi;
+	uint64_t buckets[TERN_HIST_BUCKETS];
+};
+
+void tern_hist_init(struct tern_hist *h);
+void tern_hist_add(struct tern_hist *h, uint64_t v);
+/* Merge @src into @dst. */
+void tern_hist_merge(struct tern_hist *dst, const struct tern_hist *src);
+/*
+ * The q-quantile (0 <= q <= 1): the smallest bucket value v such that at
+ * least ceil(q * count) samples are <= v, reported as the bucket's lower
+ * bound clamped to [min, max]. q = 0 gives min, q = 1 gives max. 0 when
+ * empty.
+ */
+uint64_t tern_hist_quantile(const struct tern_hist *h, double q);
+double tern_hist_mean(const struct tern_hist *h);
+
+/* Index of the bucket holding @v, and the lowest value of bucket @i. */
+size_t tern_hist_index(uint64_t v);
+uint64_t tern_hist_lower(size_t i);
+
+/* --- results ----------------------------------------------------------- */
+
+/* One size of one run. Rates use SI units: Gbit/s = 10^9 bit/s. */
+struct tern_bench_point {
+	uint64_t size;       /* bytes per operation */
+	uint64_t ops;        /* timed operations */
+	uint64_t bytes;      /* timed payload bytes */
+	double seconds;      /* first timed post to last timed completion */
+	double gbps;         /* payload Gbit/s (10^9) */
+	double gBps;         /* payload GB/s (10^9) */
+	double link_pct;     /* % of link speed, < 0 when the link is n/a */
+	double mpps;         /* million operations per second */
+	double lat_min_us;   /* post-to-completion latency */
+	double lat_p50_us;
+	double lat_p99_us;
+	double lat_p999_us;
+	double lat_max_us;
+	double cold_us;      /* the very first operation of the run */
+	int verified;        /* 1 checked equal, 0 not checked, -1 mismatch */
+};
+
+struct tern_bench_context {
+	char tern_version[32];
+	char fabric_version[32];
+	char provider[64];
+	char fabric[128];
+	char domain[128];
+	char host[128];
+	char date[40];          /* ISO 8601, UTC */
+	char op[16];            /* write, writedata, read, send, atomic */
+	uint64_t link_bps;      /* 0 when the provider reports none */
+	unsigned int window;
+	unsigned int rails;
+	uint64_t iters;         /* per size, 0 when --duration rules */
+	double duration_s;      /* per size, 0 when --iters rules */
+	uint64_t warmup;
+	double mr_reg_ms;       /* registering the benchmark's buffers */
+	uint64_t mr_bytes;
+	int verify;
+	char command[512];      /* the command line, for the record */
+};
+
+struct tern_bench_report {
+	struct tern_bench_context ctx;
+	size_t npoints;
+	struct tern_bench_point points[64];
+};
+
+/* The aligned table users read (stdout). */
+void tern_bench_print_table(FILE *f, const struct tern_bench_report *r);
+/* Every figure and the whole context; @return 0 or -errno. */
+int tern_bench_write_json(FILE *f, const struct tern_bench_report *r);
+/* One header line, then one line per size, stable column order. */
+int tern_bench_write_csv(FILE *f, const struct tern_bench_report *r);
+/* A self-contained SVG: bandwidth (Gbit/s) and p99 latency (us) against
+ * size, log-scaled size axis. */
+int tern_bench_write_svg(FILE *f, const struct tern_bench_report *r);
+
+#endif /* TERN_BENCH_H */

@@ -1,0 +1,759 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tern bench: the initiator keeps a window of operations in flight on the
+ * library's normal data path (posts queue, progress posts them in FI_MORE
+ * batches and reads completions in batches) and times every operation from
+ * its post to its completion; the responder owns the target memory and, for
+ * sends, keeps receives posted. Both meet through a HELLO (src/app).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "app/app.h"
+#include "core/core.h"
+#include "engine.h"
+
+#define BENCH_IMM	0x62656e63u /* "benc": data writes with immediate */
+#define BENCH_BYE_IMM	0x62796521u /* marks the BYE among data messages */
+#define RECV_MEM_MAX	(256ULL << 20)
+#define CTRL_TIMEOUT_MS 10000
+
+static const char *const op_names[] = {
+	[TERN_BENCH_WRITE] = "write",	[TERN_BENCH_WRITEDATA] = "writedata",
+	[TERN_BENCH_READ] = "read",	[TERN_BENCH_SEND] = "send",
+	[TERN_BENCH_ATOMIC] = "atomic",
+};
+
+const char *tern_bench_op_name(int op)
+{
+	if (op < TERN_BENCH_WRITE || op > TERN_BENCH_ATOMIC)
+		return "?";
+	return op_names[op];
+}
+
+int tern_bench_op_parse(const char *s)
+{
+	for (int op = TERN_BENCH_WRITE; op <= TERN_BENCH_ATOMIC; op++) {
+		if (strcmp(s, op_names[op]) == 0)
+			return op;
+	}
+	return -EINVAL;
+}
+
+/* HELLO params of a bench: u32 op, u32 window, u64 max_size, u64 seed,
+ * u32 verify, u32 0. BYE params: u64 messages sent. ACK of a BYE: u64
+ * messages received, u64 of them wrong. */
+struct bench_params {
+	uint32_t op;
+	uint32_t window;
+	uint64_t max_size;
+	uint64_t seed;
+	uint32_t verify;
+};
+
+#define PARAMS_LEN 32
+
+static void params_encode(const struct bench_params *p, uint8_t *b)
+{
+	tern__put_u32(b, p->op);
+	tern__put_u32(b + 4, p->window);
+	tern__put_u64(b + 8, p->max_size);
+	tern__put_u64(b + 16, p->seed);
+	tern__put_u32(b + 24, p->verify);
+	tern__put_u32(b + 28, 0);
+}
+
+static int params_decode(const uint8_t *b, size_t len, struct bench_params *p,
+			 char *why, size_t whylen)
+{
+	if (len != PARAMS_LEN) {
+		snprintf(why, whylen, "bench parameters of %zu bytes", len);
+		return -TERN_EPROTO;
+	}
+	p->op = tern__get_u32(b);
+	p->window = tern__get_u32(b + 4);
+	p->max_size = tern__get_u64(b + 8);
+	p->seed = tern__get_u64(b + 16);
+	p->verify = tern__get_u32(b + 24);
+	if (p->op < TERN_BENCH_WRITE || p->op > TERN_BENCH_ATOMIC ||
+	    p->window == 0 || p->window > TERN_BENCH_MAX_WINDOW ||
+	    p->max_size == 0 || p->max_size > TERN_BENCH_MAX_SIZE ||
+	    p->verify > 1 || tern__get_u32(b + 28) != 0) {
+		snprintf(why, whylen,
+			 "bench op %u, window %u, size %" PRIu64
+			 " outside limits (window 1..%d, size 1..%llu)",
+			 p->op, p->window, p->max_size, TERN_BENCH_MAX_WINDOW,
+			 TERN_BENCH_MAX_SIZE);
+		return -TERN_EREFUSED;
+	}
+	return 0;
+}
+
+static void *alloc_aligned(size_t len)
+{
+	void *p = NULL;
+
+	return posix_memalign(&p, 128, len ? len : 1) == 0 ? p : NULL;
+}
+
+static void mt_fill(void *buf, size_t len, uint64_t seed)
+{
+	struct tern_mt64 rng;
+
+	tern_mt64_seed(&rng, seed);
+	tern_mt64_fill(&rng, buf, len);
+}
+
+/* --- responder -------------------------------------------------------------
+ */
+
+struct rx_slot {
+	struct tern_req req;
+	uint8_t *buf;
+};
+
+struct responder {
+	struct tern_ctx *ctx;
+	struct tern_msgbox *mb;
+	struct tern_peer *peer;
+	struct bench_params p;
+	uint8_t *region;
+	struct tern_mr *mr;
+	uint8_t *pattern; /* MT(seed), for checking sends */
+	struct rx_slot *rx;
+	size_t nrx;
+	uint64_t received, bad, expected;
+	int bye;
+};
+
+static int post_rx(struct responder *r, struct rx_slot *s)
+{
+	tern_req_init(&s->req, NULL, NULL);
+	return tern_recv(r->ctx, r->mr, s->buf, r->p.max_size, &s->req);
+}
+
+/* Sends: count and check every message; the BYE arrives among them. */
+static int drain_rx(struct responder *r)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < r->nrx && ret == 0; i++) {
+		struct rx_slot *s = &r->rx[i];
+		struct tern_hello h;
+
+		if (!s->req.done)
+			continue;
+		if (s->req.status != 0)
+			return s->req.status;
+		if (s->req.flags & TERN_REQ_F_IMM) {
+			if (s->req.imm == BENCH_BYE_IMM &&
+			    tern_hello_decode(s->buf, s->req.len, &h) == 0 &&
+			    h.kind == TERN_HELLO_BYE && h.params_len == 8) {
+				r->expected = tern__get_u64(h.params);
+				r->bye = 1;
+			}
+		} else {
+			r->received++;
+			if (r->p.verify &&
+			    memcmp(s->buf, r->pattern, s->req.len) != 0)
+				r->bad++;
+		}
+		ret = post_rx(r, s);
+	}
+	return ret;
+}
+
+static void responder_free(struct responder *r)
+{
+	for (size_t i = 0; r->rx != NULL && i < r->nrx; i++) {
+		if (!r->rx[i].req.done &&
+		    tern_req_cancel(r->ctx, &r->rx[i].req) >= 0)
+			tern_wait(r->ctx, &r->rx[i].req, 2000);
+	}
+	free(r->rx);
+	tern_mr_close(r->mr);
+	free(r->region);
+	free(r->pattern);
+	tern_peer_remove(r->peer);
+}
+
+static int responder_setup(struct responder *r)
+{
+	size_t len = r->p.max_size;
+	uint64_t access = TERN_ACCESS_REMOTE_WRITE | TERN_ACCESS_REMOTE_READ;
+	int ret;
+
+	switch (r->p.op) {
+	case TERN_BENCH_ATOMIC:
+		len = 4096;
+		access = TERN_ACCESS_REMOTE_ATOMIC;
+		break;
+	case TERN_BENCH_SEND:
+		/* Receives of the largest size, as many as memory allows. */
+		r->nrx = (size_t)TERN_MIN(2ULL * r->p.window,
+					  RECV_MEM_MAX / r->p.max_size);
+		r->nrx = TERN_MAX(r->nrx, (size_t)2);
+		len = r->nrx * r->p.max_size;
+		access = TERN_ACCESS_LOCAL;
+		break;
+	default:
+		break;
+	}
+	r->region = alloc_aligned(len);
+	if (r->region == NULL)
+		return -ENOMEM;
+	memset(r->region, 0, len);
+	if (r->p.op == TERN_BENCH_READ)
+		mt_fill(r->region, len, r->p.seed);
+	ret = tern_mr_reg(r->ctx, r->region, len, access, &r->mr);
+	if (ret != 0 || r->p.op != TERN_BENCH_SEND)
+		return ret;
+	r->rx = calloc(r->nrx, sizeof(*r->rx));
+	r->pattern = alloc_aligned(r->p.max_size);
+	if (r->rx == NULL || r->pattern == NULL)
+		return -ENOMEM;
+	mt_fill(r->pattern, r->p.max_size, r->p.seed);
+	for (size_t i = 0; i < r->nrx; i++) {
+		r->rx[i].buf = r->region + i * r->p.max_size;
+		r->rx[i].req.done = 1;
+		ret = post_rx(r, &r->rx[i]);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* Answer a BYE with what arrived: ACK {received, bad}. */
+static int responder_bye(struct responder *r)
+{
+	struct tern_hello ack = { .kind = TERN_HELLO_ACK };
+	uint8_t params[16];
+	ssize_t n;
+
+	tern__put_u64(params, r->received);
+	tern__put_u64(params + 8, r->bad);
+	ack.params = params;
+	ack.params_len = sizeof(params);
+	n = tern_hello_encode(r->mb->sbuf, TERN_MSGBOX_MAX, &ack);
+	return n < 0 ? (int)n
+		     : tern_msgbox_send(r->mb, r->peer, (size_t)n,
+					CTRL_TIMEOUT_MS);
+}
+
+static int responder_session(struct responder *r, volatile sig_atomic_t *stop)
+{
+	uint64_t bye_at = 0;
+	int ret = 0;
+
+	while (!*stop && ret == 0) {
+		if (r->p.op == TERN_BENCH_SEND) {
+			ret = tern_wait(r->ctx, NULL, 100);
+			if (ret == -ETIMEDOUT)
+				ret = 0;
+			if (ret == 0)
+				ret = drain_rx(r);
+			if (r->bye && bye_at == 0)
+				bye_at = tern__now_ns();
+			/* Messages may arrive after the BYE (no order):
+			 * wait for them, a bounded time. */
+			if (r->bye && (r->received >= r->expected ||
+				       tern__now_ns() - bye_at >
+					       CTRL_TIMEOUT_MS * 1000000ULL))
+				break;
+			continue;
+		}
+		ssize_t n = tern_msgbox_recv(r->mb, 100);
+		struct tern_hello h;
+
+		if (n == -ETIMEDOUT)
+			continue;
+		if (n < 0)
+			return (int)n;
+		if (tern_hello_decode(r->mb->rbuf, (size_t)n, &h) == 0 &&
+		    h.kind == TERN_HELLO_BYE)
+			break;
+	}
+	return ret == 0 && !*stop ? responder_bye(r) : ret;
+}
+
+int tern_bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
+		     int once, FILE *log)
+{
+	struct tern_msgbox mb;
+	int ret = tern_msgbox_open(ctx, &mb);
+
+	if (ret != 0)
+		return ret;
+	while (!*stop) {
+		struct tern_hello h, ack = { .kind = TERN_HELLO_ACK };
+		struct responder r = { .ctx = ctx, .mb = &mb };
+		ssize_t n = tern_msgbox_recv(&mb, 200);
+		char why[160];
+
+		if (n == -ETIMEDOUT)
+			continue;
+		if (n < 0 || tern_hello_decode(mb.rbuf, (size_t)n, &h) != 0 ||
+		    h.kind != TERN_HELLO_BENCH) {
+			fprintf(log, "bench: dropped a message that is not a "
+				     "bench HELLO\n");
+			continue;
+		}
+		ret = params_decode(h.params, h.params_len, &r.p, why,
+				    sizeof(why));
+		if (ret == 0)
+			ret = tern_peer_add(ctx, h.card, h.card_len, &r.peer);
+		if (ret == 0)
+			ret = responder_setup(&r);
+		if (ret != 0) {
+			fprintf(log, "bench: cannot serve: %s\n",
+				ret == -TERN_EREFUSED ? why
+						      : tern_strerror(ret));
+			responder_free(&r);
+			continue;
+		}
+		ack.has_desc = 1;
+		tern_mr_desc(r.mr, &ack.desc);
+		n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &ack);
+		fprintf(log,
+			"bench: serving %s, window %u, up to %" PRIu64
+			" bytes%s\n",
+			tern_bench_op_name((int)r.p.op), r.p.window,
+			r.p.max_size, r.p.verify ? ", verifying" : "");
+		fflush(log);
+		tern_ctx_set_busy_poll(ctx, 1);
+		ret = tern_msgbox_send(&mb, r.peer, (size_t)n, CTRL_TIMEOUT_MS);
+		if (ret == 0)
+			ret = responder_session(&r, stop);
+		tern_ctx_set_busy_poll(ctx, 0);
+		fprintf(log, "bench: session %s", ret == 0 ? "done" : "failed");
+		if (r.p.op == TERN_BENCH_SEND)
+			fprintf(log,
+				": %" PRIu64 " message(s) received, %" PRIu64
+				" wrong",
+				r.received, r.bad);
+		fprintf(log, "%s%s\n", ret ? ": " : "",
+			ret ? tern_strerror(ret) : "");
+		fflush(log);
+		responder_free(&r);
+		if (once)
+			break;
+	}
+	tern_msgbox_close(&mb);
+	return ret;
+}
+
+/* --- initiator -------------------------------------------------------------
+ */
+
+struct bop {
+	struct tern_req req;
+	uint64_t t_post;
+	uint64_t idx;
+	struct runner *run;
+};
+
+struct runner {
+	struct tern_ctx *ctx;
+	struct tern_peer *peer;
+	const struct tern_bench_opts *o;
+	struct tern_mr *mr;
+	uint8_t *buf;
+	struct tern_mr_desc remote;
+	struct bop *w; /* the window */
+	/* the size being measured */
+	uint64_t size;
+	uint64_t posted, done, limit;
+	uint64_t iters, warmup; /* of this size */
+	uint64_t t_start, t_end;
+	uint64_t cold_ns;
+	int err;
+	char errmsg[TERN_REQ_ERRMSG_LEN];
+	struct tern_hist hist;
+	uint64_t sent_total; /* sends, for the responder's count */
+	uint64_t link_bps;
+};
+
+static void bop_done(struct tern_req *req)
+{
+	struct bop *b = tern_container_of(req, struct bop, req);
+	struct runner *r = b->run;
+	uint64_t now = tern__now_ns(), lat = now - b->t_post;
+
+	r->done++;
+	if (req->status != 0 && r->err == 0) {
+		r->err = req->status;
+		snprintf(r->errmsg, sizeof(r->errmsg), "%s", req->errmsg);
+	}
+	if (b->idx == 0)
+		r->cold_ns = lat;
+	if (b->idx >= r->warmup) {
+		tern_hist_add(&r->hist, lat);
+		r->t_end = now;
+	}
+}
+
+static int post_op(struct runner *r, struct bop *b)
+{
+	const struct tern_bench_opts *o = r->o;
+	size_t len = (size_t)r->size;
+
+	tern_req_init(&b->req, bop_done, NULL);
+	b->run = r;
+	b->idx = r->posted;
+	b->t_post = tern__now_ns();
+	if (b->idx == r->warmup)
+		r->t_start = b->t_post;
+	switch (o->op) {
+	case TERN_BENCH_WRITE:
+		return tern_write(r->peer, r->mr, r->buf, len, &r->remote, 0,
+				  &b->req);
+	case TERN_BENCH_WRITEDATA:
+		return tern_write_imm(r->peer, r->mr, r->buf, len, &r->remote,
+				      0, BENCH_IMM, &b->req);
+	case TERN_BENCH_READ:
+		return tern_read(r->peer, r->mr, r->buf, len, &r->remote, 0,
+				 &b->req);
+	case TERN_BENCH_SEND:
+		r->sent_total++;
+		return tern_send(r->peer, r->mr, r->buf, len, &b->req);
+	default:
+		return tern_atomic_fetch_add(r->peer, &r->remote, 0, 1,
+					     &b->req);
+	}
+}
+
+static void show_progress(const struct runner *r)
+{
+	double s = (double)(tern__now_ns() - r->t_start) / 1e9;
+	uint64_t timed = r->done > r->warmup ? r->done - r->warmup : 0;
+
+	fprintf(stderr,
+		"\rbench: %s %" PRIu64 " B: %" PRIu64 " ops, %.2f "
+		"Gbit/s   ",
+		tern_bench_op_name(r->o->op), r->size, timed,
+		s > 0 ? (double)timed * (double)r->size * 8 / s / 1e9 : 0.0);
+	fflush(stderr);
+}
+
+/* Measure one size: warm-up, then the timed operations, a window deep. */
+static int run_size(struct runner *r, struct tern_bench_point *pt)
+{
+	const struct tern_bench_opts *o = r->o;
+	uint64_t deadline = 0, next_show = tern__now_ns() + 500000000ULL;
+	int ret = 0;
+
+	tern_hist_init(&r->hist);
+	r->posted = r->done = 0;
+	r->t_start = r->t_end = 0;
+	r->cold_ns = 0;
+	r->iters = o->iters;
+	if (o->iters == 0 && o->duration_s <= 0) {
+		/* About the same bytes per size, bounded to keep a default
+		 * run to seconds: 100000 ops at 8 B down to 200 at 16 MiB. */
+		r->iters = (256ULL << 20) / r->size;
+		r->iters = TERN_MAX(TERN_MIN(r->iters, 100000ULL), 200ULL);
+	}
+	r->warmup = o->warmup != TERN_BENCH_AUTO
+			    ? o->warmup
+			    : TERN_MAX(r->iters / 10, (uint64_t)16);
+	r->limit = r->iters ? r->warmup + r->iters : UINT64_MAX;
+	while (r->done < r->posted || r->posted < r->limit) {
+		while (r->err == 0 && r->posted < r->limit &&
+		       r->posted - r->done < o->window) {
+			ret = post_op(r, &r->w[r->posted % o->window]);
+			if (ret != 0)
+				break;
+			r->posted++;
+			if (!r->iters && r->posted == r->warmup + 1)
+				deadline = r->t_start +
+					   (uint64_t)(o->duration_s * 1e9);
+		}
+		if (ret != 0 || r->err != 0) {
+			r->limit = r->posted; /* stop posting, drain */
+			if (ret == 0)
+				ret = r->err;
+		}
+		if (deadline != 0 && r->limit == UINT64_MAX &&
+		    tern__now_ns() >= deadline)
+			r->limit = r->posted;
+		int n = tern_progress(r->ctx);
+
+		if (n < 0)
+			return n;
+		if (o->progress && tern__now_ns() > next_show) {
+			show_progress(r);
+			next_show = tern__now_ns() + 500000000ULL;
+		}
+	}
+	if (o->progress)
+		fprintf(stderr, "\r%60s\r", "");
+	pt->size = r->size;
+	pt->ops = r->hist.count;
+	pt->bytes = pt->ops * r->size;
+	pt->seconds = (double)(r->t_end - r->t_start) / 1e9;
+	pt->link_pct = -1;
+	if (pt->seconds > 0) {
+		pt->gbps = (double)pt->bytes * 8 / pt->seconds / 1e9;
+		if (r->link_bps != 0)
+			pt->link_pct = pt->gbps * 1e9 / (double)r->link_bps *
+				       100;
+		pt->gBps = (double)pt->bytes / pt->seconds / 1e9;
+		pt->mpps = (double)pt->ops / pt->seconds / 1e6;
+	}
+	pt->lat_min_us = (double)tern_hist_quantile(&r->hist, 0) / 1e3;
+	pt->lat_p50_us = (double)tern_hist_quantile(&r->hist, 0.5) / 1e3;
+	pt->lat_p99_us = (double)tern_hist_quantile(&r->hist, 0.99) / 1e3;
+	pt->lat_p999_us = (double)tern_hist_quantile(&r->hist, 0.999) / 1e3;
+	pt->lat_max_us = (double)tern_hist_quantile(&r->hist, 1) / 1e3;
+	pt->cold_us = (double)r->cold_ns / 1e3;
+	return ret;
+}
+
+static int one_op(struct runner *r, struct tern_req *req)
+{
+	int ret = tern_wait(r->ctx, req, CTRL_TIMEOUT_MS);
+
+	return ret != 0 ? ret : req->status;
+}
+
+/* After a size: read the target back (writes), compare what we read
+ * (reads), or read the counter (atomics). */
+static int verify_size(struct runner *r, struct tern_mr *chkmr, uint8_t *chk,
+		       uint64_t atomics_so_far, struct tern_bench_point *pt)
+{
+	size_t len = (size_t)r->size;
+	struct tern_req req;
+	int ret = 0;
+
+	tern_req_init(&req, NULL, NULL);
+	switch (r->o->op) {
+	case TERN_BENCH_WRITE:
+	case TERN_BENCH_WRITEDATA:
+		ret = tern_read(r->peer, chkmr, chk, len, &r->remote, 0, &req);
+		if (ret == 0)
+			ret = one_op(r, &req);
+		if (ret == 0)
+			pt->verified = memcmp(chk, r->buf, len) == 0 ? 1 : -1;
+		break;
+	case TERN_BENCH_READ:
+		mt_fill(chk, len, r->o->seed);
+		pt->verified = memcmp(chk, r->buf, len) == 0 ? 1 : -1;
+		break;
+	case TERN_BENCH_ATOMIC:
+		ret = tern_atomic_fetch_add(r->peer, &r->remote, 0, 0, &req);
+		if (ret == 0)
+			ret = one_op(r, &req);
+		if (ret == 0)
+			pt->verified = req.value == atomics_so_far ? 1 : -1;
+		break;
+	default:
+		break; /* sends: the responder counts and checks */
+	}
+	return ret;
+}
+
+static void fill_context(struct tern_ctx *ctx, const struct tern_bench_opts *o,
+			 struct tern_bench_context *c)
+{
+	struct tern_ctx_info ci;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	tern_ctx_query(ctx, &ci);
+	snprintf(c->tern_version, sizeof(c->tern_version), "%s",
+		 tern_version());
+	snprintf(c->fabric_version, sizeof(c->fabric_version), "%s",
+		 tern_fabric_version());
+	snprintf(c->provider, sizeof(c->provider), "%s", ci.provider);
+	snprintf(c->fabric, sizeof(c->fabric), "%s", ci.fabric);
+	snprintf(c->domain, sizeof(c->domain), "%s", ci.domain);
+	if (gethostname(c->host, sizeof(c->host)) != 0)
+		snprintf(c->host, sizeof(c->host), "?");
+	gmtime_r(&now, &tm);
+	strftime(c->date, sizeof(c->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(c->op, sizeof(c->op), "%s", tern_bench_op_name(o->op));
+	c->link_bps = ci.link_speed;
+	c->window = o->window;
+	c->rails = ci.rails;
+	c->iters = o->iters;
+	c->duration_s = o->iters ? 0 : o->duration_s;
+	c->warmup = o->warmup == TERN_BENCH_AUTO ? 0 : o->warmup;
+	c->verify = o->verify;
+}
+
+/* HELLO the responder; on ACK its region's descriptor. */
+static int hello(struct runner *r, struct tern_msgbox *mb, uint64_t max_size,
+		 char *why, size_t whylen)
+{
+	uint8_t card[TERN_CARD_MAX], params[PARAMS_LEN];
+	struct bench_params bp = {
+		.op = (uint32_t)r->o->op,
+		.window = r->o->window,
+		.max_size = max_size,
+		.seed = r->o->seed,
+		.verify = (uint32_t)r->o->verify,
+	};
+	struct tern_hello h = { .kind = TERN_HELLO_BENCH }, ack;
+	ssize_t n;
+	int ret;
+
+	params_encode(&bp, params);
+	h.card = card;
+	h.card_len = (size_t)tern_ctx_card(r->ctx, card, sizeof(card));
+	h.params = params;
+	h.params_len = sizeof(params);
+	n = tern_hello_encode(mb->sbuf, TERN_MSGBOX_MAX, &h);
+	ret = n < 0 ? (int)n
+		    : tern_msgbox_send(mb, r->peer, (size_t)n, CTRL_TIMEOUT_MS);
+	if (ret == 0) {
+		n = tern_msgbox_recv(mb, CTRL_TIMEOUT_MS);
+		ret = n < 0 ? (int)n
+			    : tern_hello_decode(mb->rbuf, (size_t)n, &ack);
+	}
+	if (ret != 0 || ack.kind != TERN_HELLO_ACK || !ack.has_desc) {
+		snprintf(why, whylen, "the bench responder did not answer: %s",
+			 ret ? tern_strerror(ret) : "unexpected reply");
+		return ret ? ret : -TERN_EPROTO;
+	}
+	r->remote = ack.desc;
+	return 0;
+}
+
+/* BYE, and for sends the responder's count: ACK {received, bad}. */
+static int bye(struct runner *r, struct tern_msgbox *mb,
+	       struct tern_bench_report *rep, char *why, size_t whylen)
+{
+	struct tern_hello h = { .kind = TERN_HELLO_BYE }, ack;
+	uint8_t params[8];
+	ssize_t n;
+	int ret;
+
+	tern__put_u64(params, r->sent_total);
+	h.params = params;
+	h.params_len = sizeof(params);
+	n = tern_hello_encode(mb->sbuf, TERN_MSGBOX_MAX, &h);
+	if (n < 0)
+		return (int)n;
+	if (r->o->op == TERN_BENCH_SEND) {
+		/* Among the data messages: marked by its immediate. */
+		tern_req_init(&mb->sreq, NULL, NULL);
+		ret = tern_send_imm(r->peer, mb->mr, mb->sbuf, (size_t)n,
+				    BENCH_BYE_IMM, &mb->sreq);
+		if (ret == 0)
+			ret = one_op(r, &mb->sreq);
+	} else {
+		ret = tern_msgbox_send(mb, r->peer, (size_t)n, CTRL_TIMEOUT_MS);
+	}
+	if (ret == 0) {
+		n = tern_msgbox_recv(mb, 2 * CTRL_TIMEOUT_MS);
+		ret = n < 0 ? (int)n
+			    : tern_hello_decode(mb->rbuf, (size_t)n, &ack);
+	}
+	if (ret != 0 || ack.params_len != 16) {
+		snprintf(why, whylen, "no answer to BYE: %s",
+			 ret ? tern_strerror(ret) : "bad reply");
+		return ret ? ret : -TERN_EPROTO;
+	}
+	if (r->o->op == TERN_BENCH_SEND) {
+		uint64_t got = tern__get_u64(ack.params);
+		uint64_t bad = tern__get_u64(ack.params + 8);
+		int v = got == r->sent_total && bad == 0 ? 1 : -1;
+
+		if (got != r->sent_total)
+			snprintf(why, whylen,
+				 "the responder received %" PRIu64
+				 " of %" PRIu64 " messages",
+				 got, r->sent_total);
+		for (size_t i = 0; r->o->verify && i < rep->npoints; i++)
+			rep->points[i].verified = v;
+		if (got != r->sent_total)
+			return -TERN_EVERIFY;
+	}
+	return 0;
+}
+
+int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
+		   const struct tern_bench_opts *o,
+		   struct tern_bench_report *rep, char *why, size_t whylen)
+{
+	struct runner r = { .ctx = ctx, .o = o };
+	struct tern_mr *chkmr = NULL;
+	struct tern_msgbox mb;
+	uint64_t max_size = 8, t0, atomics = 0;
+	uint8_t *chk = NULL;
+	int ret;
+
+	memset(rep, 0, sizeof(*rep));
+	fill_context(ctx, o, &rep->ctx);
+	r.link_bps = rep->ctx.link_bps;
+	for (size_t i = 0; i < o->nsizes; i++)
+		max_size = TERN_MAX(max_size, o->sizes[i]);
+	ret = tern_msgbox_open(ctx, &mb);
+	if (ret != 0)
+		return ret;
+	r.w = calloc(o->window, sizeof(*r.w));
+	r.buf = alloc_aligned(max_size);
+	chk = alloc_aligned(max_size);
+	if (r.w == NULL || r.buf == NULL || chk == NULL) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	mt_fill(r.buf, max_size, o->seed);
+	t0 = tern__now_ns();
+	ret = tern_mr_reg(ctx, r.buf, max_size, TERN_ACCESS_LOCAL, &r.mr);
+	rep->ctx.mr_reg_ms = (double)(tern__now_ns() - t0) / 1e6;
+	rep->ctx.mr_bytes = max_size;
+	if (ret == 0)
+		ret = tern_mr_reg(ctx, chk, max_size, TERN_ACCESS_LOCAL,
+				  &chkmr);
+	if (ret == 0)
+		ret = tern_peer_add(ctx, card, card_len, &r.peer);
+	if (ret != 0) {
+		snprintf(why, whylen, "setup: %s", tern_strerror(ret));
+		goto out;
+	}
+	ret = hello(&r, &mb, max_size, why, whylen);
+	if (ret != 0)
+		goto out;
+	tern_ctx_set_busy_poll(ctx, 1);
+	for (size_t i = 0; i < o->nsizes && ret == 0; i++) {
+		struct tern_bench_point *pt = &rep->points[rep->npoints++];
+
+		r.size = o->op == TERN_BENCH_ATOMIC ? 8 : o->sizes[i];
+		ret = run_size(&r, pt);
+		atomics += r.posted;
+		if (ret != 0) {
+			snprintf(why, whylen, "%s of %" PRIu64 " bytes: %s%s%s",
+				 tern_bench_op_name(o->op), r.size,
+				 tern_strerror(ret), r.errmsg[0] ? ": " : "",
+				 r.errmsg);
+			break;
+		}
+		if (o->verify)
+			ret = verify_size(&r, chkmr, chk, atomics, pt);
+		if (ret == 0 && pt->verified < 0) {
+			snprintf(why, whylen,
+				 "verification failed at %" PRIu64 " bytes",
+				 r.size);
+			ret = -TERN_EVERIFY;
+		}
+		if (o->op == TERN_BENCH_ATOMIC)
+			break; /* one size: 8 bytes */
+	}
+	if (ret == 0)
+		ret = bye(&r, &mb, rep, why, whylen);
+	tern_ctx_set_busy_poll(ctx, 0);
+out:
+	tern_peer_remove(r.peer);
+	tern_mr_close(chkmr);
+	tern_mr_close(r.mr);
+	free(chk);
+	free(r.buf);
+	free(r.w);
+	tern_msgbox_close(&mb);
+	return ret;
+}

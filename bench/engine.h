@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/* The measuring loop of `tern bench`: an initiator and a responder. */
+#ifndef TERN_BENCH_ENGINE_H
+#define TERN_BENCH_ENGINE_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <tern/tern.h>
+
+#include "bench.h"
+
+enum tern_bench_op {
+	TERN_BENCH_WRITE = 1,
+	TERN_BENCH_WRITEDATA = 2, /* write with immediate */
+	TERN_BENCH_READ = 3,
+	TERN_BENCH_SEND = 4,
+	TERN_BENCH_ATOMIC = 5, /* 64-bit fetch-add; size is always 8 */
+};
+
+#define TERN_BENCH_MAX_SIZES  64
+#define TERN_BENCH_MAX_SIZE   (1ULL << 30)
+#define TERN_BENCH_MAX_WINDOW 4096
+
+/* iters 0 and duration 0: scaled by size; warmup AUTO: iters / 10. */
+#define TERN_BENCH_AUTO UINT64_MAX
+
+struct tern_bench_opts {
+	int op;
+	size_t nsizes;
+	uint64_t sizes[TERN_BENCH_MAX_SIZES];
+	unsigned int window;
+	uint64_t iters;    /* timed ops per size; 0: duration, or by size */
+	double duration_s; /* per size when iters is 0 */
+	uint64_t warmup;   /* untimed ops per size, or TERN_BENCH_AUTO */
+	int verify;
+	uint64_t seed;
+	int progress; /* a live line on stderr */
+};
+
+const char *tern_bench_op_name(int op);
+int tern_bench_op_parse(const char *s);
+
+/*
+ * Run the benchmark against a responder whose card is given; fills the
+ * report (context from @ctx, one point per size).
+ * @return 0, or an error with @why set.
+ */
+int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
+		   const struct tern_bench_opts *o,
+		   struct tern_bench_report *rep, char *why, size_t whylen);
+
+/* Serve bench sessions until *stop (or, with @once, after one). */
+int tern_bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
+		     int once, FILE *log);
+
+#endif /* TERN_BENCH_ENGINE_H */

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The log-linear latency histogram of bench.h. Values below TERN_HIST_SUB
+ * have a bucket each; from there on every power of two [2^e, 2^(e+1)) is
+ * cut into TERN_HIST_SUB equal buckets, so a bucket is never wider than
+ * 1/TERN_HIST_SUB of the values it holds. Adding a sample is a few integer
+ * operations: no allocation, no floating point.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "bench.h"
+
+/* floor(log2(v)) for v > 0. */
+static unsigned int ilog2_u64(uint64_t v)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	return 63u - (unsigned int)__builtin_clzll(v);
+#else
+	unsigned int e = 0;
+
+	while (v > 1) {
+		v >>= 1;
+		e++;
+	}
+	return e;
+#endif
+}
+
+size_t tern_hist_index(uint64_t v)
+{
+	unsigned int e, shift;
+
+	if (v < TERN_HIST_SUB)
+		return (size_t)v;
+	e = ilog2_u64(v);
+	shift = e - TERN_HIST_SUB_BITS;
+	/* v >> shift lies in [SUB, 2 * SUB): its low bits pick the slice. */
+	return (size_t)(shift + 1) * TERN_HIST_SUB +
+	       (size_t)((v >> shift) - TERN_HIST_SUB);
+}
+
+/*
+ * The inverse of tern_hist_index(). An index past the last bucket (the
+ * "next" bucket of the last one) saturates to UINT64_MAX.
+ */
+uint64_t tern_hist_lower(size_t i)
+{
+	size_t group, slice;
+
+	if (i < TERN_HIST_SUB)
+		return (uint64_t)i;
+	if (i >= TERN_HIST_BUCKETS)
+		return UINT64_MAX;
+	group = i / TERN_HIST_SUB;
+	slice = i % TERN_HIST_SUB;
+	return ((uint64_t)TERN_HIST_SUB + slice) << (group - 1);
+}
+
+void tern_hist_init(struct tern_hist *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->min = UINT64_MAX;
+}
+
+static void sum_add(struct tern_hist *h, uint64_t lo, uint64_t hi)
+{
+	uint64_t old = h->sum_lo;
+
+	h->sum_lo += lo;
+	h->sum_hi += hi + (h->sum_lo < old ? 1 : 0);
+}
+
+void tern_hist_add(struct tern_hist *h, uint64_t v)
+{
+	h->count++;
+	if (v < h->min)
+		h->min = v;
+	if (v > h->max)
+		h->max = v;
+	sum_add(h, v, 0);
+	h->buckets[tern_hist_index(v)]++;
+}
+
+void tern_hist_merge(struct tern_hist *dst, const struct tern_hist *src)
+{
+	if (src->count == 0)
+		return;
+	dst->count += src->count;
+	if (src->min < dst->min)
+		dst->min = src->min;
+	if (src->max > dst->max)
+		dst->max = src->max;
+	sum_add(dst, src->sum_lo, src->sum_hi);
+	for (size_t i = 0; i < TERN_HIST_BUCKETS; i++)
+		dst->buckets[i] += src->buckets[i];
+}
+
+uint64_t tern_hist_quantile(const struct tern_hist *h, double q)
+{
+	uint64_t rank, cum = 0;
+	double r;
+
+	if (h->count == 0)
+		return 0;
+	/* NaN lands here too: the smallest sample is as good as any. */
+	if (!(q > 0.0))
+		return h->min;
+	if (q >= 1.0)
+		return h->max;
+
+	r = ceil(q * (double)h->count);
+	if (r < 1.0)
+		rank = 1;
+	else if (r >= (double)h->count)
+		rank = h->count;
+	else
+		rank = (uint64_t)r;
+
+	for (size_t i = 0; i < TERN_HIST_BUCKETS; i++) {
+		cum += h->buckets[i];
+		if (cum >= rank) {
+			uint64_t v = tern_hist_lower(i);
+
+			if (v < h->min)
+				v = h->min;
+			if (v > h->max)
+				v = h->max;
+			return v;
+		}
+	}
+	/* Unreachable while count matches the buckets. */
+	return h->max;
+}
+
+double tern_hist_mean(const struct tern_hist *h)
+{
+	long double sum;
+
+	if (h->count == 0)
+		return 0.0;
+	sum = (long double)h->sum_hi * 18446744073709551616.0L +
+	      (long double)h->sum_lo;
+	return (double)(sum / (long double)h->count);
+}

@@ -1,0 +1,41 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# A short `tern bench` with --verify over a provider; the JSON must parse
+# and hold every size with positive, finite figures; CSV and SVG must be
+# written. No speed is asserted.
+# usage: bench.sh PROVIDER OP
+set -u
+prov=$1 op=$2
+node=""
+[ "$prov" = tcp ] && node="--node 127.0.0.1"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+sizes=8,4K,64K,1M
+[ "$op" = atomic ] && sizes=8
+# shellcheck disable=SC2086
+"$TERN" bench --provider "$prov" $node --op "$op" --sizes $sizes \
+	--iters 300 --warmup 30 --window 16 --verify \
+	--json "$dir/b.json" --csv "$dir/b.csv" --plot "$dir/b.svg" || {
+	echo "FAIL: tern bench exited non-zero"; exit 1; }
+python3 - "$dir/b.json" "$op" <<'PY' || exit 1
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+op = sys.argv[2]
+want = [8] if op == "atomic" else [8, 4096, 65536, 1048576]
+c = r["context"]
+assert c["op"] == op and c["provider"] and c["tern_version"], c
+got = [p["size"] for p in r["results"]]
+assert got == want, (got, want)
+for p in r["results"]:
+    for k in ("gbps", "gBps", "mpps", "lat_min_us", "lat_p50_us",
+              "lat_p99_us", "lat_p999_us", "lat_max_us", "seconds"):
+        v = p[k]
+        assert isinstance(v, (int, float)) and math.isfinite(v) and v > 0, (k, v)
+    assert p["lat_min_us"] <= p["lat_p50_us"] <= p["lat_p99_us"] <= p["lat_max_us"], p
+    assert p["ops"] == 300, p
+    assert p["verified"] == 1, p
+print("json ok:", len(r["results"]), "sizes")
+PY
+[ "$(head -n 1 "$dir/b.csv" | cut -d, -f1)" = size ] || { echo "FAIL: csv header"; exit 1; }
+grep -q '</svg>' "$dir/b.svg" || { echo "FAIL: svg"; exit 1; }
+echo "PASS: tern bench --op $op over $prov"

@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/* tern bench: bandwidth, message rate and latency percentiles. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <tern/tern.h>
+
+#include "cli.h"
+#include "engine.h"
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: tern bench [--peer CARD | --listen] [--op OP] "
+		"[--sizes LIST|all]\n"
+		"                  [--window N] [--iters N | --duration S] "
+		"[--warmup N]\n"
+		"                  [--rails N] [--provider P] [--node ADDR] "
+		"[--verify]\n"
+		"                  [--json FILE] [--csv FILE] [--plot "
+		"FILE.svg]\n\n"
+		"Measure bandwidth (Gbit/s and GB/s, 10^9), %% of the link "
+		"speed libfabric\nreports, message rate (Mpps) and "
+		"post-to-completion latency (min, p50,\np99, p99.9, max, "
+		"and the first, cold operation) per size, with a window\nof "
+		"operations in flight. With neither --peer nor --listen, a "
+		"local peer\nprocess is started (same provider).\n\n"
+		"  -o, --op OP          write (default), writedata (write "
+		"with immediate),\n"
+		"                       read, send, atomic (64-bit "
+		"fetch-add; size 8)\n"
+		"  -s, --sizes LIST     e.g. 8,64,4K,64K,1M,16M (the "
+		"default), or all\n"
+		"                       (8 B to 16 MiB, powers of two)\n"
+		"  -w, --window N       operations in flight (default 64)\n"
+		"  -n, --iters N        timed operations per size (default: "
+		"by size,\n"
+		"                       100000 at 8 B down to 200 at 16 MiB)\n"
+		"  -d, --duration S     instead of --iters: seconds per size\n"
+		"      --warmup N       untimed operations first (default "
+		"iters/10, >= 16)\n"
+		"      --verify         fill sources from MT19937-64 and "
+		"check the\n"
+		"                       destination after each size\n"
+		"      --json FILE      every figure and the run's context\n"
+		"      --csv FILE       one line per size\n"
+		"      --plot FILE.svg  bandwidth and p99 latency against "
+		"size\n"
+		"      --peer CARD      run against `tern bench --listen` "
+		"elsewhere\n"
+		"      --listen         be the peer: print the card, serve "
+		"runs\n"
+		"      --card-file FILE write (--listen) or read (--peer -) "
+		"the card\n"
+		"  -p, --provider NAME  efa, verbs, tcp, shm (default: the "
+		"best present)\n"
+		"      --node ADDR      local address to bind (tcp)\n"
+		"      --rails N        endpoints (default 1)\n"
+		"  -h, --help           this text\n");
+}
+
+static int parse_sizes(const char *list, struct tern_bench_opts *o)
+{
+	char *copy, *save = NULL, *tok;
+	int ret = 0;
+
+	if (strcmp(list, "all") == 0) {
+		o->nsizes = 0;
+		for (uint64_t s = 8; s <= (16u << 20); s *= 2)
+			o->sizes[o->nsizes++] = s;
+		return 0;
+	}
+	copy = strdup(list);
+	if (copy == NULL)
+		return -ENOMEM;
+	o->nsizes = 0;
+	for (tok = strtok_r(copy, ",", &save); tok && ret == 0;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (o->nsizes == TERN_BENCH_MAX_SIZES) {
+			cli_err("bench", "at most %d sizes",
+				TERN_BENCH_MAX_SIZES);
+			ret = -EINVAL;
+			break;
+		}
+		ret = cli_size("bench", "--sizes", tok, 1, TERN_BENCH_MAX_SIZE,
+			       &o->sizes[o->nsizes++]);
+	}
+	free(copy);
+	if (ret == 0 && o->nsizes == 0)
+		ret = -EINVAL;
+	return ret;
+}
+
+static int write_file(const char *path, const struct tern_bench_report *r,
+		      int (*fn)(FILE *, const struct tern_bench_report *))
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (f == NULL) {
+		cli_err("bench", "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	ret = fn(f, r);
+	if (fclose(f) != 0 && ret == 0)
+		ret = -EIO;
+	if (ret != 0)
+		cli_err("bench", "writing %s: %s", path, strerror(-ret));
+	return ret;
+}
+
+/* Start `tern bench --listen --once` as a second process; its card. */
+static pid_t spawn_peer(const char *prov, const char *node,
+			const char *rails, char *hex, size_t hexlen)
+{
+	char path[32];
+	int p[2];
+	pid_t pid;
+	FILE *f;
+
+	if (pipe(p) != 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+
+		close(p[0]);
+		snprintf(path, sizeof(path), "/dev/fd/%d", p[1]);
+		/* Its log would mix into our table: keep errors only. */
+		if (devnull >= 0)
+			dup2(devnull, 1);
+		execl("/proc/self/exe", "tern", "bench", "--listen", "--once",
+		      "--provider", prov ? prov : "auto", "--node",
+		      node ? node : "", "--rails", rails, "--card-file", path,
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	f = fdopen(p[0], "r");
+	if (pid < 0 || f == NULL || fgets(hex, (int)hexlen, f) == NULL) {
+		if (f != NULL)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	hex[strcspn(hex, "\r\n")] = '\0';
+	return pid;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	enum { OPT_NODE = 256, OPT_WARM, OPT_VERIFY, OPT_JSON, OPT_CSV,
+	       OPT_PLOT, OPT_PEER, OPT_LISTEN, OPT_ONCE, OPT_CARD, OPT_RAILS,
+	       OPT_LOG };
+	static const struct option lo[] = {
+		{ "op", required_argument, NULL, 'o' },
+		{ "sizes", required_argument, NULL, 's' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "warmup", required_argument, NULL, OPT_WARM },
+		{ "verify", no_argument, NULL, OPT_VERIFY },
+		{ "json", required_argument, NULL, OPT_JSON },
+		{ "csv", required_argument, NULL, OPT_CSV },
+		{ "plot", required_argument, NULL, OPT_PLOT },
+		{ "peer", required_argument, NULL, OPT_PEER },
+		{ "listen", no_argument, NULL, OPT_LISTEN },
+		{ "once", no_argument, NULL, OPT_ONCE },
+		{ "card-file", required_argument, NULL, OPT_CARD },
+		{ "rails", required_argument, NULL, OPT_RAILS },
+		{ "provider", required_argument, NULL, 'p' },
+		{ "node", required_argument, NULL, OPT_NODE },
+		{ "log", required_argument, NULL, OPT_LOG },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tern_bench_opts o = {
+		.op = TERN_BENCH_WRITE,
+		.nsizes = 6,
+		.sizes = { 8, 64, 4096, 65536, 1 << 20, 16 << 20 },
+		.window = 64,
+		.seed = 5489,
+	};
+	const char *prov = NULL, *node = NULL, *peer_hex = NULL;
+	const char *json = NULL, *csv = NULL, *plot = NULL, *card_file = NULL;
+	char rails_s[16] = "1", hex[2 * TERN_CARD_MAX + 2], why[256] = "";
+	int c, ret = 0, listen = 0, once = 0, have_warm = 0;
+
+	struct tern_bench_report *rep;
+	uint64_t v, rails = 1;
+	uint8_t card[TERN_CARD_MAX];
+	struct tern_ctx *ctx;
+	pid_t peer_pid = 0;
+	ssize_t card_len;
+
+	while ((c = getopt_long(argc, argv, "o:s:w:n:d:p:h", lo, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'o':
+			o.op = tern_bench_op_parse(optarg);
+			if (o.op < 0) {
+				cli_err("bench", "--op: write, writedata, "
+						 "read, send or atomic");
+				ret = -EINVAL;
+			}
+			break;
+		case 's':
+			ret = parse_sizes(optarg, &o);
+			break;
+		case 'w':
+			ret = cli_uint("bench", "--window", optarg, 1,
+				       TERN_BENCH_MAX_WINDOW, &v);
+			o.window = (unsigned int)v;
+			break;
+		case 'n':
+			ret = cli_uint("bench", "--iters", optarg, 1,
+				       1000000000, &o.iters);
+			break;
+		case 'd':
+			o.duration_s = strtod(optarg, NULL);
+			if (!(o.duration_s > 0 && o.duration_s <= 3600)) {
+				cli_err("bench", "--duration: seconds, 0 to "
+						 "3600");
+				ret = -EINVAL;
+			}
+			break;
+		case OPT_WARM:
+			ret = cli_uint("bench", "--warmup", optarg, 0,
+				       1000000000, &o.warmup);
+			have_warm = 1;
+			break;
+		case OPT_VERIFY:
+			o.verify = 1;
+			break;
+		case OPT_JSON:
+			json = optarg;
+			break;
+		case OPT_CSV:
+			csv = optarg;
+			break;
+		case OPT_PLOT:
+			plot = optarg;
+			break;
+		case OPT_PEER:
+			peer_hex = optarg;
+			break;
+		case OPT_LISTEN:
+			listen = 1;
+			break;
+		case OPT_ONCE:
+			once = 1;
+			break;
+		case OPT_CARD:
+			card_file = optarg;
+			break;
+		case OPT_RAILS:
+			ret = cli_uint("bench", "--rails", optarg, 1,
+				       TERN_MAX_RAILS, &rails);
+			snprintf(rails_s, sizeof(rails_s), "%" PRIu64, rails);
+			break;
+		case 'p':
+			prov = strcmp(optarg, "auto") ? optarg : NULL;
+			break;
+		case OPT_NODE:
+			node = optarg[0] ? optarg : NULL;
+			break;
+		case OPT_LOG:
+			ret = cli_log("bench", optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+		if (ret != 0)
+			return 2;
+	}
+	if (optind != argc) {
+		cli_err("bench", "unexpected argument '%s'", argv[optind]);
+		return 2;
+	}
+	if (o.iters && o.duration_s > 0) {
+		cli_err("bench", "--iters and --duration exclude each other");
+		return 2;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	ret = tern_ctx_open(&(struct tern_ctx_attr){ .provider = prov,
+						     .node = node,
+						     .rails = (unsigned)rails },
+			    &ctx);
+	if (ret != 0) {
+		cli_err("bench", "cannot open a ctx: %s", tern_strerror(ret));
+		return 1;
+	}
+	if (listen) {
+		char h2[2 * TERN_CARD_MAX + 1];
+
+		card_len = tern_ctx_card(ctx, card, sizeof(card));
+		tern_hex_encode(card, (size_t)card_len, h2, sizeof(h2));
+		printf("bench: listening; card: %s\nrun:  tern bench --peer "
+		       "%s\n",
+		       h2, h2);
+		fflush(stdout);
+		if (card_file != NULL) {
+			FILE *f = fopen(card_file, "w");
+
+			if (f == NULL || fprintf(f, "%s\n", h2) < 0 ||
+			    fclose(f) != 0) {
+				cli_err("bench", "writing %s failed",
+					card_file);
+				tern_ctx_close(ctx);
+				return 1;
+			}
+		}
+		ret = tern_bench_serve(ctx, &stop_flag, once, stdout);
+		tern_ctx_close(ctx);
+		return ret == 0 ? 0 : 1;
+	}
+	if (peer_hex == NULL) {
+		peer_pid = spawn_peer(prov, node, rails_s, hex, sizeof(hex));
+		if (peer_pid < 0) {
+			cli_err("bench", "could not start the local peer");
+			tern_ctx_close(ctx);
+			return 1;
+		}
+		peer_hex = hex;
+	}
+	card_len = tern_hex_decode(peer_hex, card, sizeof(card));
+	if (card_len <= 0) {
+		cli_err("bench", "--peer: the hex card `tern bench --listen` "
+				 "printed");
+		ret = -EINVAL;
+	}
+	rep = calloc(1, sizeof(*rep));
+	if (ret == 0 && rep != NULL) {
+		o.progress = isatty(2);
+		if (!have_warm)
+			o.warmup = TERN_BENCH_AUTO;
+		snprintf(rep->ctx.command, sizeof(rep->ctx.command),
+			 "tern bench");
+		ret = tern_bench_run(ctx, card, (size_t)card_len, &o, rep,
+				     why, sizeof(why));
+		if (rep->npoints > 0) {
+			for (int i = 0; i < argc; i++) {
+				size_t l = strlen(rep->ctx.command);
+
+				snprintf(rep->ctx.command + l,
+					 sizeof(rep->ctx.command) - l, "%s%s",
+					 i ? " " : "", i ? argv[i] : "");
+			}
+			tern_bench_print_table(stdout, rep);
+			if (json != NULL)
+				write_file(json, rep, tern_bench_write_json);
+			if (csv != NULL)
+				write_file(csv, rep, tern_bench_write_csv);
+			if (plot != NULL)
+				write_file(plot, rep, tern_bench_write_svg);
+		}
+		if (ret != 0)
+			cli_err("bench", "%s", why[0] ? why :
+							tern_strerror(ret));
+	}
+	free(rep);
+	tern_ctx_close(ctx);
+	if (peer_pid > 0) {
+		int st;
+
+		for (int i = 0; i < 50 && waitpid(peer_pid, &st, WNOHANG) == 0;
+		     i++)
+			usleep(100000);
+		if (waitpid(peer_pid, &st, WNOHANG) == 0) {
+			kill(peer_pid, SIGTERM);
+			waitpid(peer_pid, &st, 0);
+		}
+	}
+	return ret == 0 ? 0 : 1;
+}

@@ -11,7 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* --- statistics ------------------------------------------------------------ */
+/* --- statistics ------------------------------------------------------------
+ */
 
 /*
  * A log-linear histogram of non-negative integer samples (nanoseconds):
@@ -21,7 +22,7 @@
  * whatever the number of samples; min, max, count and mean are exact.
  */
 #define TERN_HIST_SUB_BITS 7
-#define TERN_HIST_SUB      (1u << TERN_HIST_SUB_BITS)
+#define TERN_HIST_SUB	   (1u << TERN_HIST_SUB_BITS)
 #define TERN_HIST_BUCKETS  ((64 - TERN_HIST_SUB_BITS + 1) * TERN_HIST_SUB)
 
 struct tern_hist {
@@ -56,21 +57,21 @@ uint64_t tern_hist_lower(size_t i);
 
 /* One size of one run. Rates use SI units: Gbit/s = 10^9 bit/s. */
 struct tern_bench_point {
-	uint64_t size;       /* bytes per operation */
-	uint64_t ops;        /* timed operations */
-	uint64_t bytes;      /* timed payload bytes */
-	double seconds;      /* first timed post to last timed completion */
-	double gbps;         /* payload Gbit/s (10^9) */
-	double gBps;         /* payload GB/s (10^9) */
-	double link_pct;     /* % of link speed, < 0 when the link is n/a */
-	double mpps;         /* million operations per second */
-	double lat_min_us;   /* post-to-completion latency */
+	uint64_t size;	   /* bytes per operation */
+	uint64_t ops;	   /* timed operations */
+	uint64_t bytes;	   /* timed payload bytes */
+	double seconds;	   /* first timed post to last timed completion */
+	double gbps;	   /* payload Gbit/s (10^9) */
+	double gBps;	   /* payload GB/s (10^9) */
+	double link_pct;   /* % of link speed, < 0 when the link is n/a */
+	double mpps;	   /* million operations per second */
+	double lat_min_us; /* post-to-completion latency */
 	double lat_p50_us;
 	double lat_p99_us;
 	double lat_p999_us;
 	double lat_max_us;
-	double cold_us;      /* the very first operation of the run */
-	int verified;        /* 1 checked equal, 0 not checked, -1 mismatch */
+	double cold_us; /* the very first operation of the run */
+	int verified;	/* 1 checked equal, 0 not checked, -1 mismatch */
 };
 
 struct tern_bench_context {
@@ -80,18 +81,18 @@ struct tern_bench_context {
 	char fabric[128];
 	char domain[128];
 	char host[128];
-	char date[40];          /* ISO 8601, UTC */
-	char op[16];            /* write, writedata, read, send, atomic */
-	uint64_t link_bps;      /* 0 when the provider reports none */
+	char date[40];	   /* ISO 8601, UTC */
+	char op[16];	   /* write, writedata, read, send, atomic */
+	uint64_t link_bps; /* 0 when the provider reports none */
 	unsigned int window;
 	unsigned int rails;
-	uint64_t iters;         /* per size, 0 when --duration rules */
-	double duration_s;      /* per size, 0 when --iters rules */
+	uint64_t iters;	   /* per size, 0 when --duration rules */
+	double duration_s; /* per size, 0 when --iters rules */
 	uint64_t warmup;
-	double mr_reg_ms;       /* registering the benchmark's buffers */
+	double mr_reg_ms; /* registering the benchmark's buffers */
 	uint64_t mr_bytes;
 	int verify;
-	char command[512];      /* the command line, for the record */
+	char command[512]; /* the command line, for the record */
 };
 
 struct tern_bench_report {

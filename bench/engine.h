@@ -31,7 +31,7 @@ struct tern_bench_opts {
 	size_t nsizes;
 	uint64_t sizes[TERN_BENCH_MAX_SIZES];
 	unsigned int window;
-	uint64_t iters;    /* timed ops per size; 0: duration, or by size */
+	uint64_t iters;	   /* timed ops per size; 0: duration, or by size */
 	double duration_s; /* per size when iters is 0 */
 	uint64_t warmup;   /* untimed ops per size, or TERN_BENCH_AUTO */
 	int verify;

@@ -246,7 +246,8 @@ void tern_bench_print_table(FILE *f, const struct tern_bench_report *r)
 			c->warmup);
 	else
 		fprintf(f, "  %-14s %s\n", "iterations",
-			"by size, 100000 at 8 B to 200 at 16 MiB; warmup a tenth");
+			"by size, 100000 at 8 B to 200 at 16 MiB; warmup a "
+			"tenth");
 	fprintf(f, "  %-14s %s\n", "verify", c->verify != 0 ? "on" : "off");
 	if (isfinite(c->mr_reg_ms))
 		fmt_fixed(c->mr_reg_ms, 3, a, sizeof(a));

@@ -127,8 +127,8 @@ static int write_file(const char *path, const struct tern_bench_report *r,
 }
 
 /* Start `tern bench --listen --once` as a second process; its card. */
-static pid_t spawn_peer(const char *prov, const char *node,
-			const char *rails, char *hex, size_t hexlen)
+static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
+			char *hex, size_t hexlen)
 {
 	char path[32];
 	int p[2];
@@ -166,9 +166,20 @@ static pid_t spawn_peer(const char *prov, const char *node,
 
 int cmd_bench(int argc, char **argv)
 {
-	enum { OPT_NODE = 256, OPT_WARM, OPT_VERIFY, OPT_JSON, OPT_CSV,
-	       OPT_PLOT, OPT_PEER, OPT_LISTEN, OPT_ONCE, OPT_CARD, OPT_RAILS,
-	       OPT_LOG };
+	enum {
+		OPT_NODE = 256,
+		OPT_WARM,
+		OPT_VERIFY,
+		OPT_JSON,
+		OPT_CSV,
+		OPT_PLOT,
+		OPT_PEER,
+		OPT_LISTEN,
+		OPT_ONCE,
+		OPT_CARD,
+		OPT_RAILS,
+		OPT_LOG
+	};
 	static const struct option lo[] = {
 		{ "op", required_argument, NULL, 'o' },
 		{ "sizes", required_argument, NULL, 's' },
@@ -210,8 +221,7 @@ int cmd_bench(int argc, char **argv)
 	pid_t peer_pid = 0;
 	ssize_t card_len;
 
-	while ((c = getopt_long(argc, argv, "o:s:w:n:d:p:h", lo, NULL)) !=
-	       -1) {
+	while ((c = getopt_long(argc, argv, "o:s:w:n:d:p:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o.op = tern_bench_op_parse(optarg);
@@ -359,8 +369,8 @@ int cmd_bench(int argc, char **argv)
 			o.warmup = TERN_BENCH_AUTO;
 		snprintf(rep->ctx.command, sizeof(rep->ctx.command),
 			 "tern bench");
-		ret = tern_bench_run(ctx, card, (size_t)card_len, &o, rep,
-				     why, sizeof(why));
+		ret = tern_bench_run(ctx, card, (size_t)card_len, &o, rep, why,
+				     sizeof(why));
 		if (rep->npoints > 0) {
 			for (int i = 0; i < argc; i++) {
 				size_t l = strlen(rep->ctx.command);
@@ -378,8 +388,8 @@ int cmd_bench(int argc, char **argv)
 				write_file(plot, rep, tern_bench_write_svg);
 		}
 		if (ret != 0)
-			cli_err("bench", "%s", why[0] ? why :
-							tern_strerror(ret));
+			cli_err("bench", "%s",
+				why[0] ? why : tern_strerror(ret));
 	}
 	free(rep);
 	tern_ctx_close(ctx);

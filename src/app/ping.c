@@ -201,6 +201,11 @@ static int client_session(struct side *s, const struct tern_ping_params *p,
 			if (i == p->warmup)
 				start = tern__now_ns();
 			ret = arm(s, p->mode, size);
+			/* The receive is with the provider before the clock
+			 * starts, as in ibv_rc_pingpong and fi_rdm_pingpong. */
+			if (ret == 0)
+				ret = tern_progress(s->ctx) < 0 ? -TERN_EPROV
+								: 0;
 			t0 = tern__now_ns();
 			if (ret == 0)
 				ret = fire(s, p->mode, size);

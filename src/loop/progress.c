@@ -200,25 +200,26 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 static int progress_rail(struct tern_ctx *ctx, struct tern_rail *rail)
 {
 	struct tern__cqe cqe[TERN_POLL_BATCH];
-	int done = 0, n;
+	int done = 0, reaped = 0, n;
 
 	/* Post first: a queued operation goes out before we spend time in
-	 * the CQ (on tcp that means reading sockets): latency. Then read
-	 * completions, then post again into the credits they freed and what
-	 * callbacks queued: bandwidth. */
+	 * the CQ (on tcp that means reading sockets): latency. */
 	done += post_queue(ctx, rail, &rail->rxq, &rail->rx_credits);
 	done += post_queue(ctx, rail, &rail->txq, &rail->tx_credits);
 	do {
 		n = tern__rail_poll(rail, cqe, TERN_ARRAY_SIZE(cqe));
 		if (n < 0)
 			return n;
+		reaped += n;
 		for (int i = 0; i < n; i++)
 			done += dispatch(ctx, rail, &cqe[i]);
 	} while (n == (int)TERN_ARRAY_SIZE(cqe));
-	if (rail->rxq.len != 0)
+	/* Completions freed credits and callbacks may have queued more: post
+	 * again now rather than a pass later (bandwidth). */
+	if (reaped != 0) {
 		done += post_queue(ctx, rail, &rail->rxq, &rail->rx_credits);
-	if (rail->txq.len != 0)
 		done += post_queue(ctx, rail, &rail->txq, &rail->tx_credits);
+	}
 	return done;
 }
 

@@ -254,6 +254,7 @@ static void read_target(struct chan *ch, void *arg)
 	serve_until(ctx, ch->to_b[0]);
 	tern_mr_close(mr);
 	tern_ctx_close(ctx);
+	free(buf);
 }
 
 static void read_initiator(struct chan *ch, void *arg)
@@ -313,6 +314,8 @@ static void read_initiator(struct chan *ch, void *arg)
 	tern_peer_remove(peer);
 	tern_mr_close(mr);
 	tern_ctx_close(ctx);
+	free(want);
+	free(got);
 }
 
 /* --- atomics ----------------------------------------------------------- */
@@ -346,6 +349,7 @@ static void atomic_target(struct chan *ch, void *arg)
 	CHECK(write(ch->from_b[1], &c, 1) == 1, "pipe");
 	tern_mr_close(mr);
 	tern_ctx_close(ctx);
+	free(words);
 }
 
 struct fadd_arg {
@@ -553,6 +557,7 @@ static void sendimm_target(struct chan *ch, void *arg)
 	serve_until(ctx, ch->to_b[0]);
 	tern_mr_close(mr);
 	tern_ctx_close(ctx);
+	free(buf);
 }
 
 static void sendimm_initiator(struct chan *ch, void *arg)
@@ -578,6 +583,7 @@ static void sendimm_initiator(struct chan *ch, void *arg)
 	tern_peer_remove(peer);
 	tern_mr_close(mr);
 	tern_ctx_close(ctx);
+	free(buf);
 }
 
 /* --- scatter (pieces) ------------------------------------------------- */
@@ -663,6 +669,9 @@ static void pieces_target(struct chan *ch, void *arg)
 	tern_mr_close(mr[0]);
 	tern_mr_close(mr[1]);
 	tern_ctx_close(ctx);
+	free(reg_buf[0]);
+	free(reg_buf[1]);
+	free(src);
 }
 
 static void pieces_initiator(struct chan *ch, void *arg)
@@ -703,6 +712,7 @@ static void pieces_initiator(struct chan *ch, void *arg)
 	tern_peer_remove(peer);
 	tern_mr_close(mr);
 	tern_ctx_close(ctx);
+	free(src);
 }
 
 /* --- access rights ------------------------------------------------------ */
@@ -735,6 +745,8 @@ static void access_target(struct chan *ch, void *arg)
 	tern_mr_close(mrw);
 	tern_mr_close(mro);
 	tern_ctx_close(ctx);
+	free(rw);
+	free(ro);
 }
 
 static void access_initiator(struct chan *ch, void *arg)
@@ -770,6 +782,7 @@ static void access_initiator(struct chan *ch, void *arg)
 	tern_peer_remove(peer);
 	tern_mr_close(mr);
 	tern_ctx_close(ctx);
+	free(buf);
 }
 
 static void test_access(struct chan *ch)

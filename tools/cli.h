@@ -3,6 +3,8 @@
 #ifndef TERN_CLI_H
 #define TERN_CLI_H
 
+#include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -25,5 +27,12 @@ int cli_uint(const char *cmd, const char *opt, const char *val, uint64_t min,
 	     uint64_t max, uint64_t *out);
 /* Apply --log LEVEL. */
 int cli_log(const char *cmd, const char *val);
+/* Ctrl-C / SIGTERM set the returned flag; SIGPIPE is ignored. */
+volatile sig_atomic_t *cli_catch_signals(void);
+/* Write a card's hex to @path (a no-op when NULL). */
+int cli_card_write(const char *cmd, const char *path, const char *hex);
+/* A card from @path if given, else from the hex argument @arg. */
+int cli_card_read(const char *cmd, const char *path, const char *arg,
+		  uint8_t *card, size_t *len_p);
 
 #endif /* TERN_CLI_H */

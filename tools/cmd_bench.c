@@ -17,14 +17,6 @@
 #include "cli.h"
 #include "engine.h"
 
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_flag = 1;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -218,6 +210,7 @@ int cmd_bench(int argc, char **argv)
 	uint64_t v, rails = 1;
 	uint8_t card[TERN_CARD_MAX];
 	struct tern_ctx *ctx;
+	volatile sig_atomic_t *stop;
 	pid_t peer_pid = 0;
 	ssize_t card_len;
 
@@ -312,9 +305,7 @@ int cmd_bench(int argc, char **argv)
 		cli_err("bench", "--iters and --duration exclude each other");
 		return 2;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGPIPE, SIG_IGN);
+	stop = cli_catch_signals();
 	ret = tern_ctx_open(&(struct tern_ctx_attr){ .provider = prov,
 						     .node = node,
 						     .rails = (unsigned)rails },
@@ -332,18 +323,11 @@ int cmd_bench(int argc, char **argv)
 		       "%s\n",
 		       h2, h2);
 		fflush(stdout);
-		if (card_file != NULL) {
-			FILE *f = fopen(card_file, "w");
-
-			if (f == NULL || fprintf(f, "%s\n", h2) < 0 ||
-			    fclose(f) != 0) {
-				cli_err("bench", "writing %s failed",
-					card_file);
-				tern_ctx_close(ctx);
-				return 1;
-			}
+		if (cli_card_write("bench", card_file, h2) != 0) {
+			tern_ctx_close(ctx);
+			return 1;
 		}
-		ret = tern_bench_serve(ctx, &stop_flag, once, stdout);
+		ret = tern_bench_serve(ctx, stop, once, stdout);
 		tern_ctx_close(ctx);
 		return ret == 0 ? 0 : 1;
 	}

@@ -18,23 +18,8 @@
 #include "cli.h"
 #include "fill/fill.h"
 
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_flag = 1;
-}
-
-static void catch_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_signal };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
+/* Set by Ctrl-C (cli_catch_signals). */
+static volatile sig_atomic_t *stop_flag;
 
 /* Options shared by the three commands. */
 struct fill_opts {
@@ -282,7 +267,7 @@ int cmd_serve(int argc, char **argv)
 		cli_err("serve", "unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
-	catch_signals();
+	stop_flag = cli_catch_signals();
 	if (open_ctx(&o, &ctx) != 0)
 		return 1;
 	tern_ctx_query(ctx, &ci);
@@ -303,19 +288,9 @@ int cmd_serve(int argc, char **argv)
 	printf("serving random-fill requests%s; Ctrl-C to stop\n",
 	       o.once ? " (one session)" : "");
 	fflush(stdout);
-	if (o.card_file != NULL) {
-		FILE *f = fopen(o.card_file, "w");
-
-		if (f == NULL || fprintf(f, "%s\n", hex) < 0 ||
-		    fclose(f) != 0) {
-			cli_err("serve", "writing %s: %s", o.card_file,
-				strerror(errno));
-			stop_flag = 1;
-			ret = -EIO;
-		}
-	}
+	ret = cli_card_write("serve", o.card_file, hex);
 	if (ret == 0)
-		ret = tern_fill_server_run(srv, &stop_flag);
+		ret = tern_fill_server_run(srv, stop_flag);
 	tern_fill_server_stats(srv, &st);
 	printf("serve: served %" PRIu64 " session(s), %" PRIu64
 	       " fill(s), %" PRIu64 " bytes written; %" PRIu64
@@ -326,45 +301,6 @@ int cmd_serve(int argc, char **argv)
 	tern_fill_server_close(srv);
 	tern_ctx_close(ctx);
 	return ret == 0 ? 0 : 1;
-}
-
-static int read_card(const struct fill_opts *o, const char *arg, uint8_t *card,
-		     size_t *len_p)
-{
-	char buf[2 * TERN_CARD_MAX + 2];
-	const char *hex = arg;
-	ssize_t n;
-
-	if (o->card_file != NULL) {
-		FILE *f = fopen(o->card_file, "r");
-
-		if (f == NULL || fgets(buf, sizeof(buf), f) == NULL) {
-			cli_err(o->cmd, "reading card from %s: %s",
-				o->card_file,
-				f ? "empty file" : strerror(errno));
-			if (f != NULL)
-				fclose(f);
-			return -EINVAL;
-		}
-		fclose(f);
-		buf[strcspn(buf, "\r\n")] = '\0';
-		hex = buf;
-	}
-	if (hex == NULL) {
-		cli_err(o->cmd, "no server card: give it as an argument or "
-				"with --card-file (see tern fill --help)");
-		return -EINVAL;
-	}
-	n = tern_hex_decode(hex, card, TERN_CARD_MAX);
-	if (n <= 0) {
-		cli_err(o->cmd,
-			"the card must be the hex string `tern serve` "
-			"printed (%s)",
-			n == -ENOSPC ? "too long" : "not hex");
-		return -EINVAL;
-	}
-	*len_p = (size_t)n;
-	return 0;
 }
 
 static int run_fills(struct tern_ctx *ctx, const struct fill_opts *o,
@@ -423,7 +359,7 @@ static int run_fills(struct tern_ctx *ctx, const struct fill_opts *o,
 		       (double)r.bytes / (us * 1e3), (double)r.elapsed_ns / 1e3,
 		       r.verified, r.untouched);
 		fflush(stdout);
-		if (stop_flag)
+		if (*stop_flag)
 			break;
 	}
 	tern_fill_conn_close(conn);
@@ -446,10 +382,11 @@ int cmd_fill(int argc, char **argv)
 		cli_err("fill", "unexpected argument '%s'", argv[optind + 1]);
 		return 2;
 	}
-	if (read_card(&o, optind < argc ? argv[optind] : NULL, card,
-		      &card_len) != 0)
+	if (cli_card_read("fill", o.card_file,
+			  optind < argc ? argv[optind] : NULL, card,
+			  &card_len) != 0)
 		return 2;
-	catch_signals();
+	stop_flag = cli_catch_signals();
 	if (open_ctx(&o, &ctx) != 0)
 		return 1;
 	ret = run_fills(ctx, &o, card, card_len);
@@ -503,6 +440,7 @@ int cmd_demo(int argc, char **argv)
 	}
 	if (o.node == NULL && strncmp(o.provider, "tcp", 3) == 0)
 		o.node = "127.0.0.1";
+	stop_flag = cli_catch_signals();
 	if (pipe(cardp) != 0) {
 		cli_err("demo", "pipe: %s", strerror(errno));
 		return 1;

@@ -16,23 +16,8 @@
 #include "app/app.h"
 #include "cli.h"
 
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_flag = 1;
-}
-
-static void catch_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_signal };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
+/* Set by Ctrl-C (cli_catch_signals). */
+static volatile sig_atomic_t *stop_flag;
 
 struct net_opts {
 	const char *cmd;
@@ -70,56 +55,18 @@ static int announce(const struct net_opts *o, struct tern_ctx *ctx)
 	char hex[2 * TERN_CARD_MAX + 1];
 	uint8_t card[TERN_CARD_MAX];
 	ssize_t len = tern_ctx_card(ctx, card, sizeof(card));
-	FILE *f;
 
 	tern_hex_encode(card, (size_t)len, hex, sizeof(hex));
 	printf("card: %s\nrun:  tern %s %s --provider %s\n", hex, o->cmd, hex,
 	       o->provider ? o->provider : "<same>");
 	fflush(stdout);
-	if (o->card_file == NULL)
-		return 0;
-	f = fopen(o->card_file, "w");
-	if (f == NULL || fprintf(f, "%s\n", hex) < 0 || fclose(f) != 0) {
-		cli_err(o->cmd, "writing %s: %s", o->card_file,
-			strerror(errno));
-		return -EIO;
-	}
-	return 0;
+	return cli_card_write(o->cmd, o->card_file, hex);
 }
 
 static int load_card(const struct net_opts *o, const char *arg, uint8_t *card,
 		     size_t *len_p)
 {
-	char buf[2 * TERN_CARD_MAX + 2];
-	const char *hex = arg;
-	ssize_t n;
-
-	if (o->card_file != NULL) {
-		FILE *f = fopen(o->card_file, "r");
-
-		if (f == NULL || fgets(buf, sizeof(buf), f) == NULL) {
-			cli_err(o->cmd, "reading card from %s failed",
-				o->card_file);
-			if (f != NULL)
-				fclose(f);
-			return -EINVAL;
-		}
-		fclose(f);
-		buf[strcspn(buf, "\r\n")] = '\0';
-		hex = buf;
-	}
-	if (hex == NULL) {
-		cli_err(o->cmd, "no server card (argument or --card-file)");
-		return -EINVAL;
-	}
-	n = tern_hex_decode(hex, card, TERN_CARD_MAX);
-	if (n <= 0) {
-		cli_err(o->cmd, "the card must be the hex string the server "
-				"printed");
-		return -EINVAL;
-	}
-	*len_p = (size_t)n;
-	return 0;
+	return cli_card_read(o->cmd, o->card_file, arg, card, len_p);
 }
 
 /* --- ping ------------------------------------------------------------------
@@ -269,7 +216,7 @@ int cmd_ping(int argc, char **argv)
 		cli_err("ping", "unexpected argument '%s'", argv[optind + 1]);
 		return 2;
 	}
-	catch_signals();
+	stop_flag = cli_catch_signals();
 	if (optind < argc && strcmp(argv[optind], "serve") == 0) {
 		if (open_ctx(&o, 0, &ctx) != 0)
 			return 1;
@@ -278,7 +225,7 @@ int cmd_ping(int argc, char **argv)
 			printf("serving ping clients, one at a time; Ctrl-C to "
 			       "stop\n");
 			fflush(stdout);
-			ret = tern_ping_server(ctx, &stop_flag, stdout);
+			ret = tern_ping_server(ctx, stop_flag, stdout);
 		}
 		tern_ctx_close(ctx);
 		return ret == 0 ? 0 : 1;
@@ -592,7 +539,7 @@ int cmd_atomic(int argc, char **argv)
 		cli_err("atomic", "unexpected argument '%s'", argv[optind + 1]);
 		return 2;
 	}
-	catch_signals();
+	stop_flag = cli_catch_signals();
 	if (optind < argc && strcmp(argv[optind], "serve") == 0) {
 		struct tern_ctx *ctx;
 		uint64_t final = 0;
@@ -604,7 +551,7 @@ int cmd_atomic(int argc, char **argv)
 			printf("serving atomics on a counter and a lock word; "
 			       "Ctrl-C to stop\n");
 			fflush(stdout);
-			ret = tern_atomic_server(ctx, &stop_flag, stdout,
+			ret = tern_atomic_server(ctx, stop_flag, stdout,
 						 &final);
 		}
 		tern_ctx_close(ctx);

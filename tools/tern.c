@@ -38,66 +38,6 @@ static void usage(FILE *f)
 		   "(none|warn|info|debug), TERN_POST_BATCH, TERN_BUSY_POLL\n");
 }
 
-void cli_err(const char *cmd, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "tern %s: ", cmd);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-int cli_size(const char *cmd, const char *opt, const char *val, uint64_t min,
-	     uint64_t max, uint64_t *out)
-{
-	uint64_t v;
-
-	if (tern_parse_size(val, &v) != 0 || v < min || v > max) {
-		cli_err(cmd,
-			"%s '%s': expected a size from %" PRIu64 " to %" PRIu64
-			" bytes (suffixes K, M, G)",
-			opt, val, min, max);
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
-int cli_uint(const char *cmd, const char *opt, const char *val, uint64_t min,
-	     uint64_t max, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(val, &end, 0);
-	if (val[0] == '-' || val[0] == '\0' || *end != '\0' || errno != 0 ||
-	    v < min || v > max) {
-		cli_err(cmd,
-			"%s '%s': expected an integer from %" PRIu64
-			" to %" PRIu64,
-			opt, val, min, max);
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
-int cli_log(const char *cmd, const char *val)
-{
-	int l = tern_log_parse_level(val);
-
-	if (l < 0) {
-		cli_err(cmd, "--log '%s': expected none, warn, info or debug",
-			val);
-		return -EINVAL;
-	}
-	tern_log_set_level((enum tern_log_level)l);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 2) {

@@ -532,13 +532,27 @@ static int verify_size(struct runner *r, struct tern_mr *chkmr, uint8_t *chk,
 	tern_req_init(&req, NULL, NULL);
 	switch (r->o->op) {
 	case TERN_BENCH_WRITE:
-	case TERN_BENCH_WRITEDATA:
-		ret = tern_read(r->peer, chkmr, chk, len, &r->remote, 0, &req);
-		if (ret == 0)
-			ret = one_op(r, &req);
-		if (ret == 0)
-			pt->verified = memcmp(chk, r->buf, len) == 0 ? 1 : -1;
+	case TERN_BENCH_WRITEDATA: {
+		/* A write's local completion does not promise the data is
+		 * visible at the target yet (shm copies small writes on the
+		 * target's progress; EFA is unordered): read back until it
+		 * matches, for at most 2 s. Wrong data never turns right. */
+		uint64_t until = tern__now_ns() + 2000000000ULL;
+
+		do {
+			tern_req_init(&req, NULL, NULL);
+			ret = tern_read(r->peer, chkmr, chk, len, &r->remote, 0,
+					&req);
+			if (ret == 0)
+				ret = one_op(r, &req);
+			if (ret == 0)
+				pt->verified = memcmp(chk, r->buf, len) == 0
+						       ? 1
+						       : -1;
+		} while (ret == 0 && pt->verified < 0 &&
+			 tern__now_ns() < until);
 		break;
+	}
 	case TERN_BENCH_READ:
 		mt_fill(chk, len, r->o->seed);
 		pt->verified = memcmp(chk, r->buf, len) == 0 ? 1 : -1;

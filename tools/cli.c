@@ -92,7 +92,6 @@ int cli_log(const char *cmd, const char *val)
 	return 0;
 }
 
-
 int cli_card_write(const char *cmd, const char *path, const char *hex)
 {
 	FILE *f;
@@ -130,15 +129,17 @@ int cli_card_read(const char *cmd, const char *path, const char *arg,
 		hex = buf;
 	}
 	if (hex == NULL) {
-		cli_err(cmd, "no server card: give it as an argument or with "
-			     "--card-file (see tern %s --help)",
+		cli_err(cmd,
+			"no server card: give it as an argument or with "
+			"--card-file (see tern %s --help)",
 			cmd);
 		return -EINVAL;
 	}
 	n = tern_hex_decode(hex, card, TERN_CARD_MAX);
 	if (n <= 0) {
-		cli_err(cmd, "the card must be the hex string the server "
-			     "printed (%s)",
+		cli_err(cmd,
+			"the card must be the hex string the server "
+			"printed (%s)",
 			n == -ENOSPC ? "too long" : "not hex");
 		return -EINVAL;
 	}

@@ -99,6 +99,10 @@ struct raw {
 	/* Write: one context per operation in flight, and a stack of the
 	 * free ones (completions may come back in any order). */
 	struct fi_context2 *ctxs;
+	uint64_t *t_post; /* per slot: when it was posted */
+	uint64_t lat_sum; /* post-to-completion, ns, like tern bench */
+	uint64_t lat_n;
+	uint64_t lat_log2[64];
 	size_t *free;
 	size_t nfree;
 	size_t inflight;
@@ -243,6 +247,14 @@ static int complete(struct raw *r, const struct fi_cq_data_entry *e)
 	}
 	if (r->ctxs == NULL || c < r->ctxs || c >= r->ctxs + r->o->window)
 		return fail("completion with an unknown context", -FI_EOTHER);
+	/* Time every operation, as tern bench does: the same work. */
+	{
+		uint64_t lat = now_ns() - r->t_post[c - r->ctxs];
+
+		r->lat_sum += lat;
+		r->lat_n++;
+		r->lat_log2[lat ? 63 - __builtin_clzll(lat) : 0]++;
+	}
 	r->free[r->nfree++] = (size_t)(c - r->ctxs);
 	r->inflight--;
 	return 0;
@@ -279,6 +291,8 @@ static int post_write(struct raw *r, size_t size, uint64_t flags)
 {
 	size_t slot = r->free[--r->nfree];
 	struct iovec iov = { .iov_base = r->buf, .iov_len = size };
+
+	r->t_post[slot] = now_ns();
 	struct fi_rma_iov rma = { .addr = r->raddr,
 				  .len = size,
 				  .key = r->rkey };
@@ -431,10 +445,13 @@ static int write_initiator(struct raw *r)
 		t1 = now_ns();
 		s = (double)(t1 - t0) / 1e9;
 		printf("raw write size=%zu ops=%ld seconds=%.6f gbps=%.3f "
-		       "mpps=%.6f\n",
+		       "mpps=%.6f lat_avg_us=%.3f\n",
 		       size, iters, s,
 		       s > 0 ? (double)size * 8 * (double)iters / s / 1e9 : 0,
-		       s > 0 ? (double)iters / s / 1e6 : 0);
+		       s > 0 ? (double)iters / s / 1e6 : 0,
+		       r->lat_n ? (double)r->lat_sum / (double)r->lat_n / 1e3
+				: 0);
+		r->lat_sum = r->lat_n = 0;
 		fflush(stdout);
 	}
 	return 0;
@@ -671,7 +688,8 @@ static int open_buffer(struct raw *r)
 	if (o->op == RAW_OP_WRITE && r->initiator) {
 		r->ctxs = calloc(o->window, sizeof(*r->ctxs));
 		r->free = calloc(o->window, sizeof(*r->free));
-		if (r->ctxs == NULL || r->free == NULL)
+		r->t_post = calloc(o->window, sizeof(*r->t_post));
+		if (r->ctxs == NULL || r->free == NULL || r->t_post == NULL)
 			return fail("operation contexts", -FI_ENOMEM);
 		for (size_t i = 0; i < o->window; i++)
 			r->free[i] = o->window - 1 - i;
@@ -735,6 +753,7 @@ static void teardown(struct raw *r)
 	close_fid(r->fabric ? &r->fabric->fid : NULL);
 	fi_freeinfo(r->info);
 	free(r->ctxs);
+	free(r->t_post);
 	free(r->free);
 	free(r->buf);
 	r->mr = NULL;
@@ -745,6 +764,7 @@ static void teardown(struct raw *r)
 	r->fabric = NULL;
 	r->info = NULL;
 	r->ctxs = NULL;
+	r->t_post = NULL;
 	r->free = NULL;
 	r->buf = NULL;
 }

@@ -462,8 +462,12 @@ static int run_size(struct runner *r, struct tern_bench_point *pt)
 			    : TERN_MAX(r->iters / 10, (uint64_t)16);
 	r->limit = r->iters ? r->warmup + r->iters : UINT64_MAX;
 	while (r->done < r->posted || r->posted < r->limit) {
+		/* Warm-up drains before the clock starts: timed operations
+		 * start from an empty pipeline and are not credited with
+		 * warm-up bytes still in flight (raw measures the same). */
 		while (r->err == 0 && r->posted < r->limit &&
-		       r->posted - r->done < o->window) {
+		       r->posted - r->done < o->window &&
+		       (r->posted != r->warmup || r->done == r->posted)) {
 			ret = post_op(r, &r->w[r->posted % o->window]);
 			if (ret != 0)
 				break;

@@ -376,6 +376,7 @@ struct runner {
 	int err;
 	char errmsg[TERN_REQ_ERRMSG_LEN];
 	struct tern_hist hist;
+	int stuck; /* operations the provider never finished: keep memory */
 	uint64_t sent_total; /* sends, for the responder's count */
 	uint64_t link_bps;
 };
@@ -447,6 +448,7 @@ static int run_size(struct runner *r, struct tern_bench_point *pt)
 {
 	const struct tern_bench_opts *o = r->o;
 	uint64_t deadline = 0, next_show = tern__now_ns() + 500000000ULL;
+	uint64_t stall_from = 0, last_done = 0;
 	int ret = 0;
 
 	tern_hist_init(&r->hist);
@@ -491,6 +493,24 @@ static int run_size(struct runner *r, struct tern_bench_point *pt)
 
 		if (n < 0)
 			return n;
+		if (n > 0) {
+			last_done = r->done;
+			stall_from = 0;
+		} else if (r->done == last_done && (r->done < r->posted)) {
+			/* Nothing completes: the peer is gone or stuck. */
+			if (stall_from == 0)
+				stall_from = tern__now_ns();
+			else if (tern__now_ns() - stall_from >
+				 CTRL_TIMEOUT_MS * 1000000ULL)
+				r->stuck = 1;
+		}
+		if (r->stuck || (o->stop != NULL && *o->stop)) {
+			if (ret == 0)
+				ret = r->stuck ? -ETIMEDOUT : -EINTR;
+			if (r->stuck)
+				break;
+			r->limit = r->posted; /* Ctrl-C: drain, then stop */
+		}
 		if (o->progress && tern__now_ns() > next_show) {
 			show_progress(r);
 			next_show = tern__now_ns() + 500000000ULL;
@@ -768,6 +788,16 @@ int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	if (ret == 0)
 		ret = bye(&r, &mb, rep, why, whylen);
 	tern_ctx_set_busy_poll(ctx, 0);
+	if (r.stuck) {
+		/* The provider may still write into these: keep them. */
+		snprintf(why, whylen,
+			 "no completion for %d s: the peer is "
+			 "gone or stuck",
+			 CTRL_TIMEOUT_MS / 1000);
+		tern_peer_remove(r.peer);
+		tern_msgbox_close(&mb);
+		return -ETIMEDOUT;
+	}
 out:
 	tern_peer_remove(r.peer);
 	tern_mr_close(chkmr);

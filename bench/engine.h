@@ -36,7 +36,8 @@ struct tern_bench_opts {
 	uint64_t warmup;   /* untimed ops per size, or TERN_BENCH_AUTO */
 	int verify;
 	uint64_t seed;
-	int progress; /* a live line on stderr */
+	int progress;		     /* a live line on stderr */
+	volatile sig_atomic_t *stop; /* Ctrl-C, or NULL */
 };
 
 const char *tern_bench_op_name(int op);

@@ -349,6 +349,7 @@ int cmd_bench(int argc, char **argv)
 	rep = calloc(1, sizeof(*rep));
 	if (ret == 0 && rep != NULL) {
 		o.progress = isatty(2);
+		o.stop = stop;
 		if (!have_warm)
 			o.warmup = TERN_BENCH_AUTO;
 		snprintf(rep->ctx.command, sizeof(rep->ctx.command),

@@ -221,9 +221,11 @@ uint64_t tern_imm_count(const struct tern_ctx *ctx, uint32_t imm);
 
 /**
  * Cancel @p req: a queued operation or an immediate expectation completes
- * with -ECANCELED (its callback runs inside this call); a receive already
- * posted to the provider is cancelled there and completes -ECANCELED from
- * progress (or normally, if a message won the race).
+ * with -ECANCELED (its callback runs inside this call); a batched write
+ * some of whose pieces the provider already holds stops posting and
+ * completes -ECANCELED from progress once those have completed; a receive
+ * already posted to the provider is cancelled there and completes
+ * -ECANCELED from progress (or normally, if a message won the race).
  * @return 0; -EALREADY if it already completed; -EBUSY for a send or
  * write the provider already holds (it completes on its own).
  */

@@ -236,11 +236,16 @@ static int client_session(struct side *s, const struct tern_ping_params *p,
 	return ret;
 }
 
-static int side_open(struct side *s, struct tern_ctx *ctx, uint32_t maxsz)
+/* On the heap: if the provider never finishes an operation, the side is
+ * kept (leaked) rather than freed under it. */
+static int side_open(struct side **sp, struct tern_ctx *ctx, uint32_t maxsz)
 {
+	struct side *s = calloc(1, sizeof(*s));
 	int ret;
 
-	memset(s, 0, sizeof(*s));
+	*sp = s;
+	if (s == NULL)
+		return -ENOMEM;
 	s->ctx = ctx;
 	s->sreq.done = s->rreq.done = s->ireq.done = 1;
 	s->half = maxsz;
@@ -258,6 +263,8 @@ static int side_open(struct side *s, struct tern_ctx *ctx, uint32_t maxsz)
 
 static void side_close(struct side *s)
 {
+	if (s == NULL)
+		return;
 	/* Nothing may stay queued on a buffer we free. */
 	if (!s->rreq.done && tern_req_cancel(s->ctx, &s->rreq) >= 0)
 		tern_wait(s->ctx, &s->rreq, 2000);
@@ -266,8 +273,15 @@ static void side_close(struct side *s)
 	if (!s->sreq.done)
 		tern_wait(s->ctx, &s->sreq, 2000);
 	tern_peer_remove(s->peer);
+	if (!s->rreq.done || !s->sreq.done) {
+		/* The provider still holds them: keep their memory. */
+		tern_warn("ping: operations still in flight; keeping their "
+			  "buffers");
+		return;
+	}
 	tern_mr_close(s->mr);
 	free(s->buf);
+	free(s);
 }
 
 /* Reply ERROR to the sender of a HELLO we refuse (its card is in it). */
@@ -301,7 +315,7 @@ int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 	while (!*stop) {
 		struct tern_ping_params p;
 		struct tern_hello h, ack = { .kind = TERN_HELLO_ACK };
-		struct side s;
+		struct side *s = NULL;
 		char why[128];
 		ssize_t n = tern_msgbox_recv(&mb, 200);
 		uint64_t t0;
@@ -325,17 +339,16 @@ int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		}
 		ret = side_open(&s, ctx, max_size(&p));
 		if (ret == 0)
-			ret = tern_peer_add(ctx, h.card, h.card_len, &s.peer);
+			ret = tern_peer_add(ctx, h.card, h.card_len, &s->peer);
 		if (ret != 0) {
 			fprintf(log, "ping: cannot serve: %s\n",
 				tern_strerror(ret));
-			if (s.buf != NULL)
-				side_close(&s);
+			side_close(s);
 			continue;
 		}
-		s.remote = h.desc;
+		s->remote = h.desc;
 		ack.has_desc = 1;
-		tern_mr_desc(s.mr, &ack.desc);
+		tern_mr_desc(s->mr, &ack.desc);
 		n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &ack);
 		fprintf(log,
 			"ping: client: %s mode, %u size(s), %u+%u "
@@ -345,11 +358,11 @@ int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		t0 = tern__now_ns();
 		/* Armed before the ACK goes: the first ping finds us ready. */
 		tern_ctx_set_busy_poll(ctx, 1);
-		ret = arm(&s, p.mode, p.sizes[0]);
+		ret = arm(s, p.mode, p.sizes[0]);
 		if (ret == 0)
-			ret = tern_msgbox_send(&mb, s.peer, (size_t)n, 5000);
+			ret = tern_msgbox_send(&mb, s->peer, (size_t)n, 5000);
 		if (ret == 0)
-			ret = serve_session(&s, &p);
+			ret = serve_session(s, &p);
 		tern_ctx_set_busy_poll(ctx, 0);
 		fprintf(log, "ping: session %s after %.1f ms%s%s\n",
 			ret == 0 ? "done" : "failed",
@@ -357,7 +370,7 @@ int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 			ret == 0 ? "" : ": ",
 			ret == 0 ? "" : tern_strerror(ret));
 		fflush(log);
-		side_close(&s);
+		side_close(s);
 	}
 	tern_msgbox_close(&mb);
 	return 0;
@@ -370,7 +383,7 @@ int tern_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
 	uint8_t mycard[TERN_CARD_MAX], params[TERN_HELLO_PARAMS];
 	struct tern_hello h = { .kind = TERN_HELLO_PING }, ack;
 	struct tern_msgbox mb;
-	struct side s;
+	struct side *s = NULL;
 	ssize_t n;
 	int ret;
 
@@ -379,7 +392,7 @@ int tern_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
 		return ret;
 	ret = side_open(&s, ctx, max_size(p));
 	if (ret == 0)
-		ret = tern_peer_add(ctx, card, card_len, &s.peer);
+		ret = tern_peer_add(ctx, card, card_len, &s->peer);
 	if (ret != 0) {
 		snprintf(why, whylen, "setup: %s", tern_strerror(ret));
 		goto out;
@@ -387,12 +400,12 @@ int tern_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
 	h.card = mycard;
 	h.card_len = (size_t)tern_ctx_card(ctx, mycard, sizeof(mycard));
 	h.has_desc = 1;
-	tern_mr_desc(s.mr, &h.desc);
+	tern_mr_desc(s->mr, &h.desc);
 	h.params = params;
 	h.params_len = (size_t)tern_ping_params_encode(p, params,
 						       sizeof(params));
 	n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &h);
-	ret = n < 0 ? (int)n : tern_msgbox_send(&mb, s.peer, (size_t)n, 5000);
+	ret = n < 0 ? (int)n : tern_msgbox_send(&mb, s->peer, (size_t)n, 5000);
 	if (ret == 0) {
 		n = tern_msgbox_recv(&mb, 10000);
 		ret = n < 0 ? (int)n : 0;
@@ -414,12 +427,12 @@ int tern_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
 		ret = -TERN_EPROTO;
 		goto out;
 	}
-	s.remote = ack.desc;
-	ret = client_session(&s, p, results);
+	s->remote = ack.desc;
+	ret = client_session(s, p, results);
 	if (ret != 0)
 		snprintf(why, whylen, "ping failed: %s", tern_strerror(ret));
 out:
-	side_close(&s);
+	side_close(s);
 	tern_msgbox_close(&mb);
 	return ret;
 }

@@ -88,6 +88,7 @@ struct tern_peer {
 	unsigned int nrails;		 /* remote rails in its card */
 	uint64_t fiaddr[TERN_MAX_RAILS]; /* per local rail: its remote rail */
 	unsigned long inflight;		 /* queued + posted operations */
+	int removing; /* tern_peer_remove() is cancelling its operations */
 	int removed;
 	size_t card_len;
 	uint8_t card[]; /* the card it was added with */

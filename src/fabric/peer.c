@@ -157,23 +157,32 @@ void tern__peer_release(struct tern_peer *peer)
 int tern_peer_remove(struct tern_peer *peer)
 {
 	struct tern_ctx *ctx;
+	int again = 1;
 
 	if (peer == NULL)
 		return 0;
-	if (peer->removed)
+	if (peer->removed || peer->removing)
 		return -EINVAL;
 	ctx = peer->ctx;
 	ctx->npeers--;
-	/* Operations still queued in tern are cancelled now; the peer is
-	 * marked removed after, so their completions cannot free it. */
-	for (unsigned int i = 0; i < ctx->nrails; i++) {
-		struct tern_req *r = ctx->rails[i].txq.head, *next;
+	/* Operations still queued in tern are cancelled now. Their callbacks
+	 * may post, cancel or remove anything, this peer included (refused
+	 * above), so walk each queue again from its head after every
+	 * cancellation; the peer is freed only after the walk. */
+	peer->removing = 1;
+	while (again) {
+		again = 0;
+		for (unsigned int i = 0; i < ctx->nrails && !again; i++) {
+			struct tern_req *r = ctx->rails[i].txq.head;
 
-		for (; r != NULL; r = next) {
-			next = r->_priv.next;
-			if (r->_priv.peer == peer)
-				tern__req_abort(ctx, &ctx->rails[i].txq, r,
-						-ECANCELED);
+			for (; r != NULL; r = r->_priv.next) {
+				if (r->_priv.peer == peer) {
+					tern__req_abort(ctx, &ctx->rails[i].txq,
+							r, -ECANCELED);
+					again = 1;
+					break;
+				}
+			}
 		}
 	}
 	peer->removed = 1;

@@ -31,6 +31,7 @@ struct tern_fill_conn {
 	uint64_t imm_done_ns;
 	uint64_t session;
 	uint32_t next_id;
+	int broken; /* a fill timed out or failed midway: replies may be off */
 	struct tern_fill_accept limits;
 };
 
@@ -55,6 +56,8 @@ int tern_fill_conn_send_raw(struct tern_fill_conn *conn, const void *buf,
 
 	if (len > TERN_FILL_MSG_MAX)
 		return -EMSGSIZE;
+	if (!conn->sreq.done)
+		return -EBUSY; /* an earlier send is still out */
 	if (buf != SBUF(conn))
 		memcpy(SBUF(conn), buf, len);
 	tern_req_init(&conn->sreq, NULL, NULL);
@@ -119,7 +122,15 @@ static void conn_free(struct tern_fill_conn *c)
 		tern_wait(c->ctx, &c->rreq, 2000);
 	if (!c->ireq.done)
 		tern_req_cancel(c->ctx, &c->ireq);
+	if (!c->sreq.done)
+		tern_wait(c->ctx, &c->sreq, 2000);
 	tern_peer_remove(c->peer);
+	if (!c->sreq.done || (c->recv_posted && !c->rreq.done)) {
+		/* The provider still holds them: keep their memory. */
+		tern_warn("fill client: operations still in flight at close; "
+			  "keeping their buffers");
+		return;
+	}
 	for (int i = 0; i < TERN_FILL_REGIONS; i++) {
 		tern_mr_close(c->rmr[i]);
 		free(c->region[i]);
@@ -145,6 +156,7 @@ int tern_fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
 		return -ENOMEM;
 	c->ctx = ctx;
 	c->ireq.done = 1;
+	c->sreq.done = 1;
 	ret = -ENOMEM;
 	if (posix_memalign((void **)&c->msg, REGION_ALIGN,
 			   2 * TERN_FILL_MSG_MAX) != 0) {
@@ -327,6 +339,12 @@ int tern_fill_conn_fill(struct tern_fill_conn *c,
 	ssize_t n;
 
 	memset(rep, 0, sizeof(*rep));
+	if (c->broken) {
+		snprintf(rep->error, sizeof(rep->error),
+			 "this connection failed earlier (a late reply could "
+			 "be taken for the next one): reconnect");
+		return -TERN_EPROTO;
+	}
 	total = tern_fill_region_pages(c->rdesc[0].len, p->page_size) +
 		tern_fill_region_pages(c->rdesc[1].len, p->page_size);
 	if (p->page_size == 0 || p->page_size > c->limits.max_page_size ||
@@ -432,6 +450,10 @@ int tern_fill_conn_fill(struct tern_fill_conn *c,
 	goto out;
 
 out_cancel:
+	/* Unless the server refused (it wrote nothing and answered), writes
+	 * or replies of this fill may still arrive: never reuse the
+	 * connection for another fill. */
+	c->broken = ret != -TERN_EREFUSED;
 	tern_req_cancel(c->ctx, &c->ireq);
 	/* Pages may have been written: restore the canary everywhere. */
 	for (int i = 0; i < TERN_FILL_REGIONS; i++)

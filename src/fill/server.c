@@ -19,6 +19,8 @@
 #define REPLY_MAX    512
 #define MAX_SESSIONS 64
 #define SRC_ALIGN    128
+/* Longest a fill (at most 32 MiB) may take before its client is dropped. */
+#define FILL_DEADLINE_S 60
 
 struct session {
 	uint64_t id; /* 0: free */
@@ -287,6 +289,12 @@ static void on_fill(struct tern_fill_server *srv, struct session *s,
 		reply_error(srv, s->peer, s->id, 0, ret, why);
 		return;
 	}
+	if (srv->w_busy) {
+		/* A dropped client's writes are still out. */
+		reply_error(srv, s->peer, s->id, r.id, -EBUSY,
+			    "server busy finishing an earlier fill; retry");
+		return;
+	}
 	ret = tern_fill_request_check(&r, s->regions, srv->scratch, why,
 				      sizeof(why));
 	if (ret != 0) {
@@ -322,7 +330,8 @@ static void on_fill(struct tern_fill_server *srv, struct session *s,
 				r.id, &srv->wreq);
 	srv->w_busy = ret == 0;
 	warned = t0;
-	while (srv->w_busy && !srv->wreq.done && !*stop) {
+	while (srv->w_busy && !srv->wreq.done && !*stop &&
+	       tern__now_ns() - t0 < FILL_DEADLINE_S * 1000000000ULL) {
 		int wret = tern_wait(srv->ctx, &srv->wreq, 1000);
 
 		if (wret != 0 && wret != -ETIMEDOUT) {
@@ -335,8 +344,19 @@ static void on_fill(struct tern_fill_server *srv, struct session *s,
 			     r.page_count);
 		}
 	}
-	if (srv->w_busy && !srv->wreq.done)
-		return; /* stopping: closing waits for or cancels the rest */
+	if (srv->w_busy && !srv->wreq.done) {
+		if (*stop)
+			return; /* closing waits for or cancels the rest */
+		/* A client that takes no writes must not hold the server:
+		 * drop it. Its writes already out finish or fail on their
+		 * own; until then new fills are refused as busy. */
+		slog(srv,
+		     "fill %u: no completion in %d s; dropping session "
+		     "%016" PRIx64,
+		     r.id, FILL_DEADLINE_S, s->id);
+		session_end(srv, s, "writes stalled");
+		return;
+	}
 	srv->w_busy = 0;
 	if (ret == 0)
 		ret = srv->wreq.status;
@@ -532,6 +552,8 @@ int tern_fill_server_run(struct tern_fill_server *srv,
 			if (ret != 0)
 				return ret;
 		}
+		if (srv->w_busy && srv->wreq.done)
+			srv->w_busy = 0;
 		if (tern__now_ns() - last_expire > 1000000000ULL) {
 			last_expire = tern__now_ns();
 			expire_idle(srv);

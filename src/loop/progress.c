@@ -300,7 +300,7 @@ static int prep(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 {
 	if (ctx == NULL || req == NULL || mr == NULL || (buf == NULL && len))
 		return -EINVAL;
-	if (ctx->closing || (peer != NULL && peer->removed))
+	if (ctx->closing || (peer != NULL && (peer->removed || peer->removing)))
 		return -ECANCELED;
 	if (mr->ctx != ctx)
 		return -EINVAL;
@@ -585,11 +585,13 @@ int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 		return -EINVAL;
 	switch (req->_priv.state) {
 	case TERN__ST_QUEUED:
+		/* A batch with pieces already out completes when they have:
+		 * the provider may still be reading its buffers. */
 		rail = &ctx->rails[req->_priv.rail];
-		tern__reqq_remove(req->_priv.op == TERN__OP_RECV ? &rail->rxq
-								 : &rail->txq,
-				  req);
-		tern__req_complete(ctx, req, -ECANCELED);
+		tern__req_abort(ctx,
+				req->_priv.op == TERN__OP_RECV ? &rail->rxq
+							       : &rail->txq,
+				req, -ECANCELED);
 		return 0;
 	case TERN__ST_WAITING:
 		tern__imm_cancel(ctx, req);

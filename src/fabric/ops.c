@@ -243,6 +243,20 @@ static void decode_ctx(struct tern_rail *rail, void *op_context,
 	cqe->req = tern_container_of(op_context, struct tern_req, _priv.fictx);
 }
 
+/* Give a consumed FI_RX_CQ_DATA sink receive back to the provider. Losing
+ * one for good would, after 64, stop writes with immediates from being
+ * absorbed: say so loudly. */
+static void repost_sink(struct tern_rail *rail, void *op_context)
+{
+	ssize_t ret = fi_recv(rail->ep, NULL, 0, NULL, FI_ADDR_UNSPEC,
+			      op_context);
+
+	if (ret != 0)
+		tern_warn("rail %u: re-posting a receive for remote CQ data: "
+			  "%s (one fewer left)",
+			  rail->idx, fi_strerror((int)-ret));
+}
+
 static int is_sink(struct tern_rail *rail, void *op_context)
 {
 	char *c = op_context, *lo = (char *)rail->sink_ctx;
@@ -269,8 +283,7 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 			  "(provider errno %d)",
 			  rail->idx, fi_strerror(err.err), err.prov_errno);
 		if (err.op_context != NULL)
-			fi_recv(rail->ep, NULL, 0, NULL, FI_ADDR_UNSPEC,
-				err.op_context);
+			repost_sink(rail, err.op_context);
 		return 0;
 	}
 	*cqe = (struct tern__cqe){
@@ -318,8 +331,7 @@ int tern__rail_poll(struct tern_rail *rail, struct tern__cqe *cqe, size_t n)
 			/* A write with immediate landed here. */
 			if (e->op_context != NULL &&
 			    is_sink(rail, e->op_context))
-				fi_recv(rail->ep, NULL, 0, NULL, FI_ADDR_UNSPEC,
-					e->op_context);
+				repost_sink(rail, e->op_context);
 			if (!(e->flags & FI_REMOTE_CQ_DATA))
 				continue;
 			cqe[got++] = (struct tern__cqe){

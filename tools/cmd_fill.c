@@ -34,6 +34,7 @@ struct fill_opts {
 	int have_seed;
 	uint64_t count;
 	uint64_t timeout_ms;
+	uint64_t fill_timeout_ms;
 	int once;
 	int quiet;
 };
@@ -44,7 +45,8 @@ enum {
 	OPT_ONCE,
 	OPT_LOG,
 	OPT_TIMEOUT,
-	OPT_RAILS
+	OPT_RAILS,
+	OPT_FILL_TIMEOUT
 };
 
 static const struct option long_opts[] = {
@@ -57,6 +59,7 @@ static const struct option long_opts[] = {
 	{ "seed", required_argument, NULL, 'S' },
 	{ "count", required_argument, NULL, 'c' },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "fill-timeout", required_argument, NULL, OPT_FILL_TIMEOUT },
 	{ "once", no_argument, NULL, OPT_ONCE },
 	{ "log", required_argument, NULL, OPT_LOG },
 	{ "help", no_argument, NULL, 'h' },
@@ -97,7 +100,11 @@ static void usage(const char *cmd, FILE *f)
 			"      --card-file FILE  also write the card (hex) to "
 			"FILE\n"
 			"      --once            exit when the first client "
-			"says goodbye\n%s\n%s",
+			"says goodbye\n"
+			"      --fill-timeout MS drop a client whose fill is "
+			"not done in MS\n"
+			"                        (its writes stall; default "
+			"60000)\n%s\n%s",
 			common_help, limits_help);
 	} else if (strcmp(cmd, "fill") == 0) {
 		fprintf(f,
@@ -178,6 +185,10 @@ static int parse(int argc, char **argv, struct fill_opts *o)
 		case OPT_TIMEOUT:
 			ret = cli_uint(o->cmd, "--timeout", optarg, 1, 3600000,
 				       &o->timeout_ms);
+			break;
+		case OPT_FILL_TIMEOUT:
+			ret = cli_uint(o->cmd, "--fill-timeout", optarg, 1,
+				       3600000, &o->fill_timeout_ms);
 			break;
 		case OPT_ONCE:
 			o->once = 1;
@@ -274,6 +285,7 @@ int cmd_serve(int argc, char **argv)
 	len = tern_ctx_card(ctx, card, sizeof(card));
 	tern_hex_encode(card, (size_t)len, hex, sizeof(hex));
 	so.once = o.once;
+	so.fill_timeout_ms = (int)o.fill_timeout_ms;
 	ret = tern_fill_server_open(ctx, &so, &srv);
 	if (ret != 0) {
 		cli_err("serve", "%s", tern_strerror(ret));

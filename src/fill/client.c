@@ -118,8 +118,13 @@ static int bad_reply(const uint8_t *msg, size_t len, char *why, size_t whylen)
 static void conn_free(struct tern_fill_conn *c)
 {
 	/* A receive still posted must finish before its buffer goes. */
-	if (c->recv_posted && tern_req_cancel(c->ctx, &c->rreq) >= 0)
-		tern_wait(c->ctx, &c->rreq, 2000);
+	if (c->recv_posted) {
+		int cr = tern_req_cancel(c->ctx, &c->rreq);
+		int wr = cr >= 0 ? tern_wait(c->ctx, &c->rreq, 2000) : 0;
+
+		tern_debug("fill client: cancel receive: %d, wait %d, done %d",
+			   cr, wr, c->rreq.done);
+	}
 	if (!c->ireq.done)
 		tern_req_cancel(c->ctx, &c->ireq);
 	if (!c->sreq.done)
@@ -206,15 +211,28 @@ int tern_fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
 			 c->sreq.errmsg);
 		goto err;
 	}
-	n = tern_fill_conn_recv_raw(c, RBUF(c), TERN_FILL_MSG_MAX, timeout_ms);
-	if (n < 0) {
-		ret = (int)n;
-		snprintf(why, whylen, "no answer to CONNECT within %d ms: %s",
-			 timeout_ms, tern_strerror(ret));
-		goto err;
-	}
-	ret = tern_fill_accept_decode(RBUF(c), (size_t)n, &c->limits);
-	if (ret != 0 || c->limits.nonce != nonce) {
+	/* Messages of an earlier connection on this ctx (a late RESULT) may
+	 * still arrive: skip what is not the answer to this CONNECT. */
+	for (;;) {
+		n = tern_fill_conn_recv_raw(c, RBUF(c), TERN_FILL_MSG_MAX,
+					    timeout_ms);
+		if (n < 0) {
+			ret = (int)n;
+			snprintf(why, whylen,
+				 "no answer to CONNECT within %d ms: %s",
+				 timeout_ms, tern_strerror(ret));
+			goto err;
+		}
+		ret = tern_fill_accept_decode(RBUF(c), (size_t)n, &c->limits);
+		if (ret == 0 && c->limits.nonce == nonce)
+			break;
+		if (tern_fill_hdr_parse(RBUF(c), (size_t)n, &h) == 0 &&
+		    h.session != 0 && h.type != TERN_FILL_ACCEPT) {
+			tern_info("fill client: skipping a stale message of "
+				  "session %016llx",
+				  (unsigned long long)h.session);
+			continue;
+		}
 		ret = bad_reply(RBUF(c), (size_t)n, why, whylen);
 		goto err;
 	}

@@ -20,6 +20,7 @@ struct tern_fill_server;
 struct tern_fill_server_opts {
 	int once;		/* exit after the first session ends */
 	int idle_timeout_ms;	/* drop sessions idle this long; 0 = 120 s */
+	int fill_timeout_ms;	/* drop a client whose fill stalls; 0 = 60 s */
 	FILE *log;		/* one line per event, or NULL */
 	const char *log_prefix; /* put before each line, or NULL */
 };

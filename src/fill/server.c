@@ -19,8 +19,6 @@
 #define REPLY_MAX    512
 #define MAX_SESSIONS 64
 #define SRC_ALIGN    128
-/* Longest a fill (at most 32 MiB) may take before its client is dropped. */
-#define FILL_DEADLINE_S 60
 
 struct session {
 	uint64_t id; /* 0: free */
@@ -331,7 +329,8 @@ static void on_fill(struct tern_fill_server *srv, struct session *s,
 	srv->w_busy = ret == 0;
 	warned = t0;
 	while (srv->w_busy && !srv->wreq.done && !*stop &&
-	       tern__now_ns() - t0 < FILL_DEADLINE_S * 1000000000ULL) {
+	       tern__now_ns() - t0 <
+		       (uint64_t)srv->opts.fill_timeout_ms * 1000000ULL) {
 		int wret = tern_wait(srv->ctx, &srv->wreq, 1000);
 
 		if (wret != 0 && wret != -ETIMEDOUT) {
@@ -351,9 +350,8 @@ static void on_fill(struct tern_fill_server *srv, struct session *s,
 		 * drop it. Its writes already out finish or fail on their
 		 * own; until then new fills are refused as busy. */
 		slog(srv,
-		     "fill %u: no completion in %d s; dropping session "
-		     "%016" PRIx64,
-		     r.id, FILL_DEADLINE_S, s->id);
+		     "fill %u: not done in %d ms; dropping session %016" PRIx64,
+		     r.id, srv->opts.fill_timeout_ms, s->id);
 		session_end(srv, s, "writes stalled");
 		return;
 	}
@@ -487,6 +485,8 @@ int tern_fill_server_open(struct tern_ctx *ctx,
 		srv->opts = *opts;
 	if (srv->opts.idle_timeout_ms <= 0)
 		srv->opts.idle_timeout_ms = 120000;
+	if (srv->opts.fill_timeout_ms <= 0)
+		srv->opts.fill_timeout_ms = 60000;
 	srv->pieces = calloc(TERN_FILL_MAX_PAGES, sizeof(*srv->pieces));
 	srv->scratch = calloc(TERN_FILL_MAX_PAGES, sizeof(*srv->scratch));
 	if (srv->pieces == NULL || srv->scratch == NULL ||

@@ -213,7 +213,27 @@ int main(int argc, char **argv)
 	check(&st, ret == 0 && rep.verified == 3000ULL * 21,
 	      "then a good fill (21 pages of 3000 bytes) verifies",
 	      ret ? rep.error : NULL);
-	tern_fill_conn_close(st.conn);
+	/* A fill that times out leaves its writes and reply in flight: the
+	 * connection must refuse further fills instead of taking the late
+	 * reply for the next one. */
+	good.pages = 8;
+	good.page_size = 1 << 20;
+	good.timeout_ms = 1;
+	ret = tern_fill_conn_fill(st.conn, &good, &rep);
+	check(&st, ret != 0, "a fill with a 1 ms timeout fails",
+	      ret ? rep.error : "it did not");
+	good.timeout_ms = 10000;
+	ret = tern_fill_conn_fill(st.conn, &good, &rep);
+	check(&st, ret != 0 && strstr(rep.error, "reconnect") != NULL,
+	      "and the connection then refuses to fill again",
+	      ret ? rep.error : "it filled");
+	/* Let the late writes and reply of the timed-out fill arrive (the
+	 * regions stay registered until close), so the server finishes it;
+	 * hostile.sh then checks a new client is served. */
+	for (int i = 0; i < 300; i++)
+		tern_wait(st.ctx, NULL, 10);
+	if (st.conn != NULL)
+		tern_fill_conn_close(st.conn);
 	tern_ctx_close(st.ctx);
 	free(st.msg);
 	free(st.reply);

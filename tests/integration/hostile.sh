@@ -14,7 +14,7 @@ cleanup() {
 trap cleanup EXIT
 
 # shellcheck disable=SC2086
-"$TERN" serve --provider "$prov" $node --card-file "$dir/card" >"$dir/server.log" 2>&1 &
+"$TERN" serve --provider "$prov" $node --card-file "$dir/card" --fill-timeout 2000 >"$dir/server.log" 2>&1 &
 spid=$!
 i=0
 while [ ! -s "$dir/card" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done

@@ -56,6 +56,7 @@ struct fake_call {
 	uint64_t data;
 	void *context;
 	ssize_t ret;
+	size_t cq_reads; /* fi_cq_read calls made before this one */
 };
 
 /* One scripted completion: a data entry, or an error entry. */
@@ -193,6 +194,7 @@ static ssize_t fake_record(struct fake_call *c)
 	if (fk.script_pos < fk.nscript)
 		ret = fk.script[fk.script_pos++];
 	c->ret = ret;
+	c->cq_reads = fk.cq_reads;
 	assert_true(fk.ncalls < FAKE_MAX_CALLS);
 	fk.calls[fk.ncalls++] = *c;
 	if (ret == 0 && fk.auto_complete)
@@ -1903,11 +1905,43 @@ static void test_failed_post_cb_cancels_sibling(void **state)
 	assert_int_equal(fk.ncalls, 1);
 }
 
+/* Latency: a queued operation is handed to the provider before progress
+ * reads the CQ (on tcp a CQ read means reading sockets). */
+static void test_post_before_poll(void **state)
+{
+	struct env *e = *state;
+	struct tracked w, w2;
+	size_t reads;
+
+	track_init(&w);
+	assert_int_equal(
+		tern_write(&e->peer, &e->mr, e->buf, 8, &e->rdesc, 0, &w.req),
+		0);
+	reads = fk.cq_reads;
+	assert_true(tern_progress(e->ctx) >= 0);
+	assert_int_equal(fk.ncalls, 1);
+	assert_int_equal(fk.calls[0].cq_reads, reads);
+	assert_true(fk.cq_reads > reads);
+	/* Again with a completion waiting: the new write still goes out
+	 * before the read that reaps the old one. */
+	cq_ok(fk.calls[0].context, 8, 0, 0);
+	track_init(&w2);
+	assert_int_equal(
+		tern_write(&e->peer, &e->mr, e->buf, 8, &e->rdesc, 0, &w2.req),
+		0);
+	reads = fk.cq_reads;
+	assert_true(tern_progress(e->ctx) >= 1);
+	assert_int_equal(w.req.done, 1);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(fk.calls[1].cq_reads, reads);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_write_queues_until_progress),
+		T(test_post_before_poll),
 		T(test_failed_post_cb_cancels_sibling),
 		T(test_send_recv_posting),
 		T(test_batches_with_fi_more),

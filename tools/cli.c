@@ -146,3 +146,24 @@ int cli_card_read(const char *cmd, const char *path, const char *arg,
 	*len_p = (size_t)n;
 	return 0;
 }
+
+int cli_open_ctx(const char *cmd, const struct tern_ctx_attr *attr,
+		 struct tern_ctx **ctx_p)
+{
+	struct tern_ctx_info ci;
+	int ret = tern_ctx_open(attr, ctx_p);
+
+	if (ret != 0) {
+		cli_err(cmd, "cannot open a ctx on %s: %s%s",
+			attr->provider ? attr->provider : "any provider",
+			tern_strerror(ret),
+			ret == -TERN_ENOPROV ? " (see `tern info`)" : "");
+		return ret;
+	}
+	tern_ctx_query(*ctx_p, &ci);
+	printf("%s: provider %s, fabric %s, domain %s, %u rail(s), "
+	       "libfabric %s\n",
+	       cmd, ci.provider, ci.fabric, ci.domain, ci.rails,
+	       tern_fabric_version());
+	return 0;
+}

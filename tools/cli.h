@@ -35,4 +35,10 @@ int cli_card_write(const char *cmd, const char *path, const char *hex);
 int cli_card_read(const char *cmd, const char *path, const char *arg,
 		  uint8_t *card, size_t *len_p);
 
+struct tern_ctx;
+struct tern_ctx_attr;
+/* Open a ctx and say what it runs on, or say why it could not. */
+int cli_open_ctx(const char *cmd, const struct tern_ctx_attr *attr,
+		 struct tern_ctx **ctx_p);
+
 #endif /* TERN_CLI_H */

@@ -228,22 +228,8 @@ static int open_ctx(const struct fill_opts *o, struct tern_ctx **ctx_p)
 		.node = o->node,
 		.rails = (unsigned int)o->rails,
 	};
-	struct tern_ctx_info ci;
-	int ret = tern_ctx_open(&attr, ctx_p);
 
-	if (ret != 0) {
-		cli_err(o->cmd, "cannot open a ctx on %s: %s%s",
-			o->provider ? o->provider : "any provider",
-			tern_strerror(ret),
-			ret == -TERN_ENOPROV ? " (see `tern info`)" : "");
-		return ret;
-	}
-	tern_ctx_query(*ctx_p, &ci);
-	printf("%s: provider %s, fabric %s, domain %s, %u rail(s), "
-	       "libfabric %s\n",
-	       o->cmd, ci.provider, ci.fabric, ci.domain, ci.rails,
-	       tern_fabric_version());
-	return 0;
+	return cli_open_ctx(o->cmd, &attr, ctx_p);
 }
 
 /* The name a shell takes unquoted: "tcp" for "tcp;ofi_rxm". */

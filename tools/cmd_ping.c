@@ -34,19 +34,8 @@ static int open_ctx(const struct net_opts *o, uint64_t flags,
 		.node = o->node,
 		.flags = flags,
 	};
-	struct tern_ctx_info ci;
-	int ret = tern_ctx_open(&attr, ctx_p);
 
-	if (ret != 0) {
-		cli_err(o->cmd, "cannot open a ctx on %s: %s",
-			o->provider ? o->provider : "any provider",
-			tern_strerror(ret));
-		return ret;
-	}
-	tern_ctx_query(*ctx_p, &ci);
-	printf("%s: provider %s, fabric %s, domain %s\n", o->cmd, ci.provider,
-	       ci.fabric, ci.domain);
-	return 0;
+	return cli_open_ctx(o->cmd, &attr, ctx_p);
 }
 
 /* Print the card and, with --card-file, write it there too. */

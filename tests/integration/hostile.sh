@@ -3,22 +3,8 @@
 # A server faces a hostile client, then must still serve a good one.
 set -u
 prov=$1
-node=""
-[ "$prov" = tcp ] && node="--node 127.0.0.1"
-dir=$(mktemp -d)
-spid=""
-cleanup() {
-	[ -n "$spid" ] && kill "$spid" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-
-# shellcheck disable=SC2086
-"$TERN" serve --provider "$prov" $node --card-file "$dir/card" --fill-timeout 2000 >"$dir/server.log" 2>&1 &
-spid=$!
-i=0
-while [ ! -s "$dir/card" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ -s "$dir/card" ] || { cat "$dir/server.log"; echo "FAIL: server did not start"; exit 1; }
+. "$(dirname "$0")/lib.sh"
+start_server serve --fill-timeout 2000
 
 fail=0
 # shellcheck disable=SC2086
@@ -26,10 +12,7 @@ fail=0
 # shellcheck disable=SC2086
 "$TERN" fill --provider "$prov" $node --card-file "$dir/card" --page-size 64K --pages 32 --seed 7 || fail=1
 kill -0 "$spid" 2>/dev/null || { echo "FAIL: server died"; fail=1; }
-kill -INT "$spid"
-wait "$spid"
-src=$?
-spid=""
+stop_server
 echo "--- server log"
 cat "$dir/server.log"
 [ $src -eq 0 ] || { echo "FAIL: server exited $src after Ctrl-C"; fail=1; }

@@ -7,22 +7,8 @@
 set -u
 prov=$1 cmd=$2 pat=$3
 shift 3
-node=""
-[ "$prov" = tcp ] && node="--node 127.0.0.1"
-dir=$(mktemp -d)
-spid=""
-cleanup() {
-	[ -n "$spid" ] && kill "$spid" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-
-# shellcheck disable=SC2086
-"$TERN" "$cmd" serve --provider "$prov" $node --card-file "$dir/card" >"$dir/server.log" 2>&1 &
-spid=$!
-i=0
-while [ ! -s "$dir/card" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ -s "$dir/card" ] || { cat "$dir/server.log"; echo "FAIL: server did not start"; exit 1; }
+. "$(dirname "$0")/lib.sh"
+start_server "$cmd" serve
 
 fail=0
 # shellcheck disable=SC2086
@@ -30,10 +16,7 @@ fail=0
 	echo "FAIL: client exited non-zero"; fail=1; }
 cat "$dir/client.log"
 grep -Eq -- "$pat" "$dir/client.log" || { echo "FAIL: no line matching '$pat'"; fail=1; }
-kill -INT "$spid"
-wait "$spid"
-src=$?
-spid=""
+stop_server
 echo "--- server log"
 cat "$dir/server.log"
 [ $src -eq 0 ] || { echo "FAIL: server exited $src after Ctrl-C"; fail=1; }

@@ -38,6 +38,8 @@ enum tern_errno {
 	TERN_EVERIFY = 265,  /**< data verification failed */
 	TERN_ETRUNC = 266,  /**< message truncated (receive buffer too small) */
 	TERN_ENOTSUP = 267, /**< the provider does not offer this operation */
+	TERN_ECLOSED = 268, /**< a callback closed the ctx being run */
+	TERN_EPEERGONE = 269, /**< the peer went away (liveness lost) */
 	TERN_ELAST
 };
 

@@ -76,8 +76,13 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p);
 /**
  * Close a ctx. Fails with -EBUSY, changing nothing, while memory regions or
  * peers are still open on it. Operations still queued or posted (receives,
- * immediate expectations) complete with -ECANCELED, with their callbacks
- * run, before this returns. tern_ctx_close(NULL) returns 0.
+ * immediate expectations) complete with -ECANCELED, exactly once, with
+ * their callbacks run, before the ctx's memory is freed; active timers,
+ * deferred work and fd watchers are stopped without running.
+ * Called from a callback of this ctx, it refuses new posts at once and
+ * finishes when the tern call that ran the callback returns; that call
+ * (tern_run(), tern_progress(), tern_wait()) then returns -TERN_ECLOSED.
+ * tern_ctx_close(NULL) returns 0.
  */
 int tern_ctx_close(struct tern_ctx *ctx);
 
@@ -98,6 +103,10 @@ struct tern_ctx_info {
 	uint64_t link_speed; /**< bits/s the NIC reports, 0 when unknown */
 	int atomic_fadd;     /**< 64-bit fetch-and-add offered */
 	int atomic_cswap;    /**< 64-bit compare-and-swap offered */
+	/** 1: an idle loop sleeps on the completion queues' wait fds;
+	 * 0: the provider has none and an idle loop polls with sleeps of up
+	 * to TERN_POLL_SLEEP_MAX_US (tern/loop.h), or busy polling is on. */
+	int wait_fd;
 };
 
 /**

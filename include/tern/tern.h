@@ -13,6 +13,7 @@
 #include <tern/ctx.h>
 #include <tern/mr.h>
 #include <tern/req.h>
+#include <tern/loop.h>
 #include <tern/info.h>
 
 #endif /* TERN_TERN_H */

@@ -17,6 +17,8 @@ static const char *const tern_errstr[] = {
 	[TERN_EVERIFY - TERN_EBASE] = "data verification failed",
 	[TERN_ETRUNC - TERN_EBASE] = "message truncated",
 	[TERN_ENOTSUP - TERN_EBASE] = "operation not supported by provider",
+	[TERN_ECLOSED - TERN_EBASE] = "ctx closed by a callback",
+	[TERN_EPEERGONE - TERN_EBASE] = "peer gone",
 };
 
 const char *tern_strerror(int ret)

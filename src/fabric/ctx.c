@@ -220,7 +220,9 @@ static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 	struct fi_info *fi = ctx->info;
 	struct fi_cq_attr cq_attr = {
 		.format = FI_CQ_FORMAT_DATA,
-		.wait_obj = FI_WAIT_NONE,
+		/* A wait fd lets an idle loop sleep; a busy poller has no
+		 * use for one. */
+		.wait_obj = ctx->busy_poll ? FI_WAIT_NONE : FI_WAIT_FD,
 		.size = fi->tx_attr->size + fi->rx_attr->size,
 	};
 	struct fi_av_attr av_attr = {
@@ -232,14 +234,25 @@ static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 	int ret;
 
 	r->ctx = ctx;
+	r->wait_fd = -1;
 	what = "fi_domain";
 	ret = fi_domain(ctx->fabric, fi, &r->domain, NULL);
 	if (ret != 0)
 		goto err;
 	what = "fi_cq_open";
 	ret = fi_cq_open(r->domain, &cq_attr, &r->cq, NULL);
+	if (ret != 0 && cq_attr.wait_obj != FI_WAIT_NONE) {
+		/* shm and efa (libfabric 1.17) offer no wait object: poll. */
+		tern_debug("rail %u: no CQ wait fd (%s); polling", r->idx,
+			   fi_strerror(-ret));
+		cq_attr.wait_obj = FI_WAIT_NONE;
+		ret = fi_cq_open(r->domain, &cq_attr, &r->cq, NULL);
+	}
 	if (ret != 0)
 		goto err;
+	if (cq_attr.wait_obj == FI_WAIT_FD &&
+	    fi_control(&r->cq->fid, FI_GETWAIT, &r->wait_fd) != 0)
+		r->wait_fd = -1;
 	what = "fi_av_open";
 	ret = fi_av_open(r->domain, &av_attr, &r->av, NULL);
 	if (ret != 0)
@@ -426,6 +439,9 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	ret = scratch_open(ctx);
 	if (ret != 0)
 		goto err_rails;
+	ret = tern__loop_init(ctx);
+	if (ret != 0)
+		goto err_scratch;
 	if (12 + (size_t)ctx->nrails * ctx->rails[0].addrlen > TERN_CARD_MAX) {
 		tern_warn("%u rails of %zu-byte addresses do not fit a card",
 			  ctx->nrails, ctx->rails[0].addrlen);
@@ -442,6 +458,7 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	return 0;
 
 err_scratch:
+	tern__loop_fini(ctx);
 	scratch_close(ctx);
 err_rails:
 	while (i-- > 0)
@@ -456,30 +473,60 @@ err_free:
 	return ret;
 }
 
+/* Timers, deferred work and fd watchers of a closing ctx go quiet. */
+static void loop_handles_stop(struct tern_ctx *ctx)
+{
+	while (ctx->timer_head != NULL)
+		tern_timer_stop(ctx->timer_head);
+	while (ctx->defer_head != NULL)
+		tern_defer_cancel(ctx->defer_head);
+	while (ctx->drun_head != NULL)
+		tern_defer_cancel(ctx->drun_head);
+}
+
 int tern_ctx_close(struct tern_ctx *ctx)
 {
 	if (ctx == NULL)
 		return 0;
+	if (ctx->close_pending)
+		return -EALREADY;
 	if (ctx->nmr != 0 || ctx->npeers != 0) {
 		tern_warn("ctx close: %lu memory region(s) and %lu peer(s) "
 			  "still open",
 			  ctx->nmr, ctx->npeers);
 		return -EBUSY;
 	}
+	ctx->closing = 1;
+	loop_handles_stop(ctx);
+	if (ctx->depth == 0) {
+		tern__ctx_finish_close(ctx);
+		return 0;
+	}
+	/* Called from a callback: the call that ran it is still using the
+	 * ctx. New posts are refused from now on; the outermost tern call
+	 * finishes the close and returns -TERN_ECLOSED. */
+	ctx->close_pending = 1;
+	return 0;
+}
+
+void tern__ctx_finish_close(struct tern_ctx *ctx)
+{
+	ctx->close_pending = 2;
+	ctx->depth = 1; /* callbacks from here on cannot re-enter this */
 	/* Every queued, posted or waiting request completes -ECANCELED:
 	 * queued ones now, posted receives through fi_cancel, and whatever
 	 * the provider still holds once its endpoints are closed. */
-	ctx->closing = 1;
 	tern__loop_drain(ctx);
 	scratch_close(ctx);
 	for (unsigned int i = 0; i < ctx->nrails; i++)
 		rail_close(&ctx->rails[i]);
 	tern__loop_cancel_posted(ctx);
+	loop_handles_stop(ctx); /* anything a last callback started */
+	tern__loop_fini(ctx);
 	fi_close(&ctx->fabric->fid);
 	fi_freeinfo(ctx->info);
 	tern__imm_fini(&ctx->imm);
 	free(ctx);
-	return 0;
 }
 
 void tern_ctx_set_busy_poll(struct tern_ctx *ctx, int on)
@@ -509,6 +556,7 @@ int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info)
 				      : 0,
 		.atomic_fadd = ctx->atomic_fadd,
 		.atomic_cswap = ctx->atomic_cswap,
+		.wait_fd = ctx->can_wait,
 	};
 	return 0;
 }
@@ -518,4 +566,20 @@ int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req)
 	ssize_t ret = fi_cancel(&rail->ep->fid, req->_priv.fictx);
 
 	return ret == 0 ? 0 : -TERN_EPROV;
+}
+
+int tern__rails_trywait(struct tern_ctx *ctx)
+{
+	struct fid *fids[TERN_MAX_RAILS];
+	int ret;
+
+	for (unsigned int i = 0; i < ctx->nrails; i++)
+		fids[i] = &ctx->rails[i].cq->fid;
+	ret = fi_trywait(ctx->fabric, fids, (int)ctx->nrails);
+	if (ret == 0)
+		return 0;
+	if (ret == -FI_EAGAIN)
+		return -EAGAIN;
+	tern_warn("fi_trywait: %s; polling from now on", fi_strerror(-ret));
+	return -TERN_EPROV;
 }

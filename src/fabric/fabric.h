@@ -8,6 +8,7 @@
 #define TERN_FABRIC_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <tern/tern.h>
 
@@ -68,6 +69,7 @@ struct tern_rail {
 	struct fid_av *av;
 	struct fid_cq *cq;
 	struct fid_ep *ep;
+	int wait_fd; /* the CQ's wait fd, or -1 when it offers none */
 	size_t tx_credits;
 	size_t rx_credits;
 	struct tern__reqq txq; /* queued sends/writes, posted in order */
@@ -153,6 +155,25 @@ struct tern_ctx {
 	struct tern__imm_table imm;
 	unsigned long imm_completed; /* expectations completed this pass */
 	struct tern__reqq imm_ready; /* satisfied when they were made */
+	unsigned long nexpect;	     /* expectations waiting */
+	/* The loop (src/loop/loop.c). */
+	int epfd;     /* rails' wait fds, the user's fds, wakefd */
+	int wakefd;   /* eventfd written by tern_stop() */
+	int can_wait; /* every rail's CQ has a wait fd */
+	volatile int stop;
+	int depth;	   /* nesting of tern calls that run callbacks */
+	int close_pending; /* 1: a callback closed the ctx; 2: closing */
+	unsigned int idle;
+	uint64_t poll_ns;    /* current sleep between polls (no wait fd) */
+	uint64_t idle_since; /* when the loop last did work */
+	uint64_t timer_now;  /* the clock of the timer round running */
+	struct tern_timer *timer_head, *timer_tail;
+	unsigned long ntimers;
+	struct tern_defer *defer_head, *defer_tail; /* next round */
+	struct tern_defer *drun_head, *drun_tail;   /* this round */
+	unsigned long nios;
+	int nevs, cur_ev; /* the epoll batch being dispatched */
+	void *evs;	  /* struct epoll_event[TERN__EVS] */
 	char prov_name[64];
 	char fabric_name[128];
 	char domain_name[128];
@@ -186,6 +207,8 @@ int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 void tern__slot_free(struct tern_rail *rail, struct tern__slot *slot);
 const char *tern__info_unusable(const struct fi_info *fi);
 const char *tern__provider_canonical(const char *name);
+int tern__rails_trywait(struct tern_ctx *ctx);
+void tern__ctx_finish_close(struct tern_ctx *ctx);
 void tern__peer_release(struct tern_peer *peer);
 
 /* src/loop/: queues and completions. */
@@ -201,5 +224,26 @@ void tern__imm_arrived(struct tern_ctx *ctx, uint32_t imm);
 void tern__imm_cancel_all(struct tern_ctx *ctx);
 void tern__imm_poll(struct tern_ctx *ctx);
 void tern__imm_cancel(struct tern_ctx *ctx, struct tern_req *req);
+int tern__loop_init(struct tern_ctx *ctx);
+void tern__loop_fini(struct tern_ctx *ctx);
+int tern__loop_block(struct tern_ctx *ctx, int64_t timeout_ns);
+int tern__loop_alive(const struct tern_ctx *ctx);
+int tern__loop_due(struct tern_ctx *ctx);
+/* Around calls that run user callbacks: a callback may close the ctx;
+ * the outermost tern__leave() finishes that close. @return 1 if the ctx
+ * is gone. */
+static inline void tern__enter(struct tern_ctx *ctx)
+{
+	ctx->depth++;
+}
+
+static inline int tern__leave(struct tern_ctx *ctx)
+{
+	if (--ctx->depth == 0 && ctx->close_pending == 1) {
+		tern__ctx_finish_close(ctx);
+		return 1;
+	}
+	return 0;
+}
 
 #endif /* TERN_FABRIC_H */

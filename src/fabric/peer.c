@@ -164,6 +164,7 @@ int tern_peer_remove(struct tern_peer *peer)
 	if (peer->removed || peer->removing)
 		return -EINVAL;
 	ctx = peer->ctx;
+	tern__enter(ctx);
 	ctx->npeers--;
 	/* Operations still queued in tern are cancelled now. Their callbacks
 	 * may post, cancel or remove anything, this peer included (refused
@@ -187,5 +188,6 @@ int tern_peer_remove(struct tern_peer *peer)
 	}
 	peer->removed = 1;
 	tern__peer_release(peer);
+	tern__leave(ctx); /* a callback may have closed the ctx */
 	return 0;
 }

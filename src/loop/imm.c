@@ -126,6 +126,7 @@ static void expectation_done(struct tern_ctx *ctx, struct tern__imm_slot *s)
 
 	s->arrived -= req->_priv.count;
 	s->req = NULL;
+	ctx->nexpect--;
 	if (s->arrived == 0)
 		slot_del(&ctx->imm, s);
 	ctx->imm_completed++;
@@ -174,6 +175,7 @@ int tern_imm_expect(struct tern_ctx *ctx, uint32_t imm, uint64_t count,
 	req->_priv.imm = imm;
 	req->_priv.state = TERN__ST_WAITING;
 	s->req = req;
+	ctx->nexpect++;
 	/* Already there? It completes at the next progress, never here. */
 	req->_priv.ready = s->arrived >= count;
 	if (req->_priv.ready)
@@ -202,6 +204,7 @@ void tern__imm_cancel_all(struct tern_ctx *ctx)
 
 		if (t->slots[i].used && req != NULL) {
 			t->slots[i].req = NULL;
+			ctx->nexpect--;
 			tern__req_complete(ctx, req, -ECANCELED);
 		}
 	}
@@ -217,6 +220,7 @@ void tern__imm_cancel(struct tern_ctx *ctx, struct tern_req *req)
 	}
 	if (s->used && s->req == req) {
 		s->req = NULL;
+		ctx->nexpect--;
 		if (s->arrived == 0)
 			slot_del(&ctx->imm, s);
 	}

@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "../fabric/fabric.h"
 
@@ -240,27 +239,30 @@ static int progress_rail(struct tern_ctx *ctx, struct tern_rail *rail)
 
 int tern_progress(struct tern_ctx *ctx)
 {
-	int done = 0;
+	int done = 0, ret = 0;
 
 	if (ctx == NULL)
 		return -EINVAL;
+	tern__enter(ctx);
+	if (ctx->timer_head != NULL || ctx->defer_head != NULL)
+		done += tern__loop_due(ctx);
 	tern__imm_poll(ctx);
-	for (unsigned int i = 0; i < ctx->nrails; i++) {
-		int ret = progress_rail(ctx, &ctx->rails[i]);
-
-		if (ret < 0)
-			return ret;
-		done += ret;
+	for (unsigned int i = 0; i < ctx->nrails && ret >= 0; i++) {
+		ret = progress_rail(ctx, &ctx->rails[i]);
+		if (ret > 0)
+			done += ret;
 	}
 	/* Immediates complete expectations inside dispatch; count them too. */
 	done += (int)ctx->imm_completed;
 	ctx->imm_completed = 0;
-	return done;
+	if (tern__leave(ctx))
+		return -TERN_ECLOSED;
+	return ret < 0 ? ret : done;
 }
 
 int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms)
 {
-	uint64_t deadline = 0, idle_ns = 0;
+	uint64_t deadline = 0;
 	unsigned int idle = 0, spins = 0;
 
 	if (ctx == NULL)
@@ -269,6 +271,7 @@ int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms)
 		deadline = tern__now_ns() + (uint64_t)timeout_ms * 1000000ULL;
 	for (;;) {
 		int n = tern_progress(ctx);
+		uint64_t now;
 
 		if (n < 0)
 			return n;
@@ -281,15 +284,25 @@ int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms)
 			return -ETIMEDOUT;
 		if (n > 0 || ctx->busy_poll) {
 			idle = 0;
-			idle_ns = 0;
+			ctx->poll_ns = 0;
 			continue;
 		}
-		/* Idle: spin briefly, then back off to sleeps of up to 1 ms
-		 * so an idle wait does not burn a core. */
+		/* Idle: spin briefly, then sleep on the ctx's wait fds (or,
+		 * without them, poll with growing sleeps). */
 		if (++idle < 200)
 			continue;
-		idle_ns = idle_ns == 0 ? 1000 : TERN_MIN(idle_ns * 2, 1000000);
-		nanosleep(&(struct timespec){ .tv_nsec = (long)idle_ns }, NULL);
+		now = tern__now_ns();
+		if (deadline != 0 && now >= deadline)
+			return -ETIMEDOUT;
+		tern__enter(ctx);
+		n = tern__loop_block(
+			ctx, deadline != 0 ? (int64_t)(deadline - now) : -1);
+		if (tern__leave(ctx))
+			return -TERN_ECLOSED;
+		if (n < 0 && n != -EINTR)
+			return n;
+		if (n > 0 && req == NULL)
+			return 0;
 	}
 }
 
@@ -577,12 +590,10 @@ void tern__loop_cancel_posted(struct tern_ctx *ctx)
 	}
 }
 
-int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req)
+static int req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 {
 	struct tern_rail *rail;
 
-	if (ctx == NULL || req == NULL)
-		return -EINVAL;
 	switch (req->_priv.state) {
 	case TERN__ST_QUEUED:
 		/* A batch with pieces already out completes when they have:
@@ -603,4 +614,16 @@ int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 	default:
 		return -EALREADY;
 	}
+}
+
+int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req)
+{
+	int ret;
+
+	if (ctx == NULL || req == NULL)
+		return -EINVAL;
+	tern__enter(ctx);
+	ret = req_cancel(ctx, req);
+	tern__leave(ctx); /* its callback may have closed the ctx */
+	return ret;
 }

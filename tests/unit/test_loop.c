@@ -470,6 +470,13 @@ static int setup(void **state)
 		rail->cq = &e->cq[r];
 		rail->tx_credits = 8;
 		rail->rx_credits = 8;
+		rail->wait_fd = -1; /* the fake offers no wait fd: polling */
+	}
+	if (tern__loop_init(e->ctx) != 0) {
+		tern__imm_fini(&e->ctx->imm);
+		free(e->ctx);
+		free(e);
+		return -1;
 	}
 
 	e->peer.ctx = e->ctx;
@@ -496,6 +503,7 @@ static int teardown(void **state)
 {
 	struct env *e = *state;
 
+	tern__loop_fini(e->ctx);
 	tern__imm_fini(&e->ctx->imm);
 	free(e->ctx);
 	free(e);

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file tern/loop.h
+ * The event loop of a ctx: run, stop, timers, deferred work, file
+ * descriptors, and embedding tern in another loop (docs/loop.md).
+ *
+ * Every ctx has one loop, driven by the ctx's thread. Callbacks of
+ * requests, timers, deferred work and fd watchers run only inside
+ * tern_run(), tern_progress(), tern_wait() (and the cancelling calls), on
+ * that thread. Handles (struct tern_timer, tern_defer, tern_io) are owned
+ * by the caller, like requests: tern never allocates for them, and a
+ * handle must stay valid while it is active.
+ *
+ * Sleeping: where every rail's completion queue offers a wait fd (tcp,
+ * verbs) the loop drains, calls fi_trywait and sleeps in epoll on those
+ * fds, the user's fds and the timers. Where a provider offers none (shm,
+ * efa in libfabric 1.17) it polls with short sleeps that grow to
+ * TERN_POLL_SLEEP_MAX_US while idle (tern_ctx_query() says which).
+ * Busy polling (TERN_CTX_BUSY_POLL, $TERN_BUSY_POLL=1) never sleeps.
+ */
+#ifndef TERN_LOOP_H
+#define TERN_LOOP_H
+
+#include <stdint.h>
+
+#include <tern/ctx.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Longest sleep between polls on a provider without wait fds, in µs. */
+#define TERN_POLL_SLEEP_MAX_US 10000
+
+/** How tern_run() runs. */
+enum tern_run_mode {
+	/** Until tern_stop(), or until nothing is left that could produce
+	 * a callback (no request, timer, deferred work or fd watcher). */
+	TERN_RUN_DEFAULT = 0,
+	/** Run callbacks that are due, sleeping first if none are; return
+	 * after one round (or when a signal interrupts the sleep). */
+	TERN_RUN_ONCE = 1,
+	/** One round without sleeping. */
+	TERN_RUN_NOWAIT = 2,
+};
+
+/**
+ * Run the loop.
+ * @return 0 after tern_stop(), when nothing is left (DEFAULT) or after one
+ * round (ONCE, NOWAIT); -TERN_ECLOSED when a callback closed the ctx (it is
+ * gone: do not touch it again); another negative code on a provider
+ * failure; -EINVAL for a NULL ctx or bad mode; -EDEADLK when called from
+ * inside a callback of the same ctx.
+ */
+int tern_run(struct tern_ctx *ctx, enum tern_run_mode mode);
+
+/**
+ * Make the current (or next) tern_run() of @p ctx return after the round
+ * it is in. Safe from a callback, from another thread and from a signal
+ * handler (it only sets a flag and writes an eventfd).
+ */
+void tern_stop(struct tern_ctx *ctx);
+
+/* ---- timers -------------------------------------------------------- */
+
+struct tern_timer;
+typedef void (*tern_timer_cb)(struct tern_timer *timer);
+
+/** A caller-owned timer. Initialise with tern_timer_init(). */
+struct tern_timer {
+	tern_timer_cb cb;
+	void *data; /**< caller's pointer, untouched by tern */
+	/** Private to tern. */
+	struct {
+		struct tern_ctx *ctx;
+		struct tern_timer *next, *prev;
+		uint64_t due_ns;
+		uint64_t repeat_ns;
+		int active;
+	} _priv;
+};
+
+void tern_timer_init(struct tern_timer *timer, tern_timer_cb cb, void *data);
+
+/**
+ * Start (or restart) @p timer: its callback runs @p timeout_ms from now,
+ * then every @p repeat_ms if that is not 0. Timers due at the same
+ * millisecond run in the order they were started. A callback may start,
+ * stop or restart any timer, its own included.
+ * @return 0; -EINVAL for a NULL argument or a timer active on another ctx.
+ */
+int tern_timer_start(struct tern_ctx *ctx, struct tern_timer *timer,
+		     uint64_t timeout_ms, uint64_t repeat_ms);
+
+/** Stop @p timer if active; its callback will not run. @return 0. */
+int tern_timer_stop(struct tern_timer *timer);
+
+/** 1 while @p timer is started and its callback has not run (or it
+ * repeats). */
+int tern_timer_active(const struct tern_timer *timer);
+
+/* ---- deferred work ------------------------------------------------- */
+
+struct tern_defer;
+typedef void (*tern_defer_cb)(struct tern_defer *d);
+
+/** A caller-owned piece of deferred work. */
+struct tern_defer {
+	tern_defer_cb cb;
+	void *data;
+	/** Private to tern. */
+	struct {
+		struct tern_ctx *ctx;
+		struct tern_defer *next, *prev;
+		int queued;
+	} _priv;
+};
+
+/**
+ * Run @p cb(d) at the start of the next round of the loop, not inside this
+ * call: a callback uses it to start the next step of a protocol without
+ * recursing. Work deferred from deferred work runs in the round after.
+ * Deferring a queued @p d again only changes its callback and data.
+ * @return 0; -EINVAL.
+ */
+int tern_defer(struct tern_ctx *ctx, struct tern_defer *d, tern_defer_cb cb,
+	       void *data);
+
+/** Take back deferred work that has not run yet. @return 0, or -EALREADY
+ * if it was not queued. */
+int tern_defer_cancel(struct tern_defer *d);
+
+/* ---- file descriptors ---------------------------------------------- */
+
+#define TERN_IO_READ  (1U << 0) /**< readable, or the peer hung up */
+#define TERN_IO_WRITE (1U << 1) /**< writable */
+#define TERN_IO_ERROR (1U << 2) /**< (reported only) error or hang-up */
+
+struct tern_io;
+/** @p events: what is ready (TERN_IO_*). */
+typedef void (*tern_io_cb)(struct tern_io *io, unsigned int events);
+
+/** A caller-owned fd watcher (sockets, pipes, eventfds, timerfds...). */
+struct tern_io {
+	tern_io_cb cb;
+	void *data;
+	int fd;
+	/** Private to tern. */
+	struct {
+		struct tern_ctx *ctx;
+		unsigned int events;
+		int active;
+	} _priv;
+};
+
+/**
+ * Watch @p fd for @p events (TERN_IO_READ | TERN_IO_WRITE); the callback
+ * runs while the condition holds (level-triggered). Calling it again on an
+ * active watcher changes the events. The caller closes the fd, after
+ * tern_io_stop().
+ * @return 0; -EINVAL; -EEXIST if @p fd is watched by another tern_io of
+ * this ctx; a negative errno from epoll.
+ */
+int tern_io_start(struct tern_ctx *ctx, struct tern_io *io, int fd,
+		  unsigned int events, tern_io_cb cb, void *data);
+
+/** Stop watching; the callback will not run again. @return 0. */
+int tern_io_stop(struct tern_io *io);
+
+/* ---- embedding in another loop ------------------------------------- */
+
+/**
+ * A file descriptor (an epoll fd) that becomes readable when the ctx has
+ * work: a completion, a watched fd, tern_stop(). Put it in your own
+ * epoll/poll/libuv loop, and when it is readable (or tern_ctx_timeout()
+ * has passed) call tern_run(ctx, TERN_RUN_NOWAIT). Before sleeping, call
+ * tern_ctx_arm(). The fd belongs to the ctx: do not close it.
+ */
+int tern_ctx_fd(const struct tern_ctx *ctx);
+
+/**
+ * Get ready to sleep on tern_ctx_fd().
+ * @return 0 when it is safe to sleep until the fd is readable or
+ * tern_ctx_timeout() passes; -EAGAIN when work is already waiting (run
+ * tern_run(ctx, TERN_RUN_NOWAIT) first, then arm again).
+ */
+int tern_ctx_arm(struct tern_ctx *ctx);
+
+/**
+ * How long, in ms, the caller may sleep before it must run the loop: the
+ * next timer, or the polling interval on a provider without wait fds.
+ * @return -1 for "until the fd is readable", 0 for "now".
+ */
+int tern_ctx_timeout(const struct tern_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TERN_LOOP_H */

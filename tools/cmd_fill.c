@@ -35,6 +35,9 @@ struct fill_opts {
 	uint64_t count;
 	uint64_t timeout_ms;
 	uint64_t fill_timeout_ms;
+	uint64_t idle_timeout_ms;
+	uint64_t max_clients;
+	uint64_t parallel;
 	int once;
 	int quiet;
 };
@@ -46,7 +49,10 @@ enum {
 	OPT_LOG,
 	OPT_TIMEOUT,
 	OPT_RAILS,
-	OPT_FILL_TIMEOUT
+	OPT_FILL_TIMEOUT,
+	OPT_IDLE_TIMEOUT,
+	OPT_MAX_CLIENTS,
+	OPT_PARALLEL
 };
 
 static const struct option long_opts[] = {
@@ -60,6 +66,9 @@ static const struct option long_opts[] = {
 	{ "count", required_argument, NULL, 'c' },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "fill-timeout", required_argument, NULL, OPT_FILL_TIMEOUT },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
+	{ "parallel", required_argument, NULL, OPT_PARALLEL },
 	{ "once", no_argument, NULL, OPT_ONCE },
 	{ "log", required_argument, NULL, OPT_LOG },
 	{ "help", no_argument, NULL, 'h' },
@@ -92,19 +101,29 @@ static void usage(const char *cmd, FILE *f)
 		fprintf(f,
 			"usage: tern serve [options]\n\n"
 			"Open a ctx, print its card and the client command, "
-			"and serve random-fill\nrequests, one client after "
-			"another, until Ctrl-C. Each request's pages\nare "
-			"filled from MT19937-64(seed) and written into the "
-			"client's memory with\nRDMA writes carrying the "
-			"request id as immediate data.\n\n"
+			"and serve random-fill\nrequests of many clients at "
+			"once until Ctrl-C. Each request's pages are\nfilled "
+			"from MT19937-64(seed) and written into the client's "
+			"memory with\nRDMA writes carrying the request id as "
+			"immediate data. A client has one\nfill outstanding; "
+			"fills beyond --parallel wait in one queue, first "
+			"come\n"
+			"first served.\n\n"
 			"      --card-file FILE  also write the card (hex) to "
 			"FILE\n"
 			"      --once            exit when the first client "
 			"says goodbye\n"
+			"      --max-clients N   clients connected at once "
+			"(default 256)\n"
+			"      --parallel N      fills written at once, each "
+			"with a 32 MiB source\n"
+			"                        buffer (default 4)\n"
 			"      --fill-timeout MS drop a client whose fill is "
 			"not done in MS\n"
 			"                        (its writes stall; default "
-			"60000)\n%s\n%s",
+			"60000)\n"
+			"      --idle-timeout MS drop a client silent for MS "
+			"(default 120000)\n%s\n%s",
 			common_help, limits_help);
 	} else if (strcmp(cmd, "fill") == 0) {
 		fprintf(f,
@@ -190,6 +209,18 @@ static int parse(int argc, char **argv, struct fill_opts *o)
 			ret = cli_uint(o->cmd, "--fill-timeout", optarg, 1,
 				       3600000, &o->fill_timeout_ms);
 			break;
+		case OPT_IDLE_TIMEOUT:
+			ret = cli_uint(o->cmd, "--idle-timeout", optarg, 1,
+				       86400000, &o->idle_timeout_ms);
+			break;
+		case OPT_MAX_CLIENTS:
+			ret = cli_uint(o->cmd, "--max-clients", optarg, 1,
+				       65536, &o->max_clients);
+			break;
+		case OPT_PARALLEL:
+			ret = cli_uint(o->cmd, "--parallel", optarg, 1, 64,
+				       &o->parallel);
+			break;
 		case OPT_ONCE:
 			o->once = 1;
 			break;
@@ -272,6 +303,9 @@ int cmd_serve(int argc, char **argv)
 	tern_hex_encode(card, (size_t)len, hex, sizeof(hex));
 	so.once = o.once;
 	so.fill_timeout_ms = (int)o.fill_timeout_ms;
+	so.idle_timeout_ms = (int)o.idle_timeout_ms;
+	so.max_sessions = (int)o.max_clients;
+	so.parallel = (int)o.parallel;
 	ret = tern_fill_server_open(ctx, &so, &srv);
 	if (ret != 0) {
 		cli_err("serve", "%s", tern_strerror(ret));
@@ -294,6 +328,10 @@ int cmd_serve(int argc, char **argv)
 	       " fill(s), %" PRIu64 " bytes written; %" PRIu64
 	       " request(s) refused, %" PRIu64 " message(s) dropped\n",
 	       st.sessions, st.fills, st.bytes, st.refused, st.dropped);
+	printf("serve: at most %" PRIu64 " client(s) at once; %" PRIu64
+	       " fill(s) waited for a writer, %" PRIu64 " failed, %" PRIu64
+	       " stalled\n",
+	       st.peak_active, st.queued, st.failed, st.stalled);
 	if (ret != 0)
 		cli_err("serve", "%s", tern_strerror(ret));
 	tern_fill_server_close(srv);

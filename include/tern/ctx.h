@@ -74,11 +74,12 @@ struct tern_ctx_attr {
 int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p);
 
 /**
- * Close a ctx. Fails with -EBUSY, changing nothing, while memory regions or
- * peers are still open on it. Operations still queued or posted (receives,
- * immediate expectations) complete with -ECANCELED, exactly once, with
- * their callbacks run, before the ctx's memory is freed; active timers,
- * deferred work and fd watchers are stopped without running.
+ * Close a ctx, and with it the peers and memory regions still open on it
+ * (their handles become invalid). Operations still queued complete with
+ * -ECANCELED at once; operations already with the provider get up to 2 s
+ * to finish, then complete with -ECANCELED; each exactly once, with its
+ * callback run, before any memory is freed. Active timers, deferred work
+ * and fd watchers are stopped without running.
  * Called from a callback of this ctx, it refuses new posts at once and
  * finishes when the tern call that ran the callback returns; that call
  * (tern_run(), tern_progress(), tern_wait()) then returns -TERN_ECLOSED.

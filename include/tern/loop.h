@@ -14,8 +14,9 @@
  * Sleeping: where every rail's completion queue offers a wait fd (tcp,
  * verbs) the loop drains, calls fi_trywait and sleeps in epoll on those
  * fds, the user's fds and the timers. Where a provider offers none (shm,
- * efa in libfabric 1.17) it polls with short sleeps that grow to
- * TERN_POLL_SLEEP_MAX_US while idle (tern_ctx_query() says which).
+ * efa in libfabric 1.17) it polls with sleeps that grow from 1 µs to
+ * 1 ms, and to TERN_POLL_SLEEP_MAX_US after a second idle
+ * (tern_ctx_query() says which way a ctx sleeps).
  * Busy polling (TERN_CTX_BUSY_POLL, $TERN_BUSY_POLL=1) never sleeps.
  */
 #ifndef TERN_LOOP_H
@@ -29,8 +30,10 @@
 extern "C" {
 #endif
 
-/** Longest sleep between polls on a provider without wait fds, in µs. */
-#define TERN_POLL_SLEEP_MAX_US 10000
+/** Longest sleep between polls on a provider without wait fds, in µs,
+ * reached after a second idle ($TERN_POLL_MAX_US overrides it). It bounds
+ * how late an idle shm ctx sees the first message. */
+#define TERN_POLL_SLEEP_MAX_US 20000
 
 /** How tern_run() runs. */
 enum tern_run_mode {

@@ -484,20 +484,36 @@ static void loop_handles_stop(struct tern_ctx *ctx)
 		tern_defer_cancel(ctx->drun_head);
 }
 
+/* Remove the peers the caller left open: their queued operations
+ * complete -ECANCELED now. */
+static void close_peers(struct tern_ctx *ctx)
+{
+	struct tern_peer *p;
+
+	for (;;) {
+		for (p = ctx->peers; p != NULL; p = p->next) {
+			if (!p->removed && !p->removing)
+				break;
+		}
+		if (p == NULL)
+			return;
+		tern_peer_remove(p); /* may free p and change the list */
+	}
+}
+
 int tern_ctx_close(struct tern_ctx *ctx)
 {
 	if (ctx == NULL)
 		return 0;
 	if (ctx->close_pending)
 		return -EALREADY;
-	if (ctx->nmr != 0 || ctx->npeers != 0) {
-		tern_warn("ctx close: %lu memory region(s) and %lu peer(s) "
-			  "still open",
-			  ctx->nmr, ctx->npeers);
-		return -EBUSY;
-	}
+	if (ctx->nmr != 0 || ctx->npeers != 0)
+		tern_debug("ctx close: closing %lu memory region(s) and %lu "
+			   "peer(s) left open",
+			   ctx->nmr, ctx->npeers);
 	ctx->closing = 1;
 	loop_handles_stop(ctx);
+	close_peers(ctx);
 	if (ctx->depth == 0) {
 		tern__ctx_finish_close(ctx);
 		return 0;
@@ -518,6 +534,9 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	 * the provider still holds once its endpoints are closed. */
 	tern__loop_drain(ctx);
 	scratch_close(ctx);
+	close_peers(ctx); /* any a last callback added */
+	while (ctx->mrs != NULL)
+		tern_mr_close(ctx->mrs);
 	for (unsigned int i = 0; i < ctx->nrails; i++)
 		rail_close(&ctx->rails[i]);
 	tern__loop_cancel_posted(ctx);

@@ -99,6 +99,10 @@ int tern_mr_reg(struct tern_ctx *ctx, void *buf, size_t len, uint64_t access,
 			goto err_dereg;
 	}
 	ctx->nmr++;
+	mr->next = ctx->mrs;
+	if (ctx->mrs != NULL)
+		ctx->mrs->prev = mr;
+	ctx->mrs = mr;
 	tern_debug("registered %zu bytes at %p on %u rail(s) in %.3f ms", len,
 		   buf, ctx->nrails, (double)(tern__now_ns() - t0) / 1e6);
 	*mr_p = mr;
@@ -116,6 +120,12 @@ int tern_mr_close(struct tern_mr *mr)
 		return 0;
 	dereg(mr);
 	mr->ctx->nmr--;
+	if (mr->prev != NULL)
+		mr->prev->next = mr->next;
+	else
+		mr->ctx->mrs = mr->next;
+	if (mr->next != NULL)
+		mr->next->prev = mr->prev;
 	free(mr);
 	return 0;
 }

@@ -21,6 +21,8 @@ struct tern_fill_server_opts {
 	int once;		/* exit after the first session ends */
 	int idle_timeout_ms;	/* drop sessions idle this long; 0 = 120 s */
 	int fill_timeout_ms;	/* drop a client whose fill stalls; 0 = 60 s */
+	int max_sessions;	/* clients connected at once; 0 = 256 */
+	int parallel;		/* fills written at once; 0 = 4 */
 	FILE *log;		/* one line per event, or NULL */
 	const char *log_prefix; /* put before each line, or NULL */
 };
@@ -32,6 +34,10 @@ struct tern_fill_server_stats {
 	uint64_t dropped; /* messages that could not be answered */
 	uint64_t bytes;
 	uint64_t write_ns;
+	uint64_t queued;      /* fills that waited for a free writer */
+	uint64_t peak_active; /* most sessions connected at once */
+	uint64_t stalled;     /* fills abandoned after fill_timeout_ms */
+	uint64_t failed;      /* fills whose writes failed */
 };
 
 int tern_fill_server_open(struct tern_ctx *ctx,

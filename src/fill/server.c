@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Random-fill server. It trusts nothing a client sends: every message is
- * parsed and checked before use, every refusal is answered with an ERROR
- * (when the sender can be identified), and a bad client never stops the
- * server from serving the next one.
+ * Random-fill server, driven by the ctx's loop (docs/loop.md). Each client
+ * is a small state machine, CONNECT -> FILL* -> BYE, advanced only by
+ * callbacks: a receive, a fill's writes completing, a reply going out, a
+ * timer. Fills run on a few writers (each with its registered source
+ * buffer); a client may have one fill outstanding, and fills that find
+ * every writer busy wait in one FIFO, so no client starves another.
+ *
+ * It trusts nothing a client sends: every message is parsed and checked
+ * before use, every refusal is answered with an ERROR (when the sender can
+ * be identified), and a bad or dead client never stops the server from
+ * serving the others.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,24 +21,67 @@
 #include "core/core.h"
 #include "fill/fill.h"
 
-#define NRECV	     8
-#define NREPLY	     32
-#define REPLY_MAX    512
-#define MAX_SESSIONS 64
-#define SRC_ALIGN    128
+#define NRECV	      32
+#define REPLY_MAX     512
+#define SESS_REPLIES  2 /* per client: a RESULT and an ERROR at most */
+#define ANON_REPLIES  8 /* ERRORs to senders without a session */
+#define SPARE_WRITERS 4 /* replace writers stuck on a dead client */
+#define SRC_ALIGN     128
 
-struct session {
-	uint64_t id; /* 0: free */
-	struct tern_peer *peer;
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
-	uint64_t last_ns;
-	uint64_t fills;
-};
+struct tern_fill_server;
+struct session;
 
-struct slot {
+/* A reply buffer and its send. */
+struct reply {
 	struct tern_req req;
+	struct tern_fill_server *srv;
+	struct session *sess; /* NULL for an anonymous reply */
+	struct tern_peer *anon_peer;
 	uint8_t *buf;
 	int busy;
+};
+
+/* One fill being written: a registered source buffer, its pieces. */
+struct writer {
+	struct tern_fill_server *srv;
+	struct session *sess; /* NULL once its client is gone */
+	uint8_t *src;
+	struct tern_mr *srcmr;
+	struct tern_piece *pieces;
+	struct tern_req wreq;
+	struct tern_timer timer;
+	uint32_t id;
+	uint32_t pages;
+	uint32_t page_size;
+	uint64_t bytes;
+	uint64_t t0;
+	int busy;
+	int stuck; /* abandoned with its writes still out */
+};
+
+enum sess_state { S_FREE = 0, S_LIVE, S_CLOSING };
+
+struct session {
+	struct tern_fill_server *srv;
+	enum sess_state state;
+	uint64_t id;
+	struct tern_peer *peer;
+	struct tern_mr_desc regions[TERN_FILL_REGIONS];
+	uint64_t fills;
+	struct tern_timer idle;
+	struct reply tx[SESS_REPLIES];
+	struct writer *w; /* its fill being written */
+	uint8_t *pending; /* its FILL waiting for a writer */
+	size_t pending_len;
+	struct session *qnext; /* FIFO of sessions waiting */
+	int end_after_reply;   /* the client looks gone: end once told */
+	const char *end_why;
+};
+
+struct rx {
+	struct tern_req req;
+	struct tern_fill_server *srv;
+	uint8_t *buf;
 };
 
 struct tern_fill_server {
@@ -39,17 +89,21 @@ struct tern_fill_server {
 	struct tern_fill_server_opts opts;
 	uint8_t *msgmem;
 	struct tern_mr *msgmr;
-	struct slot rx[NRECV];
-	struct slot tx[NREPLY];
-	uint8_t *src;
-	struct tern_mr *srcmr;
-	struct tern_piece *pieces; /* the fill in progress, one per page */
-	struct tern_req wreq;
+	struct rx rx[NRECV];
+	struct reply anon[ANON_REPLIES];
+	struct session *sess;
+	int nsess;
+	unsigned long live;
+	struct writer *writers;
+	int nwriters; /* allocated: parallel + spares */
+	struct session *qhead, *qtail;
+	unsigned long qlen;
 	uint32_t *scratch;
-	struct session sess[MAX_SESSIONS];
+	struct tern_timer tick;
 	struct tern_fill_server_stats st;
+	volatile sig_atomic_t *stop;
 	int finished;
-	int w_busy; /* wreq is in flight */
+	int err;
 };
 
 #define slog(srv, ...)                                         \
@@ -64,6 +118,10 @@ struct tern_fill_server {
 		}                                              \
 	} while (0)
 
+static void pump(struct tern_fill_server *srv);
+static void session_end(struct tern_fill_server *srv, struct session *s,
+			const char *why);
+
 static uint64_t new_session_id(void)
 {
 	uint64_t id = 0;
@@ -75,130 +133,200 @@ static uint64_t new_session_id(void)
 	return id;
 }
 
-static void tx_done(struct tern_req *req)
-{
-	struct slot *s = req->data;
+/* ---- replies ------------------------------------------------------- */
 
-	s->busy = 0;
-	if (req->status != 0)
+static int replies_busy(const struct session *s)
+{
+	for (int i = 0; i < SESS_REPLIES; i++) {
+		if (s->tx[i].busy)
+			return 1;
+	}
+	return 0;
+}
+
+/* A closing session's slot is free once nothing of it is in flight. */
+static void session_settle(struct session *s)
+{
+	if (s->state == S_CLOSING && !replies_busy(s) && s->w == NULL)
+		s->state = S_FREE;
+}
+
+static void reply_done(struct tern_req *req)
+{
+	struct reply *r = req->data;
+	struct session *s = r->sess;
+
+	r->busy = 0;
+	if (req->status != 0 && req->status != -ECANCELED)
 		tern_warn("fill server: reply failed: %s%s%s",
 			  tern_strerror(req->status),
 			  req->errmsg[0] ? ": " : "", req->errmsg);
-}
+	if (r->anon_peer != NULL) {
+		struct tern_peer *p = r->anon_peer;
 
-/* A free reply slot; waits a little for one. NULL when none frees up. */
-static struct slot *tx_slot(struct tern_fill_server *srv)
-{
-	uint64_t deadline = tern__now_ns() + 5000000000ULL;
-	int ret;
-
-	for (;;) {
-		for (int i = 0; i < NREPLY; i++) {
-			if (!srv->tx[i].busy)
-				return &srv->tx[i];
-		}
-		if (tern__now_ns() > deadline)
-			return NULL;
-		ret = tern_wait(srv->ctx, NULL, 100);
-		if (ret != 0 && ret != -ETIMEDOUT)
-			return NULL;
+		r->anon_peer = NULL;
+		tern_peer_remove(p);
+		return;
 	}
+	if (s == NULL)
+		return;
+	if (s->state == S_LIVE && s->end_after_reply)
+		session_end(r->srv, s, s->end_why);
+	session_settle(s);
 }
 
-static void reply(struct tern_fill_server *srv, struct tern_peer *peer,
-		  struct slot *s, ssize_t len)
+/* Send @len bytes already in r->buf; @return 0 or the post's error. */
+static int reply_send(struct tern_fill_server *srv, struct reply *r,
+		      struct tern_peer *peer, ssize_t len)
 {
 	int ret;
 
 	if (len < 0) {
 		srv->st.dropped++;
-		return;
+		return (int)len;
 	}
-	tern_req_init(&s->req, tx_done, s);
-	ret = tern_send(peer, srv->msgmr, s->buf, (size_t)len, &s->req);
+	tern_req_init(&r->req, reply_done, r);
+	ret = tern_send(peer, srv->msgmr, r->buf, (size_t)len, &r->req);
 	if (ret != 0) {
 		tern_warn("fill server: reply: %s", tern_strerror(ret));
 		srv->st.dropped++;
-		return;
+		return ret;
 	}
-	s->busy = 1;
+	r->busy = 1;
+	return 0;
 }
 
-/* @return the slot the ERROR went out in, or NULL. */
-static struct slot *reply_error(struct tern_fill_server *srv,
-				struct tern_peer *peer, uint64_t session,
-				uint32_t id, int code, const char *text)
+static struct reply *sess_reply(struct session *s)
 {
-	struct slot *s = tx_slot(srv);
+	for (int i = 0; i < SESS_REPLIES; i++) {
+		if (!s->tx[i].busy)
+			return &s->tx[i];
+	}
+	return NULL;
+}
+
+static void reply_error(struct tern_fill_server *srv, struct session *s,
+			uint32_t id, int code, const char *text)
+{
+	struct reply *r = sess_reply(s);
 
 	srv->st.refused++;
-	slog(srv, "refused %s%016" PRIx64 ": %s",
-	     session ? "session " : "unknown client ", session, text);
-	if (s == NULL) {
+	slog(srv, "refused session %016" PRIx64 ": %s", s->id, text);
+	if (r == NULL) {
+		/* It has two replies unread: a client that floods us gets
+		 * no more answers, and the others lose nothing. */
 		srv->st.dropped++;
-		return NULL;
+		return;
 	}
-	reply(srv, peer, s,
-	      tern_fill_error_encode(s->buf, REPLY_MAX, session, id, code,
-				     text));
-	return s->busy ? s : NULL;
+	reply_send(srv, r, s->peer,
+		   tern_fill_error_encode(r->buf, REPLY_MAX, s->id, id, code,
+					  text));
 }
 
-/* Answer a client we have no session with, through a short-lived peer. */
+/* Answer a client we have no session with, through a short-lived peer
+ * that its reply's completion removes. */
 static void reply_error_card(struct tern_fill_server *srv, const void *msg,
 			     size_t len, int code, const char *text)
 {
+	struct reply *r = NULL;
 	const uint8_t *card;
 	struct tern_peer *peer;
-	struct slot *s;
 	size_t card_len;
 
-	if (tern_fill_connect_card(msg, len, &card, &card_len) != 0 ||
+	srv->st.refused++;
+	slog(srv, "refused unknown client: %s", text);
+	for (int i = 0; i < ANON_REPLIES && r == NULL; i++) {
+		if (!srv->anon[i].busy)
+			r = &srv->anon[i];
+	}
+	if (r == NULL || tern_fill_connect_card(msg, len, &card, &card_len) ||
 	    tern_peer_add(srv->ctx, card, card_len, &peer) != 0) {
 		srv->st.dropped++;
 		slog(srv,
-		     "dropped a %zu-byte message from an unknown sender: "
-		     "%s",
-		     len, text);
+		     "no reply to a %zu-byte message from an unknown "
+		     "sender",
+		     len);
 		return;
 	}
-	s = reply_error(srv, peer, 0, 0, code, text);
-	/* Removing a peer cancels what is still queued to it: let the
-	 * reply go first (bounded; a dead client must not hold us). */
-	if (s != NULL)
-		tern_wait(srv->ctx, &s->req, 2000);
-	tern_peer_remove(peer);
+	if (reply_send(srv, r, peer,
+		       tern_fill_error_encode(r->buf, REPLY_MAX, 0, 0, code,
+					      text)) != 0) {
+		tern_peer_remove(peer);
+		return;
+	}
+	r->anon_peer = peer;
 }
+
+/* ---- sessions ------------------------------------------------------ */
 
 static struct session *session_find(struct tern_fill_server *srv, uint64_t id)
 {
-	for (int i = 0; id != 0 && i < MAX_SESSIONS; i++) {
-		if (srv->sess[i].id == id)
+	for (int i = 0; id != 0 && i < srv->nsess; i++) {
+		if (srv->sess[i].state == S_LIVE && srv->sess[i].id == id)
 			return &srv->sess[i];
 	}
 	return NULL;
 }
 
+static void queue_remove(struct tern_fill_server *srv, struct session *s)
+{
+	struct session **pp = &srv->qhead, *prev = NULL;
+
+	for (; *pp != NULL; prev = *pp, pp = &(*pp)->qnext) {
+		if (*pp == s) {
+			*pp = s->qnext;
+			if (srv->qtail == s)
+				srv->qtail = prev;
+			s->qnext = NULL;
+			srv->qlen--;
+			return;
+		}
+	}
+}
+
 static void session_end(struct tern_fill_server *srv, struct session *s,
 			const char *why)
 {
+	struct tern_peer *peer = s->peer;
+
+	if (s->state != S_LIVE)
+		return;
 	slog(srv, "session %016" PRIx64 " ended (%s) after %" PRIu64 " fill(s)",
 	     s->id, why, s->fills);
-	tern_peer_remove(s->peer);
-	memset(s, 0, sizeof(*s));
+	s->state = S_CLOSING;
+	srv->live--;
+	tern_timer_stop(&s->idle);
+	if (s->pending != NULL) {
+		queue_remove(srv, s);
+		free(s->pending);
+		s->pending = NULL;
+	}
+	if (s->w != NULL) {
+		/* Its writes finish (or fail) on their own; the writer
+		 * forgets the session. */
+		s->w->sess = NULL;
+		s->w = NULL;
+	}
+	s->peer = NULL;
+	/* Cancels what is still queued to it (replies included: their
+	 * callbacks run here and settle the slot). */
+	tern_peer_remove(peer);
+	session_settle(s);
 	if (srv->opts.once)
 		srv->finished = 1;
 }
 
-static void expire_idle(struct tern_fill_server *srv)
+static void idle_expired(struct tern_timer *t)
 {
-	uint64_t now = tern__now_ns();
-	uint64_t idle = (uint64_t)srv->opts.idle_timeout_ms * 1000000ULL;
+	struct session *s = t->data;
 
-	for (int i = 0; i < MAX_SESSIONS; i++) {
-		if (srv->sess[i].id != 0 && now - srv->sess[i].last_ns > idle)
-			session_end(srv, &srv->sess[i], "idle timeout");
-	}
+	session_end(s->srv, s, "idle timeout");
+}
+
+static void idle_restart(struct tern_fill_server *srv, struct session *s)
+{
+	tern_timer_start(srv->ctx, &s->idle,
+			 (uint64_t)srv->opts.idle_timeout_ms, 0);
 }
 
 static void on_connect(struct tern_fill_server *srv, const uint8_t *msg,
@@ -207,7 +335,7 @@ static void on_connect(struct tern_fill_server *srv, const uint8_t *msg,
 	struct tern_fill_connect c;
 	struct tern_fill_accept a;
 	struct session *s = NULL;
-	struct slot *out;
+	struct reply *out;
 	char why[160];
 	int ret;
 
@@ -229,14 +357,15 @@ static void on_connect(struct tern_fill_server *srv, const uint8_t *msg,
 			return;
 		}
 	}
-	expire_idle(srv);
-	for (int i = 0; i < MAX_SESSIONS && s == NULL; i++) {
-		if (srv->sess[i].id == 0)
+	for (int i = 0; i < srv->nsess && s == NULL; i++) {
+		if (srv->sess[i].state == S_FREE)
 			s = &srv->sess[i];
 	}
 	if (s == NULL) {
-		reply_error_card(srv, msg, len, -EBUSY,
-				 "server busy: too many sessions");
+		snprintf(why, sizeof(why),
+			 "server busy: %d clients connected (the limit)",
+			 srv->nsess);
+		reply_error_card(srv, msg, len, -EBUSY, why);
 		return;
 	}
 	ret = tern_peer_add(srv->ctx, c.card, c.card_len, &s->peer);
@@ -246,172 +375,323 @@ static void on_connect(struct tern_fill_server *srv, const uint8_t *msg,
 		     tern_strerror(ret));
 		return;
 	}
+	s->state = S_LIVE;
 	s->id = new_session_id();
 	memcpy(s->regions, c.regions, sizeof(s->regions));
-	s->last_ns = tern__now_ns();
 	s->fills = 0;
+	s->end_after_reply = 0;
+	srv->live++;
 	srv->st.sessions++;
+	if (srv->live > srv->st.peak_active)
+		srv->st.peak_active = srv->live;
 	slog(srv,
 	     "session %016" PRIx64 " connected: regions of %" PRIu64
 	     " and %" PRIu64 " bytes",
 	     s->id, c.regions[0].len, c.regions[1].len);
-	out = tx_slot(srv);
-	if (out == NULL) {
-		session_end(srv, s, "no reply slot");
-		return;
-	}
+	idle_restart(srv, s);
+	out = sess_reply(s); /* a new session has both free */
 	a = (struct tern_fill_accept){
 		.nonce = c.nonce,
 		.max_page_size = TERN_FILL_MAX_PAGE_SIZE,
 		.max_pages = TERN_FILL_MAX_PAGES,
 		.max_bytes = TERN_FILL_MAX_BYTES,
 	};
-	reply(srv, s->peer, out,
-	      tern_fill_accept_encode(out->buf, REPLY_MAX, s->id, &a));
+	if (reply_send(srv, out, s->peer,
+		       tern_fill_accept_encode(out->buf, REPLY_MAX, s->id,
+					       &a)) != 0)
+		session_end(srv, s, "accept could not be sent");
+}
+
+/* ---- fills --------------------------------------------------------- */
+
+static void fill_reply(struct tern_fill_server *srv, struct session *s,
+		       const struct tern_fill_result *res)
+{
+	struct reply *out = sess_reply(s);
+
+	if (out == NULL) {
+		srv->st.dropped++;
+		return;
+	}
+	reply_send(srv, out, s->peer,
+		   tern_fill_result_encode(out->buf, REPLY_MAX, s->id, res));
+}
+
+static void writer_release(struct tern_fill_server *srv, struct writer *w)
+{
+	w->busy = 0;
+	w->sess = NULL;
+	if (w->stuck) {
+		w->stuck = 0;
+		slog(srv, "fill %u: writes abandoned earlier completed late",
+		     w->id);
+	}
+	pump(srv);
+}
+
+static void fill_written(struct tern_req *req)
+{
+	struct writer *w = req->data;
+	struct tern_fill_server *srv = w->srv;
+	struct session *s = w->sess;
+	struct tern_fill_result res;
+	int ret = req->status;
+
+	tern_timer_stop(&w->timer);
+	if (w->stuck || s == NULL) {
+		writer_release(srv, w);
+		return;
+	}
+	s->w = NULL;
+	res = (struct tern_fill_result){
+		.id = w->id,
+		.status = ret,
+		.bytes = ret ? 0 : w->bytes,
+		.write_ns = tern__now_ns() - w->t0,
+	};
+	s->fills++;
+	srv->st.fills++;
+	if (ret == 0) {
+		srv->st.bytes += w->bytes;
+		srv->st.write_ns += res.write_ns;
+		slog(srv,
+		     "fill %u: %u page(s) of %u bytes = %" PRIu64
+		     " bytes written in %.3f ms (%.2f Gbit/s)",
+		     w->id, w->pages, w->page_size, w->bytes,
+		     (double)res.write_ns / 1e6,
+		     (double)w->bytes * 8 / (double)res.write_ns);
+	} else {
+		srv->st.failed++;
+		slog(srv, "fill %u failed: %s%s%s", w->id, tern_strerror(ret),
+		     req->errmsg[0] ? ": " : "", req->errmsg);
+		/* A provider error on the writes: the client is most likely
+		 * gone. Tell it (if it is not), then end the session. */
+		if (ret != -TERN_EACCESS && ret != -TERN_EBOUNDS) {
+			s->end_after_reply = 1;
+			s->end_why = "writes failed";
+		}
+	}
+	fill_reply(srv, s, &res);
+	if (s->state == S_LIVE && !s->end_after_reply)
+		idle_restart(srv, s);
+	if (s->state == S_LIVE && s->end_after_reply && !replies_busy(s))
+		session_end(srv, s, s->end_why);
+	session_settle(s);
+	writer_release(srv, w);
+}
+
+static void fill_stalled(struct tern_timer *t)
+{
+	struct writer *w = t->data;
+	struct tern_fill_server *srv = w->srv;
+	struct session *s = w->sess;
+
+	/* A client that takes no writes must not hold a writer: drop it.
+	 * The writer stays out of use until its writes finish or fail
+	 * (on shm, writes to a process that has gone may never); a spare
+	 * takes its place. */
+	srv->st.stalled++;
+	w->stuck = 1;
+	slog(srv, "fill %u: not done in %d ms; dropping session %016" PRIx64,
+	     w->id, srv->opts.fill_timeout_ms, s != NULL ? s->id : 0);
+	if (s != NULL)
+		session_end(srv, s, "writes stalled");
+	pump(srv);
+}
+
+static int writer_buffers(struct tern_fill_server *srv, struct writer *w)
+{
+	int ret;
+
+	if (w->srcmr != NULL)
+		return 0;
+	w->pieces = calloc(TERN_FILL_MAX_PAGES, sizeof(*w->pieces));
+	if (w->pieces == NULL ||
+	    posix_memalign((void **)&w->src, SRC_ALIGN, TERN_FILL_MAX_BYTES))
+		goto err;
+	ret = tern_mr_reg(srv->ctx, w->src, TERN_FILL_MAX_BYTES,
+			  TERN_ACCESS_LOCAL, &w->srcmr);
+	if (ret == 0)
+		return 0;
+	tern_warn("fill server: registering a source buffer: %s",
+		  tern_strerror(ret));
+err:
+	free(w->pieces);
+	free(w->src);
+	w->pieces = NULL;
+	w->src = NULL;
+	return -ENOMEM;
+}
+
+/* Write the checked request @r of @s with writer @w. */
+static void fill_start(struct tern_fill_server *srv, struct session *s,
+		       struct writer *w, const struct tern_fill_request *r)
+{
+	struct tern_fill_result res = { .id = r->id };
+	struct tern_mt64 rng;
+	int ret;
+
+	ret = writer_buffers(srv, w);
+	if (ret != 0) {
+		res.status = ret;
+		fill_reply(srv, s, &res);
+		return;
+	}
+	w->sess = s;
+	w->id = r->id;
+	w->pages = r->page_count;
+	w->page_size = r->page_size;
+	w->bytes = (uint64_t)r->page_size * r->page_count;
+	/* Page k of the request carries bytes [k*ps, (k+1)*ps) of the
+	 * MT19937-64(seed) stream (docs/protocol.md). */
+	tern_mt64_seed(&rng, r->seed);
+	tern_mt64_fill(&rng, w->src, w->bytes);
+	for (uint32_t k = 0; k < r->page_count; k++) {
+		unsigned int region = 0;
+		uint64_t off = 0;
+
+		/* Checked before: every index has a target. */
+		tern_fill_page_target(s->regions, r->page_size,
+				      tern_fill_request_index(r, k), &region,
+				      &off);
+		w->pieces[k] = (struct tern_piece){
+			.loff = (uint64_t)k * r->page_size,
+			.roff = off,
+			.len = r->page_size,
+			.region = region,
+		};
+	}
+	/* One operation: every page a write carrying imm = request id. */
+	w->t0 = tern__now_ns();
+	tern_req_init(&w->wreq, fill_written, w);
+	ret = tern_write_pieces(s->peer, w->srcmr, w->pieces, r->page_count,
+				s->regions, TERN_FILL_REGIONS, TERN_PIECES_IMM,
+				r->id, &w->wreq);
+	if (ret != 0) {
+		res.status = ret;
+		slog(srv, "fill %u failed: %s", r->id, tern_strerror(ret));
+		fill_reply(srv, s, &res);
+		idle_restart(srv, s);
+		return;
+	}
+	w->busy = 1;
+	s->w = w;
+	tern_timer_stop(&s->idle); /* the fill timer watches it now */
+	tern_timer_start(srv->ctx, &w->timer,
+			 (uint64_t)srv->opts.fill_timeout_ms, 0);
+}
+
+/* A writer for the next fill: at most `parallel` write at once; the
+ * spares stand in only for writers stuck on a dead client. */
+static struct writer *writer_free(struct tern_fill_server *srv)
+{
+	struct writer *primary = NULL, *spare = NULL;
+	int in_use = 0;
+
+	for (int i = 0; i < srv->nwriters; i++) {
+		struct writer *w = &srv->writers[i];
+
+		if (w->busy)
+			in_use += !w->stuck;
+		else if (i < srv->opts.parallel && primary == NULL)
+			primary = w;
+		else if (spare == NULL)
+			spare = w;
+	}
+	if (in_use >= srv->opts.parallel)
+		return NULL;
+	return primary != NULL ? primary : spare;
+}
+
+/* Start fills waiting in the FIFO while writers are free. */
+static void pump(struct tern_fill_server *srv)
+{
+	struct writer *w;
+	struct session *s;
+
+	while (srv->qhead != NULL && (w = writer_free(srv)) != NULL) {
+		struct tern_fill_request r;
+		uint8_t *msg;
+
+		s = srv->qhead;
+		queue_remove(srv, s);
+		msg = s->pending;
+		s->pending = NULL;
+		/* Decoded and checked when it arrived. */
+		if (tern_fill_request_decode(msg, s->pending_len, &r) == 0)
+			fill_start(srv, s, w, &r);
+		free(msg);
+	}
 }
 
 static void on_fill(struct tern_fill_server *srv, struct session *s,
-		    const uint8_t *msg, size_t len, volatile sig_atomic_t *stop)
+		    const uint8_t *msg, size_t len)
 {
-	struct tern_fill_result res = { 0 };
 	struct tern_fill_request r;
-	uint64_t bytes, t0, warned;
-	struct tern_mt64 rng;
-	struct slot *out;
+	struct writer *w;
 	char why[200];
 	int ret;
 
 	ret = tern_fill_request_decode(msg, len, &r);
 	if (ret != 0) {
 		snprintf(why, sizeof(why), "malformed FILL (%zu bytes)", len);
-		reply_error(srv, s->peer, s->id, 0, ret, why);
+		reply_error(srv, s, 0, ret, why);
 		return;
 	}
-	if (srv->w_busy) {
-		/* A dropped client's writes are still out. */
-		reply_error(srv, s->peer, s->id, r.id, -EBUSY,
-			    "server busy finishing an earlier fill; retry");
+	if (s->w != NULL || s->pending != NULL) {
+		reply_error(srv, s, r.id, -EBUSY,
+			    "one fill at a time per client: the previous one "
+			    "has not finished");
 		return;
 	}
 	ret = tern_fill_request_check(&r, s->regions, srv->scratch, why,
 				      sizeof(why));
 	if (ret != 0) {
-		reply_error(srv, s->peer, s->id, r.id, ret, why);
+		reply_error(srv, s, r.id, ret, why);
 		return;
 	}
-	bytes = (uint64_t)r.page_size * r.page_count;
-	/* Page k of the request carries bytes [k*ps, (k+1)*ps) of the
-	 * MT19937-64(seed) stream (docs/protocol.md). */
-	tern_mt64_seed(&rng, r.seed);
-	tern_mt64_fill(&rng, srv->src, bytes);
-	for (uint32_t k = 0; k < r.page_count; k++) {
-		struct tern_piece *pc = &srv->pieces[k];
-		unsigned int region = 0;
-		uint64_t off = 0;
-
-		/* Checked above: every index has a target. */
-		tern_fill_page_target(s->regions, r.page_size,
-				      tern_fill_request_index(&r, k), &region,
-				      &off);
-		*pc = (struct tern_piece){
-			.loff = (uint64_t)k * r.page_size,
-			.roff = off,
-			.len = r.page_size,
-			.region = region,
-		};
-	}
-	/* One operation: every page a write carrying imm = request id. */
-	t0 = tern__now_ns();
-	tern_req_init(&srv->wreq, NULL, NULL);
-	ret = tern_write_pieces(s->peer, srv->srcmr, srv->pieces, r.page_count,
-				s->regions, TERN_FILL_REGIONS, TERN_PIECES_IMM,
-				r.id, &srv->wreq);
-	srv->w_busy = ret == 0;
-	warned = t0;
-	while (srv->w_busy && !srv->wreq.done && !*stop &&
-	       tern__now_ns() - t0 <
-		       (uint64_t)srv->opts.fill_timeout_ms * 1000000ULL) {
-		int wret = tern_wait(srv->ctx, &srv->wreq, 1000);
-
-		if (wret != 0 && wret != -ETIMEDOUT) {
-			ret = wret;
-			break;
-		}
-		if (tern__now_ns() - warned > 10000000000ULL) {
-			warned = tern__now_ns();
-			slog(srv, "fill %u: still writing %u page(s)", r.id,
-			     r.page_count);
-		}
-	}
-	if (srv->w_busy && !srv->wreq.done) {
-		if (*stop)
-			return; /* closing waits for or cancels the rest */
-		/* A client that takes no writes must not hold the server:
-		 * drop it. Its writes already out finish or fail on their
-		 * own; until then new fills are refused as busy. */
-		slog(srv,
-		     "fill %u: not done in %d ms; dropping session %016" PRIx64,
-		     r.id, srv->opts.fill_timeout_ms, s->id);
-		session_end(srv, s, "writes stalled");
+	w = srv->qhead == NULL ? writer_free(srv) : NULL;
+	if (w != NULL) {
+		fill_start(srv, s, w, &r);
 		return;
 	}
-	srv->w_busy = 0;
-	if (ret == 0)
-		ret = srv->wreq.status;
-	res = (struct tern_fill_result){
-		.id = r.id,
-		.status = ret,
-		.bytes = ret ? 0 : bytes,
-		.write_ns = tern__now_ns() - t0,
-	};
-	s->fills++;
-	srv->st.fills++;
-	if (ret == 0) {
-		srv->st.bytes += bytes;
-		srv->st.write_ns += res.write_ns;
-		slog(srv,
-		     "fill %u: %u page(s) of %u bytes = %" PRIu64
-		     " bytes written in %.3f ms (%.2f Gbit/s)",
-		     r.id, r.page_count, r.page_size, bytes,
-		     (double)res.write_ns / 1e6,
-		     (double)bytes * 8 / (double)res.write_ns);
-	} else {
-		slog(srv, "fill %u failed: %s%s%s", r.id, tern_strerror(ret),
-		     srv->wreq.errmsg[0] ? ": " : "", srv->wreq.errmsg);
-	}
-	out = tx_slot(srv);
-	if (out == NULL) {
-		srv->st.dropped++;
+	/* Every writer is busy: wait in line (a copy: the receive buffer
+	 * goes back to the provider). */
+	s->pending = malloc(len);
+	if (s->pending == NULL) {
+		reply_error(srv, s, r.id, -ENOMEM, "server out of memory");
 		return;
 	}
-	reply(srv, s->peer, out,
-	      tern_fill_result_encode(out->buf, REPLY_MAX, s->id, &res));
+	memcpy(s->pending, msg, len);
+	s->pending_len = len;
+	s->qnext = NULL;
+	if (srv->qtail != NULL)
+		srv->qtail->qnext = s;
+	else
+		srv->qhead = s;
+	srv->qtail = s;
+	srv->qlen++;
+	srv->st.queued++;
+	tern_timer_stop(&s->idle);
 }
 
-static void on_message(struct tern_fill_server *srv, struct slot *in,
-		       volatile sig_atomic_t *stop)
+/* ---- messages ------------------------------------------------------ */
+
+static void on_message(struct tern_fill_server *srv, const uint8_t *msg,
+		       size_t len)
 {
-	const uint8_t *msg = in->buf;
-	size_t len = in->req.len;
 	struct tern_fill_hdr h;
 	struct session *s;
 	char why[160];
 	int ret;
 
-	if (in->req.status != 0) {
-		srv->st.dropped++;
-		slog(srv, "receive failed: %s%s%s (message dropped)",
-		     tern_strerror(in->req.status),
-		     in->req.errmsg[0] ? ": " : "", in->req.errmsg);
-		return;
-	}
 	ret = tern_fill_hdr_parse(msg, len, &h);
 	/* The session field sits at a fixed offset in every version; a
 	 * random 64-bit session id is proof enough of who is talking. */
 	s = len >= TERN_FILL_HDR ? session_find(srv, tern__get_u64(msg + 16))
 				 : NULL;
-	if (s != NULL)
-		s->last_ns = tern__now_ns();
+	if (s != NULL && s->w == NULL && s->pending == NULL)
+		idle_restart(srv, s);
 	if (ret != 0) {
 		if (len >= TERN_FILL_HDR &&
 		    tern__get_u32(msg) != TERN_FILL_MAGIC)
@@ -428,7 +708,7 @@ static void on_message(struct tern_fill_server *srv, struct slot *in,
 				 "header says %u",
 				 len, len >= 12 ? tern__get_u32(msg + 8) : 0);
 		if (s != NULL)
-			reply_error(srv, s->peer, s->id, 0, ret, why);
+			reply_error(srv, s, 0, ret, why);
 		else
 			reply_error_card(srv, msg, len, ret, why);
 		return;
@@ -450,32 +730,81 @@ static void on_message(struct tern_fill_server *srv, struct slot *in,
 		if (h.type == TERN_FILL_BYE)
 			session_end(srv, s, "bye");
 		else
-			on_fill(srv, s, msg, len, stop);
+			on_fill(srv, s, msg, len);
 		return;
 	default:
 		snprintf(why, sizeof(why), "unexpected message type %u",
 			 h.type);
 		if (s != NULL)
-			reply_error(srv, s->peer, s->id, 0, -TERN_EPROTO, why);
+			reply_error(srv, s, 0, -TERN_EPROTO, why);
 		else
 			reply_error_card(srv, msg, len, -TERN_EPROTO, why);
 	}
 }
 
-static int post_rx(struct tern_fill_server *srv, struct slot *s)
+static int post_rx(struct tern_fill_server *srv, struct rx *in);
+
+static void rx_done(struct tern_req *req)
 {
-	tern_req_init(&s->req, NULL, s);
-	return tern_recv(srv->ctx, srv->msgmr, s->buf, TERN_FILL_MSG_MAX,
-			 &s->req);
+	struct rx *in = req->data;
+	struct tern_fill_server *srv = in->srv;
+	int ret;
+
+	if (req->status == -ECANCELED)
+		return; /* closing */
+	if (req->status != 0) {
+		srv->st.dropped++;
+		slog(srv, "receive failed: %s%s%s (message dropped)",
+		     tern_strerror(req->status), req->errmsg[0] ? ": " : "",
+		     req->errmsg);
+	} else {
+		on_message(srv, in->buf, req->len);
+	}
+	ret = post_rx(srv, in);
+	if (ret != 0 && ret != -ECANCELED) {
+		tern_warn("fill server: re-posting a receive: %s",
+			  tern_strerror(ret));
+		srv->err = ret;
+	}
 }
+
+static int post_rx(struct tern_fill_server *srv, struct rx *in)
+{
+	tern_req_init(&in->req, rx_done, in);
+	return tern_recv(srv->ctx, srv->msgmr, in->buf, TERN_FILL_MSG_MAX,
+			 &in->req);
+}
+
+/* Once a second: wake a loop that slept through a signal, and report
+ * fills that take long. */
+static void tick(struct tern_timer *t)
+{
+	struct tern_fill_server *srv = t->data;
+	uint64_t now = tern__now_ns();
+
+	for (int i = 0; i < srv->nwriters; i++) {
+		struct writer *w = &srv->writers[i];
+		uint64_t age = now - w->t0;
+
+		if (w->busy && !w->stuck && age > 10000000000ULL &&
+		    (age / 1000000000ULL) % 10 == 0)
+			slog(srv, "fill %u: still writing %u page(s)", w->id,
+			     w->pages);
+	}
+	if (srv->stop != NULL && *srv->stop)
+		tern_stop(srv->ctx);
+}
+
+/* ---- the server ---------------------------------------------------- */
 
 int tern_fill_server_open(struct tern_ctx *ctx,
 			  const struct tern_fill_server_opts *opts,
 			  struct tern_fill_server **srv_p)
 {
-	size_t msglen = NRECV * TERN_FILL_MSG_MAX + NREPLY * REPLY_MAX;
+	size_t msglen, replies;
 	struct tern_fill_server *srv;
-	int ret = -ENOMEM;
+	uint8_t *p;
+	int ret = -ENOMEM, i;
 
 	srv = calloc(1, sizeof(*srv));
 	if (srv == NULL)
@@ -487,47 +816,71 @@ int tern_fill_server_open(struct tern_ctx *ctx,
 		srv->opts.idle_timeout_ms = 120000;
 	if (srv->opts.fill_timeout_ms <= 0)
 		srv->opts.fill_timeout_ms = 60000;
-	srv->pieces = calloc(TERN_FILL_MAX_PAGES, sizeof(*srv->pieces));
+	if (srv->opts.max_sessions <= 0)
+		srv->opts.max_sessions = 256;
+	if (srv->opts.parallel <= 0)
+		srv->opts.parallel = 4;
+	if (srv->opts.max_sessions > 65536 || srv->opts.parallel > 64) {
+		free(srv);
+		return -EINVAL;
+	}
+	srv->nsess = srv->opts.max_sessions;
+	srv->nwriters = srv->opts.parallel + SPARE_WRITERS;
+	replies = (size_t)srv->nsess * SESS_REPLIES + ANON_REPLIES;
+	msglen = NRECV * TERN_FILL_MSG_MAX + replies * REPLY_MAX;
+	srv->sess = calloc((size_t)srv->nsess, sizeof(*srv->sess));
+	srv->writers = calloc((size_t)srv->nwriters, sizeof(*srv->writers));
 	srv->scratch = calloc(TERN_FILL_MAX_PAGES, sizeof(*srv->scratch));
-	if (srv->pieces == NULL || srv->scratch == NULL ||
+	if (srv->sess == NULL || srv->writers == NULL || srv->scratch == NULL ||
 	    posix_memalign((void **)&srv->msgmem, SRC_ALIGN, msglen) != 0)
-		goto err_free;
-	if (posix_memalign((void **)&srv->src, SRC_ALIGN,
-			   TERN_FILL_MAX_BYTES) != 0)
 		goto err_free;
 	ret = tern_mr_reg(ctx, srv->msgmem, msglen, TERN_ACCESS_LOCAL,
 			  &srv->msgmr);
 	if (ret != 0)
 		goto err_free;
-	ret = tern_mr_reg(ctx, srv->src, TERN_FILL_MAX_BYTES, TERN_ACCESS_LOCAL,
-			  &srv->srcmr);
-	if (ret != 0)
-		goto err_msgmr;
-	for (int i = 0; i < NRECV; i++) {
+	p = srv->msgmem + NRECV * TERN_FILL_MSG_MAX;
+	for (i = 0; i < srv->nsess; i++) {
+		struct session *s = &srv->sess[i];
+
+		s->srv = srv;
+		tern_timer_init(&s->idle, idle_expired, s);
+		for (int k = 0; k < SESS_REPLIES; k++, p += REPLY_MAX) {
+			s->tx[k].srv = srv;
+			s->tx[k].sess = s;
+			s->tx[k].buf = p;
+		}
+	}
+	for (i = 0; i < ANON_REPLIES; i++, p += REPLY_MAX) {
+		srv->anon[i].srv = srv;
+		srv->anon[i].buf = p;
+	}
+	for (i = 0; i < srv->nwriters; i++) {
+		srv->writers[i].srv = srv;
+		tern_timer_init(&srv->writers[i].timer, fill_stalled,
+				&srv->writers[i]);
+	}
+	for (i = 0; i < NRECV; i++) {
+		srv->rx[i].srv = srv;
 		srv->rx[i].buf = srv->msgmem + (size_t)i * TERN_FILL_MSG_MAX;
 		ret = post_rx(srv, &srv->rx[i]);
 		if (ret != 0)
-			goto err_srcmr;
+			goto err_rx;
 	}
-	for (int i = 0; i < NREPLY; i++)
-		srv->tx[i].buf = srv->msgmem + NRECV * TERN_FILL_MSG_MAX +
-				 (size_t)i * REPLY_MAX;
+	tern_timer_init(&srv->tick, tick, srv);
+	tern_timer_start(ctx, &srv->tick, 1000, 1000);
 	*srv_p = srv;
 	return 0;
 
-err_srcmr:
-	/* Receives already queued are cancelled when the ctx closes; they
-	 * must not outlive their buffers, so cancel them now. */
-	for (int i = 0; i < NRECV; i++)
+err_rx:
+	/* Receives already queued must not outlive their buffers. */
+	while (i-- > 0)
 		tern_req_cancel(ctx, &srv->rx[i].req);
-	tern_mr_close(srv->srcmr);
-err_msgmr:
 	tern_mr_close(srv->msgmr);
 err_free:
-	free(srv->src);
 	free(srv->msgmem);
 	free(srv->scratch);
-	free(srv->pieces);
+	free(srv->writers);
+	free(srv->sess);
 	free(srv);
 	return ret;
 }
@@ -535,36 +888,16 @@ err_free:
 int tern_fill_server_run(struct tern_fill_server *srv,
 			 volatile sig_atomic_t *stop)
 {
-	uint64_t last_expire = tern__now_ns();
+	int ret = 0;
 
-	while (!*stop && !srv->finished) {
-		int ret = tern_wait(srv->ctx, NULL, 200);
-
-		if (ret != 0 && ret != -ETIMEDOUT)
-			return ret;
-		for (int i = 0; i < NRECV && !*stop; i++) {
-			struct slot *in = &srv->rx[i];
-
-			if (!in->req.done)
-				continue;
-			on_message(srv, in, stop);
-			ret = post_rx(srv, in);
-			if (ret != 0)
-				return ret;
-		}
-		if (srv->w_busy && srv->wreq.done)
-			srv->w_busy = 0;
-		if (tern__now_ns() - last_expire > 1000000000ULL) {
-			last_expire = tern__now_ns();
-			expire_idle(srv);
-		}
+	srv->stop = stop;
+	while (!*stop && !srv->finished && srv->err == 0) {
+		ret = tern_run(srv->ctx, TERN_RUN_ONCE);
+		if (ret != 0)
+			break;
 	}
-	/* Let the last replies go out before the caller closes. */
-	for (int i = 0; i < NREPLY; i++) {
-		if (srv->tx[i].busy)
-			tern_wait(srv->ctx, &srv->tx[i].req, 2000);
-	}
-	return 0;
+	srv->stop = NULL;
+	return ret != 0 ? ret : srv->err;
 }
 
 void tern_fill_server_stats(const struct tern_fill_server *srv,
@@ -573,44 +906,74 @@ void tern_fill_server_stats(const struct tern_fill_server *srv,
 	*st = srv->st;
 }
 
+static int server_busy(const struct tern_fill_server *srv)
+{
+	for (int i = 0; i < NRECV; i++) {
+		if (!srv->rx[i].req.done)
+			return 1;
+	}
+	for (int i = 0; i < ANON_REPLIES; i++) {
+		if (srv->anon[i].busy)
+			return 1;
+	}
+	for (int i = 0; i < srv->nwriters; i++) {
+		if (srv->writers[i].busy)
+			return 1;
+	}
+	for (int i = 0; i < srv->nsess; i++) {
+		if (srv->sess[i].state != S_FREE)
+			return 1;
+	}
+	return 0;
+}
+
 int tern_fill_server_close(struct tern_fill_server *srv)
 {
 	uint64_t deadline;
-	int busy = 0, ret;
+	int busy, ret = 0;
 
 	if (srv == NULL)
 		return 0;
-	for (int i = 0; i < MAX_SESSIONS; i++) {
-		if (srv->sess[i].id != 0)
-			session_end(srv, &srv->sess[i], "server closing");
+	tern_timer_stop(&srv->tick);
+	/* Let the last replies go out before their peers are removed. */
+	deadline = tern__now_ns() + 2000000000ULL;
+	for (int i = 0; i < srv->nsess; i++) {
+		while (srv->sess[i].state == S_LIVE &&
+		       replies_busy(&srv->sess[i]) &&
+		       tern__now_ns() < deadline &&
+		       tern_wait(srv->ctx, NULL, 100) != -TERN_ECLOSED)
+			;
 	}
+	for (int i = 0; i < srv->nsess; i++)
+		session_end(srv, &srv->sess[i], "server closing");
+	for (int i = 0; i < srv->nwriters; i++)
+		tern_timer_stop(&srv->writers[i].timer);
 	/* Receives, replies and writes must complete before their requests
 	 * and buffers go: cancel what can be cancelled, wait for the rest. */
 	for (int i = 0; i < NRECV; i++)
 		tern_req_cancel(srv->ctx, &srv->rx[i].req);
 	deadline = tern__now_ns() + 5000000000ULL;
-	do {
-		busy = srv->w_busy && !srv->wreq.done;
-		for (int i = 0; i < NRECV; i++)
-			busy |= !srv->rx[i].req.done;
-		for (int i = 0; i < NREPLY; i++)
-			busy |= srv->tx[i].busy;
-		if (!busy || tern__now_ns() >= deadline)
-			break;
+	while ((busy = server_busy(srv)) && tern__now_ns() < deadline) {
 		ret = tern_wait(srv->ctx, NULL, 100);
-	} while (ret == 0 || ret == -ETIMEDOUT);
+		if (ret != 0 && ret != -ETIMEDOUT)
+			break;
+	}
 	if (busy) {
 		/* Better a leak than memory the provider may still touch. */
 		tern_warn("fill server: operations still in flight at close; "
 			  "keeping their buffers");
 		return -EBUSY;
 	}
-	tern_mr_close(srv->srcmr);
+	for (int i = 0; i < srv->nwriters; i++) {
+		tern_mr_close(srv->writers[i].srcmr);
+		free(srv->writers[i].src);
+		free(srv->writers[i].pieces);
+	}
 	tern_mr_close(srv->msgmr);
-	free(srv->src);
 	free(srv->msgmem);
 	free(srv->scratch);
-	free(srv->pieces);
+	free(srv->writers);
+	free(srv->sess);
 	free(srv);
 	return 0;
 }

@@ -24,10 +24,11 @@
 #define TERN__SPIN     200
 #define TERN__IO_EVERY 64
 /* Polling sleeps (no wait fd): from 1 µs doubling to 1 ms, and to
- * TERN_POLL_SLEEP_MAX_US once idle for a second. */
+ * $TERN_POLL_MAX_US (default TERN_POLL_SLEEP_MAX_US) once idle for a
+ * second. Each wakeup of an idle process costs tens of µs of CPU on a
+ * virtual machine: 50 a second keep an idle server well under 1%. */
 #define TERN__POLL_MIN_NS   1000ULL
 #define TERN__POLL_BUSY_NS  1000000ULL
-#define TERN__POLL_IDLE_NS  (TERN_POLL_SLEEP_MAX_US * 1000ULL)
 #define TERN__POLL_IDLE_AGE 1000000000ULL
 
 int tern__loop_init(struct tern_ctx *ctx)
@@ -59,6 +60,10 @@ int tern__loop_init(struct tern_ctx *ctx)
 			goto err;
 	}
 	ctx->idle_since = tern__now_ns();
+	ctx->poll_max_ns = 1000ULL *
+			   (uint64_t)tern__env_long("TERN_POLL_MAX_US",
+						    TERN_POLL_SLEEP_MAX_US, 1,
+						    1000000);
 	return 0;
 err:
 	ret = -errno;
@@ -420,12 +425,12 @@ static int work_waiting(const struct tern_ctx *ctx)
 /* The next polling sleep on a provider without wait fds. */
 static uint64_t poll_sleep_ns(struct tern_ctx *ctx)
 {
-	uint64_t cap = TERN__POLL_BUSY_NS;
+	uint64_t cap = TERN_MIN(TERN__POLL_BUSY_NS, ctx->poll_max_ns);
 
 	if (ctx->poll_ns == 0)
 		ctx->idle_since = tern__now_ns(); /* an idle spell begins */
 	else if (tern__now_ns() - ctx->idle_since > TERN__POLL_IDLE_AGE)
-		cap = TERN__POLL_IDLE_NS;
+		cap = ctx->poll_max_ns;
 	ctx->poll_ns = ctx->poll_ns == 0 ? TERN__POLL_MIN_NS
 					 : TERN_MIN(ctx->poll_ns * 2, cap);
 	return ctx->poll_ns;

@@ -79,12 +79,13 @@ static void print_json(const struct tern_prov_info *l, size_t n)
 		json_str("mr_mode_str", p->mr_mode_str, 1);
 		printf("\"rma\": %s, \"atomic\": %s, \"remote_cq_data\": %s, "
 		       "\"hmem\": %s, \"tagged\": %s, \"rx_cq_data\": %s, "
-		       "\"usable\": %s, ",
+		       "\"usable\": %s, \"wait_fd\": %s, ",
 		       p->rma ? "true" : "false", p->atomic ? "true" : "false",
 		       p->remote_cq_data ? "true" : "false",
 		       p->hmem ? "true" : "false", p->tagged ? "true" : "false",
 		       p->rx_cq_data ? "true" : "false",
-		       p->usable ? "true" : "false");
+		       p->usable ? "true" : "false",
+		       p->wait_fd ? "true" : "false");
 		json_str("why_not", p->why_not, 0);
 		printf("}");
 	}
@@ -139,6 +140,11 @@ static void print_table(const struct tern_prov_info *l, size_t n)
 		       p->remote_cq_data ? "yes" : "no", p->hmem ? "yes" : "no",
 		       p->tagged ? "yes" : "no",
 		       p->rx_cq_data ? ", needs receives for CQ data" : "");
+		if (p->usable)
+			printf("  idle wait      %s\n",
+			       p->wait_fd ? "sleeps on completion-queue fds"
+					  : "no wait fd: polls, sleeping up to "
+					    "20 ms once idle");
 		printf("  tern           %s%s\n\n",
 		       p->usable ? "usable" : "not usable: ", p->why_not);
 	}

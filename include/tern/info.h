@@ -40,7 +40,10 @@ struct tern_prov_info {
 	int tagged;	    /**< FI_TAGGED offered */
 	int rx_cq_data;	    /**< needs receives posted for remote CQ data */
 	int usable;	    /**< tern can run on it */
-	char why_not[96];   /**< when !usable: what is missing */
+	/** 1: completion queues offer a wait fd (an idle loop sleeps on
+	 * it); 0: tern polls with short sleeps (docs/loop.md). */
+	int wait_fd;
+	char why_not[96]; /**< when !usable: what is missing */
 };
 
 /**

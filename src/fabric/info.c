@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 
 #include <tern/info.h>
@@ -87,6 +89,32 @@ static void fill_one(struct tern_prov_info *p, const struct fi_info *fi)
 	snprintf(p->why_not, sizeof(p->why_not), "%s", why ? why : "");
 }
 
+/* Does a completion queue of this domain offer a wait fd? (Only opening
+ * one tells: shm and efa in libfabric 1.17 refuse FI_WAIT_FD.) */
+static int probe_wait_fd(struct fi_info *fi)
+{
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_DATA,
+				   .wait_obj = FI_WAIT_FD,
+				   .size = 16 };
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_cq *cq;
+	int ok = 0, fd = -1;
+
+	if (fi_fabric(fi->fabric_attr, &fabric, NULL) != 0)
+		return 0;
+	if (fi_domain(fabric, fi, &domain, NULL) == 0) {
+		if (fi_cq_open(domain, &attr, &cq, NULL) == 0) {
+			ok = fi_control(&cq->fid, FI_GETWAIT, &fd) == 0 &&
+			     fd >= 0;
+			fi_close(&cq->fid);
+		}
+		fi_close(&domain->fid);
+	}
+	fi_close(&fabric->fid);
+	return ok;
+}
+
 /* fi_getinfo over RDM endpoints asking for @caps, accepting every mode. */
 static int query(const char *provider, uint64_t caps, struct fi_info **info_p)
 {
@@ -163,7 +191,10 @@ int tern_info_list(const char *provider, struct tern_prov_info **list_p,
 		if (fi->fabric_attr->name != NULL &&
 		    fi->domain_attr->name != NULL && find(list, n, fi) >= 0)
 			continue;
-		fill_one(&list[n++], fi);
+		fill_one(&list[n], fi);
+		if (list[n].usable)
+			list[n].wait_fd = probe_wait_fd(fi);
+		n++;
 	}
 	fi_freeinfo(info);
 	/* Default listings leave out capabilities nobody asked for, such as

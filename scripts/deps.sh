@@ -3,7 +3,7 @@
 # Install what tern needs from Debian/Ubuntu packages, or say exactly what
 # to run. usage: scripts/deps.sh demo|check|ci
 set -eu
-need="gcc make cmake pkg-config libfabric-dev"
+need="gcc make cmake pkg-config libfabric-dev libhwloc-dev"
 case "${1:-demo}" in
 demo) ;;
 check) need="$need libcmocka-dev python3" ;;

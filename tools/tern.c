@@ -23,6 +23,7 @@ static const struct {
 	{ "ping", cmd_ping, "latency ping-pong (send or write with imm)" },
 	{ "atomic", cmd_atomic, "remote fetch-add / compare-swap demo" },
 	{ "bench", cmd_bench, "bandwidth, message rate, latency percentiles" },
+	{ "topo", cmd_topo, "GPUs, RDMA NICs, NUMA nodes, cores: the map" },
 };
 
 static void usage(FILE *f)

@@ -149,8 +149,8 @@ struct tern_ctx {
 	uint64_t next_key;
 	unsigned long nmr;
 	unsigned long npeers;
-	struct tern_mr *mrs; /* every open region, the scratch included */
-	struct tern_peer *peers;    /* live peers, for teardown accounting */
+	struct tern_mr *mrs;	 /* every open region, the scratch included */
+	struct tern_peer *peers; /* live peers, for teardown accounting */
 	struct tern_mr *scratch_mr; /* every rail's scratch; not in nmr */
 	uint64_t *scratch;
 	struct tern__reqq posted; /* handed to the provider */
@@ -166,10 +166,10 @@ struct tern_ctx {
 	int depth;	   /* nesting of tern calls that run callbacks */
 	int close_pending; /* 1: a callback closed the ctx; 2: closing */
 	unsigned int idle;
-	uint64_t poll_ns;    /* current sleep between polls (no wait fd) */
+	uint64_t poll_ns;     /* current sleep between polls (no wait fd) */
 	uint64_t poll_max_ns; /* longest, once idle a while */
-	uint64_t idle_since; /* when the loop last did work */
-	uint64_t timer_now;  /* the clock of the timer round running */
+	uint64_t idle_since;  /* when the loop last did work */
+	uint64_t timer_now;   /* the clock of the timer round running */
 	struct tern_timer *timer_head, *timer_tail;
 	unsigned long ntimers;
 	struct tern_defer *defer_head, *defer_tail; /* next round */

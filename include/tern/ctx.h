@@ -116,6 +116,17 @@ struct tern_ctx_info {
  */
 void tern_ctx_set_busy_poll(struct tern_ctx *ctx, int on);
 
+/**
+ * Cap the polling sleeps of an idle loop on a provider without wait fds
+ * (ctx_info.wait_fd 0, e.g. shm), in µs; 0 restores the default
+ * (TERN_POLL_SLEEP_MAX_US or $TERN_POLL_MAX_US). A passive target whose
+ * memory peers use with atomics must keep the provider progressing
+ * although it sees no completions of its own: over shm each atomic waits
+ * for the target's next poll, so such a target wants a small cap (tern
+ * atomic serve uses 50 µs: about 1-2% of a core while idle).
+ */
+void tern_ctx_set_poll_max(struct tern_ctx *ctx, unsigned int max_us);
+
 /** Describe a ctx. @return 0, or -EINVAL. */
 int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info);
 

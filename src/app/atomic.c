@@ -78,6 +78,9 @@ int tern_atomic_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 
 	if (cl == NULL)
 		return -ENOMEM;
+	/* Peers' atomics need this side's progress and give it no
+	 * completions: never let an idle loop sleep long. */
+	tern_ctx_set_poll_max(ctx, 50);
 	ret = tern_msgbox_open(ctx, &mb);
 	if (ret != 0) {
 		free(cl);

@@ -40,6 +40,10 @@ int tern__log_enabled(enum tern_log_level level);
 const char *tern__env_str(const char *name);
 long tern__env_long(const char *name, long def, long min, long max);
 
+/* Memory a provider may still touch after its owner closed: never freed,
+ * kept reachable so leak checkers can tell it is held on purpose. */
+void tern__keep(void *p);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t tern__now_ns(void);
 

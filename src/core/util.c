@@ -116,3 +116,23 @@ const char *tern_format_size(uint64_t bytes, char *buf, size_t buflen)
 	snprintf(buf, buflen, "%" PRIu64 " %s", bytes, unit[u]);
 	return buf;
 }
+
+struct kept {
+	void *p;
+	struct kept *next;
+};
+
+static struct kept *kept_list;
+
+void tern__keep(void *p)
+{
+	struct kept *k;
+
+	if (p == NULL || (k = malloc(sizeof(*k))) == NULL)
+		return;
+	k->p = p;
+	k->next = __atomic_load_n(&kept_list, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&kept_list, &k->next, k, 1,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}

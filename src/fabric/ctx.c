@@ -352,6 +352,8 @@ static void scratch_close(struct tern_ctx *ctx)
 	/* An atomic the provider never finished may still touch it. */
 	if (ctx->posted.len == 0)
 		free(ctx->scratch);
+	else
+		tern__keep(ctx->scratch);
 	ctx->scratch_mr = NULL;
 	ctx->scratch = NULL;
 }

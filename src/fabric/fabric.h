@@ -82,6 +82,7 @@ struct tern_rail {
 	uint32_t *free_slots;	  /* stack of free slot indices */
 	uint32_t nfree;
 	uint64_t *scratch; /* 3 words per slot, registered as ctx->scratch_mr */
+	uint64_t orphan_errs; /* completion errors that name no request */
 };
 
 struct tern_peer {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Handing operations to the provider and reading its completions. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 
 #include <rdma/fabric.h>
@@ -279,9 +280,15 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 		return -TERN_EPROV;
 	}
 	if (err.op_context == NULL || is_sink(rail, err.op_context)) {
-		tern_warn("rail %u: completion error without a request: %s "
-			  "(provider errno %d)",
-			  rail->idx, fi_strerror(err.err), err.prov_errno);
+		/* Logged at 1, 2, 4, 8... so a burst cannot flood the log
+		 * (shm 1.17 reports failed writes to a dead process so). */
+		rail->orphan_errs++;
+		if ((rail->orphan_errs & (rail->orphan_errs - 1)) == 0)
+			tern_warn("rail %u: completion error without a "
+				  "request: %s (provider errno %d; %" PRIu64
+				  " so far)",
+				  rail->idx, fi_strerror(err.err),
+				  err.prov_errno, rail->orphan_errs);
 		if (err.op_context != NULL)
 			repost_sink(rail, err.op_context);
 		return 0;

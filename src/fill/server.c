@@ -56,7 +56,8 @@ struct writer {
 	uint64_t bytes;
 	uint64_t t0;
 	int busy;
-	int stuck; /* abandoned with its writes still out */
+	int stuck;     /* abandoned with its writes still out */
+	int imm_phase; /* split_imm: the data is written, the marks are out */
 };
 
 enum sess_state { S_FREE = 0, S_LIVE, S_CLOSING };
@@ -99,6 +100,7 @@ struct tern_fill_server {
 	struct session *qhead, *qtail;
 	unsigned long qlen;
 	uint32_t *scratch;
+	int split_imm; /* data first, then zero-length immediates (shm) */
 	struct tern_timer tick;
 	struct tern_fill_server_stats st;
 	volatile sig_atomic_t *stop;
@@ -437,6 +439,21 @@ static void fill_written(struct tern_req *req)
 	struct tern_fill_result res;
 	int ret = req->status;
 
+	if (ret == 0 && srv->split_imm && !w->imm_phase && !w->stuck &&
+	    s != NULL) {
+		/* The data is in place: now one zero-length write with the
+		 * immediate per page, so the client counts its pages as it
+		 * would on any other provider. */
+		for (uint32_t k = 0; k < w->pages; k++)
+			w->pieces[k].len = 0;
+		w->imm_phase = 1;
+		tern_req_init(&w->wreq, fill_written, w);
+		ret = tern_write_pieces(s->peer, w->srcmr, w->pieces, w->pages,
+					s->regions, TERN_FILL_REGIONS,
+					TERN_PIECES_IMM, w->id, &w->wreq);
+		if (ret == 0)
+			return;
+	}
 	tern_timer_stop(&w->timer);
 	if (w->stuck || s == NULL) {
 		writer_release(srv, w);
@@ -561,12 +578,15 @@ static void fill_start(struct tern_fill_server *srv, struct session *s,
 			.region = region,
 		};
 	}
-	/* One operation: every page a write carrying imm = request id. */
+	/* One operation: every page a write carrying imm = request id
+	 * (with split_imm, the data now and the immediates after it). */
 	w->t0 = tern__now_ns();
+	w->imm_phase = 0;
 	tern_req_init(&w->wreq, fill_written, w);
 	ret = tern_write_pieces(s->peer, w->srcmr, w->pieces, r->page_count,
-				s->regions, TERN_FILL_REGIONS, TERN_PIECES_IMM,
-				r->id, &w->wreq);
+				s->regions, TERN_FILL_REGIONS,
+				srv->split_imm ? 0 : TERN_PIECES_IMM, r->id,
+				&w->wreq);
 	if (ret != 0) {
 		res.status = ret;
 		slog(srv, "fill %u failed: %s", r->id, tern_strerror(ret));
@@ -824,6 +844,21 @@ int tern_fill_server_open(struct tern_ctx *ctx,
 		free(srv);
 		return -EINVAL;
 	}
+	/* libfabric's shm (1.17) hands out send completions in the order
+	 * they were posted, across all peers, and a write with remote CQ
+	 * data larger than its inject size waits for the target to answer:
+	 * one client killed with such a write outstanding would stall every
+	 * later completion of this endpoint. A plain write is done by the
+	 * initiator itself (process_vm_writev) and completes at once, as
+	 * does a zero-length write with an immediate; so on shm each fill
+	 * writes its data first, then the immediates. */
+	{
+		struct tern_ctx_info ci;
+
+		srv->split_imm = tern_ctx_query(ctx, &ci) == 0 &&
+				 ci.provider != NULL &&
+				 strcmp(ci.provider, "shm") == 0;
+	}
 	srv->nsess = srv->opts.max_sessions;
 	srv->nwriters = srv->opts.parallel + SPARE_WRITERS;
 	replies = (size_t)srv->nsess * SESS_REPLIES + ANON_REPLIES;
@@ -959,9 +994,12 @@ int tern_fill_server_close(struct tern_fill_server *srv)
 			break;
 	}
 	if (busy) {
-		/* Better a leak than memory the provider may still touch. */
+		/* Better a leak than memory the provider may still touch;
+		 * kept reachable from a list, so leak checkers see that it is
+		 * held on purpose. */
 		tern_warn("fill server: operations still in flight at close; "
 			  "keeping their buffers");
+		tern__keep(srv);
 		return -EBUSY;
 	}
 	for (int i = 0; i < srv->nwriters; i++) {

@@ -60,15 +60,23 @@ int tern__loop_init(struct tern_ctx *ctx)
 			goto err;
 	}
 	ctx->idle_since = tern__now_ns();
-	ctx->poll_max_ns = 1000ULL *
-			   (uint64_t)tern__env_long("TERN_POLL_MAX_US",
-						    TERN_POLL_SLEEP_MAX_US, 1,
-						    1000000);
+	tern_ctx_set_poll_max(ctx, 0);
 	return 0;
 err:
 	ret = -errno;
 	tern__loop_fini(ctx);
 	return ret;
+}
+
+void tern_ctx_set_poll_max(struct tern_ctx *ctx, unsigned int max_us)
+{
+	if (ctx == NULL)
+		return;
+	if (max_us == 0)
+		max_us = (unsigned int)tern__env_long(
+			"TERN_POLL_MAX_US", TERN_POLL_SLEEP_MAX_US, 1, 1000000);
+	ctx->poll_max_ns = 1000ULL * TERN_MIN(max_us, 1000000U);
+	ctx->poll_ns = 0;
 }
 
 void tern__loop_fini(struct tern_ctx *ctx)

@@ -275,6 +275,9 @@ int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms)
 
 		if (n < 0)
 			return n;
+		if (n > 0)
+			ctx->poll_ns =
+				0; /* activity: the next idle spell is new */
 		if (req != NULL ? req->done : n > 0)
 			return 0;
 		/* The clock costs as much as an empty CQ read: while

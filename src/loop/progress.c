@@ -79,11 +79,13 @@ static void pieces_posted(struct tern_ctx *ctx, struct tern_req *req)
 	tern__reqq_push(&ctx->posted, req);
 }
 
-/* Post one piece of the batch at the head of @q. */
+/* Post the next piece of batch @req in @q. @return 0 (pieces remain),
+ * -EAGAIN, 2 (all posted: it left @q) or 1 (it left @q and completed: its
+ * callback ran). */
 static int post_piece(struct tern_ctx *ctx, struct tern_rail *rail,
-		      struct tern__reqq *q, size_t *credits, int more)
+		      struct tern__reqq *q, struct tern_req *req,
+		      size_t *credits, int more)
 {
-	struct tern_req *req = q->head;
 	int ret = tern__rail_post_piece(rail, req, more);
 
 	if (ret == -EAGAIN)
@@ -96,53 +98,100 @@ static int post_piece(struct tern_ctx *ctx, struct tern_rail *rail,
 		req->_priv.err = ret;
 	}
 	if (req->_priv.next_piece == req->_priv.npieces) {
+		/* Read before: completing may hand the request back. */
+		int completes = req->_priv.inflight == 0;
+
 		tern__reqq_remove(q, req);
 		pieces_posted(ctx, req);
+		return completes ? 1 : 2;
 	}
 	return 0;
 }
 
-/* Post up to a batch from @q within @credits. @return completed-with-error */
+/* Peers whose post was refused (-EAGAIN) in this pass: their later
+ * requests wait, in order, while other peers' requests go ahead. */
+#define TERN__BLOCKED_MAX 8
+
+static int peer_blocked(struct tern_peer *const *blocked, int n,
+			const struct tern_peer *peer)
+{
+	for (int i = 0; i < n; i++) {
+		if (blocked[i] == peer)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Post up to a batch from @q within @credits. @return completed-with-error
+ *
+ * A refused post (-EAGAIN) does not hold up the whole queue: on shm it can
+ * mean that one peer's command queue is full (a process that died takes no
+ * more), so requests to other peers are tried after it, each peer's in its
+ * own order. A refusal with no peer (receives) stops the pass.
+ */
 static int post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 		      struct tern__reqq *q, size_t *credits)
 {
 	size_t n = TERN_MIN(TERN_MIN(q->len, *credits), ctx->post_batch);
-	int failed = 0;
+	struct tern_peer *blocked[TERN__BLOCKED_MAX];
+	struct tern_req *req = q->head;
+	int failed = 0, nblocked = 0;
 
 	/* A batched write counts once in q->len but posts many pieces. */
-	if (q->head != NULL && q->head->_priv.op == TERN__OP_PIECES)
+	if (req != NULL && req->_priv.op == TERN__OP_PIECES)
 		n = TERN_MIN(*credits, ctx->post_batch);
 	/* A failed post completes inside this loop, and its callback may
-	 * cancel queued siblings: re-read the head, never trust n alone.
-	 * (A hard failure of a batch's last post leaves the FI_MORE posts
-	 * before it to be flushed by the rail's next post.) */
-	while (n > 0 && q->head != NULL) {
-		struct tern_req *req = q->head;
-		int more = n > 1 &&
-			   (req->_priv.next != NULL ||
-			    (req->_priv.op == TERN__OP_PIECES &&
-			     req->_priv.next_piece + 1 < req->_priv.npieces));
-		int ret;
+	 * cancel queued siblings: after a callback, start again from the
+	 * head, never trust a saved pointer or n alone. (A hard failure of
+	 * a batch's last post leaves the FI_MORE posts before it to be
+	 * flushed by the rail's next post.) */
+	while (n > 0 && req != NULL) {
+		struct tern_req *next = req->_priv.next;
+		int more, ret;
 
+		if (req->_priv.peer != NULL &&
+		    peer_blocked(blocked, nblocked, req->_priv.peer)) {
+			req = next;
+			continue;
+		}
+		more = n > 1 &&
+		       (next != NULL ||
+			(req->_priv.op == TERN__OP_PIECES &&
+			 req->_priv.next_piece + 1 < req->_priv.npieces));
 		if (req->_priv.op == TERN__OP_PIECES) {
-			if (post_piece(ctx, rail, q, credits, more) != 0)
-				break;
+			ret = post_piece(ctx, rail, q, req, credits, more);
+			if (ret == -EAGAIN)
+				goto refused;
 			n--;
+			if (ret == 1)
+				req = q->head; /* a callback ran */
+			else if (ret == 2)
+				req = next;
 			continue;
 		}
 		ret = tern__rail_post(rail, req, more);
 		if (ret == -EAGAIN)
-			break; /* stays at the head; re-posted next pass */
+			goto refused;
 		tern__reqq_remove(q, req);
 		n--;
 		if (ret != 0) {
 			tern__req_complete(ctx, req, ret);
 			failed++;
+			req = q->head; /* a callback ran */
 			continue;
 		}
 		(*credits)--;
 		req->_priv.state = TERN__ST_POSTED;
 		tern__reqq_push(&ctx->posted, req);
+		req = next;
+		continue;
+	refused:
+		/* It stays queued, re-posted on a later pass. */
+		if (req->_priv.peer == NULL || nblocked == TERN__BLOCKED_MAX)
+			break;
+		blocked[nblocked++] = req->_priv.peer;
+		req = next;
 	}
 	return failed;
 }

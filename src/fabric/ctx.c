@@ -231,8 +231,9 @@ static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 	};
 	const char *what;
 	size_t len;
-	int ret;
+	int ret, retried = 0;
 
+again:
 	r->ctx = ctx;
 	r->wait_fd = -1;
 	what = "fi_domain";
@@ -271,6 +272,17 @@ static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 		goto err;
 	what = "fi_enable";
 	ret = fi_enable(r->ep);
+	if (ret == -FI_EBUSY && !retried) {
+		/* shm names its region after our pid: a stale region left
+		 * by a killed process that had the same pid makes shm see
+		 * its name "in use" by us; it removes the file and the
+		 * second try succeeds. */
+		tern_debug("rail %u: fi_enable: %s; trying once more", r->idx,
+			   fi_strerror(-ret));
+		rail_close(r);
+		retried = 1;
+		goto again;
+	}
 	if (ret != 0)
 		goto err;
 	len = sizeof(r->addr);

@@ -547,6 +547,17 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	 * queued ones now, posted receives through fi_cancel, and whatever
 	 * the provider still holds once its endpoints are closed. */
 	tern__loop_drain(ctx);
+	/* Endpoints first: what the provider still holds is dropped with
+	 * them, before the regions and addresses it refers to go (verbs;
+	 * ofi_rxm crashes closing an endpoint whose queued sends name a
+	 * region already closed). */
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		struct tern_rail *r = &ctx->rails[i];
+
+		if (r->ep != NULL)
+			fi_close(&r->ep->fid);
+		r->ep = NULL;
+	}
 	scratch_close(ctx);
 	close_peers(ctx); /* any a last callback added */
 	while (ctx->mrs != NULL)
@@ -596,8 +607,11 @@ int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info)
 
 int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req)
 {
-	ssize_t ret = fi_cancel(&rail->ep->fid, req->_priv.fictx);
+	ssize_t ret;
 
+	if (rail->ep == NULL) /* closing: completes when the ctx goes */
+		return -EBUSY;
+	ret = fi_cancel(&rail->ep->fid, req->_priv.fictx);
 	return ret == 0 ? 0 : -TERN_EPROV;
 }
 

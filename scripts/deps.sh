@@ -6,8 +6,10 @@ set -eu
 need="gcc make cmake pkg-config libfabric-dev libhwloc-dev"
 case "${1:-demo}" in
 demo) ;;
-check) need="$need libcmocka-dev python3" ;;
-ci) need="$need libcmocka-dev python3 clang clang-format" ;;
+check) need="$need libcmocka-dev python3 libibverbs-dev" ;;
+# ci also boots the verbs test guest (make vm-check): qemu, cpio, kmod
+ci) need="$need libcmocka-dev python3 clang clang-format libibverbs-dev
+	qemu-system-x86 cpio kmod" ;;
 *) echo "usage: $0 demo|check|ci" >&2; exit 2 ;;
 esac
 

@@ -357,6 +357,7 @@ struct bop {
 	uint64_t t_post;
 	uint64_t idx;
 	struct runner *run;
+	struct bop *next_free;
 };
 
 struct runner {
@@ -366,7 +367,9 @@ struct runner {
 	struct tern_mr *mr;
 	uint8_t *buf;
 	struct tern_mr_desc remote;
-	struct bop *w; /* the window */
+	struct bop *w;	       /* the window */
+	struct bop *free_bops; /* its entries not in flight: completions
+				* come in any order (striping, EFA) */
 	/* the size being measured */
 	uint64_t size;
 	uint64_t posted, done, limit;
@@ -388,6 +391,8 @@ static void bop_done(struct tern_req *req)
 	uint64_t now = tern__now_ns(), lat = now - b->t_post;
 
 	r->done++;
+	b->next_free = r->free_bops;
+	r->free_bops = b;
 	if (req->status != 0 && r->err == 0) {
 		r->err = req->status;
 		snprintf(r->errmsg, sizeof(r->errmsg), "%s", req->errmsg);
@@ -473,9 +478,15 @@ static int run_size(struct runner *r, struct tern_bench_point *pt)
 		while (r->err == 0 && r->posted < r->limit &&
 		       r->posted - r->done < o->window &&
 		       (r->posted != r->warmup || r->done == r->posted)) {
-			ret = post_op(r, &r->w[r->posted % o->window]);
-			if (ret != 0)
+			struct bop *b = r->free_bops;
+
+			r->free_bops = b->next_free;
+			ret = post_op(r, b);
+			if (ret != 0) {
+				b->next_free = r->free_bops;
+				r->free_bops = b;
 				break;
+			}
 			r->posted++;
 			if (!r->iters && r->posted == r->warmup + 1)
 				deadline = r->t_start +
@@ -737,6 +748,10 @@ int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	if (ret != 0)
 		return ret;
 	r.w = calloc(o->window, sizeof(*r.w));
+	for (size_t i = 0; r.w != NULL && i < o->window; i++) {
+		r.w[i].next_free = r.free_bops;
+		r.free_bops = &r.w[i];
+	}
 	r.buf = alloc_aligned(max_size);
 	chk = alloc_aligned(max_size);
 	if (r.w == NULL || r.buf == NULL || chk == NULL) {

@@ -58,7 +58,17 @@ struct tern_ctx_attr {
 	unsigned int post_batch;
 	/** TERN_CTX_* flags. */
 	uint64_t flags;
+	/**
+	 * With several rails, a tern_write() or tern_read() longer than this
+	 * is split into chunks of this size, spread round-robin over the
+	 * rails, and completes once when all have. 0 = $TERN_STRIPE_CHUNK or
+	 * TERN_STRIPE_CHUNK_DEFAULT; at least 4096.
+	 */
+	uint64_t stripe_chunk;
 };
+
+/** Default striping chunk (and threshold): 128 KiB. */
+#define TERN_STRIPE_CHUNK_DEFAULT (128ULL * 1024)
 
 /** Never sleep in tern_wait(): spin (lowest latency; a core stays busy).
  * $TERN_BUSY_POLL=1 does the same for every ctx. */

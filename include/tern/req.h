@@ -82,6 +82,8 @@ struct tern_req {
 		uint8_t rail;
 		uint8_t state;
 		uint8_t ready;
+		uint8_t sop; /* a striped write or read: its operation */
+		uint64_t rkeys[TERN_MAX_RAILS]; /* striped: key per rail */
 	} _priv;
 };
 

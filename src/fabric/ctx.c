@@ -405,7 +405,8 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		attr = &defaults;
 	if (ctx_p == NULL || (attr->flags & ~TERN_CTX_BUSY_POLL) != 0 ||
 	    attr->rails > TERN_MAX_RAILS || attr->log_level > TERN_LOG_DEBUG ||
-	    attr->post_batch > 4096)
+	    attr->post_batch > 4096 ||
+	    (attr->stripe_chunk != 0 && attr->stripe_chunk < 4096))
 		return -EINVAL;
 	if (attr->log_level != 0)
 		tern_log_set_level(attr->log_level);
@@ -417,6 +418,12 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 				  ? attr->post_batch
 				  : (unsigned int)tern__env_long(
 					    "TERN_POST_BATCH", 32, 1, 4096);
+	ctx->stripe_chunk = attr->stripe_chunk
+				    ? attr->stripe_chunk
+				    : (uint64_t)tern__env_long(
+					      "TERN_STRIPE_CHUNK",
+					      (long)TERN_STRIPE_CHUNK_DEFAULT,
+					      4096, 1L << 40);
 	ctx->busy_poll = (attr->flags & TERN_CTX_BUSY_POLL) ||
 			 tern__env_long("TERN_BUSY_POLL", 0, 0, 1);
 	ctx->next_key = 1;

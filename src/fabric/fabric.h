@@ -130,6 +130,7 @@ struct tern_ctx {
 	unsigned int nrails;
 	unsigned int next_rail;
 	unsigned int post_batch;
+	uint64_t stripe_chunk; /* writes/reads longer are striped */
 	int busy_poll;
 	int closing;
 	/* What the provider demands, decoded once. */
@@ -206,6 +207,8 @@ int tern__err_from_fi(int fi_err);
 int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more);
 int tern__rail_poll(struct tern_rail *rail, struct tern__cqe *cqe, size_t n);
 int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req);
+/* Post chunk req->_priv.next_piece of a striped write/read on @rail. */
+int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req);
 int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 			  int more);
 void tern__slot_free(struct tern_rail *rail, struct tern__slot *slot);

@@ -13,6 +13,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "fabric.h"
+#include "../loop/stripe.h"
 
 /* Every tern message travels with this tag; receives match it exactly. */
 #define TERN_TAG_MSG 0x7465726eULL
@@ -135,7 +136,7 @@ static ssize_t post_rma(struct tern_rail *rail, struct tern_req *req, void *buf,
 		.data = req->_priv.imm,
 	};
 
-	if (req->_priv.op == TERN__OP_READ)
+	if (req->_priv.op == TERN__OP_READ || req->_priv.sop == TERN__OP_READ)
 		return fi_readmsg(rail->ep, &msg, flags);
 	return fi_writemsg(rail->ep, &msg, flags);
 }
@@ -226,6 +227,26 @@ int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 	return post_result(rail, req, ret);
 }
 
+int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req)
+{
+	uint64_t off, len;
+	struct tern__slot *slot;
+	ssize_t ret;
+
+	tern__stripe_chunk(req->len, req->_priv.operand, req->_priv.next_piece,
+			   &off, &len);
+	slot = slot_get(rail, req);
+	if (slot == NULL)
+		return -EAGAIN;
+	ret = post_rma(rail, req, (char *)req->_priv.buf + off, len,
+		       req->_priv.raddr + off,
+		       req->_priv.rkeys[rail->idx % req->_priv.peer->nrails],
+		       slot->fictx, 0);
+	if (ret != 0)
+		tern__slot_free(rail, slot);
+	return post_result(rail, req, ret);
+}
+
 /* Which request (and slot) a completion's op_context belongs to. */
 static void decode_ctx(struct tern_rail *rail, void *op_context,
 		       struct tern__cqe *cqe)
@@ -302,8 +323,9 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 	/* A batch keeps its first error's text. */
 	if (req->errmsg[0] == '\0' || cqe->slot == NULL) {
 		req->prov_errno = err.prov_errno;
-		snprintf(req->errmsg, sizeof(req->errmsg), "%s%s%s",
-			 fi_strerror(err.err), err.prov_errno ? ": " : "",
+		snprintf(req->errmsg, sizeof(req->errmsg), "rail %u: %s%s%s",
+			 rail->idx, fi_strerror(err.err),
+			 err.prov_errno ? ": " : "",
 			 err.prov_errno
 				 ? fi_cq_strerror(rail->cq, err.prov_errno,
 						  err.err_data, NULL, 0)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "../fabric/fabric.h"
+#include "stripe.h"
 
 /* Completions read per rail per progress pass. */
 #define TERN_POLL_BATCH 64
@@ -86,8 +87,20 @@ static int post_piece(struct tern_ctx *ctx, struct tern_rail *rail,
 		      struct tern__reqq *q, struct tern_req *req,
 		      size_t *credits, int more)
 {
-	int ret = tern__rail_post_piece(rail, req, more);
+	int ret;
 
+	if (req->_priv.sop != 0) {
+		/* A striped chunk: on its own rail, with that rail's
+		 * credits, never FI_MORE (the next chunk is elsewhere). */
+		rail = &ctx->rails[tern__stripe_rail(
+			req->_priv.rail, req->_priv.next_piece, ctx->nrails)];
+		credits = &rail->tx_credits;
+		if (*credits == 0)
+			return -EAGAIN;
+		ret = tern__rail_post_chunk(rail, req);
+	} else {
+		ret = tern__rail_post_piece(rail, req, more);
+	}
 	if (ret == -EAGAIN)
 		return ret;
 	req->_priv.next_piece++;
@@ -452,10 +465,41 @@ static int rma_common(struct tern_peer *peer, struct tern_mr *mr,
 	ret = remote_check(peer, rdesc, roff, len,
 			   op == TERN__OP_READ ? TERN_MR_DESC_REMOTE_READ
 					       : TERN_MR_DESC_REMOTE_WRITE);
-	if (ret == 0)
-		ret = prep(ctx, req, op, peer, mr, buf, len);
 	if (ret != 0)
 		return ret;
+	if (op != TERN__OP_WRITE_IMM && ctx->nrails > 1 &&
+	    ctx->stripe_chunk != 0 && len > ctx->stripe_chunk &&
+	    tern__stripe_count(len, ctx->stripe_chunk) <= UINT32_MAX) {
+		/* Chunks over every rail, posted like a batch's pieces;
+		 * each is at most a chunk, so the whole may exceed the
+		 * provider's largest message. */
+		ret = prep(ctx, req, op, peer, mr, buf, 0);
+		if (ret != 0)
+			return ret;
+		if (len > mr->len ||
+		    (size_t)((const char *)buf - (const char *)mr->buf) >
+			    mr->len - len)
+			return -TERN_EBOUNDS;
+		req->len = len;
+		req->_priv.op = TERN__OP_PIECES;
+		req->_priv.sop = op;
+		req->_priv.operand = ctx->stripe_chunk;
+		req->_priv.npieces = (uint32_t)tern__stripe_count(
+			len, ctx->stripe_chunk);
+		req->_priv.next_piece = 0;
+		req->_priv.inflight = 0;
+		req->_priv.err = 0;
+		req->_priv.count = 0;
+		req->_priv.raddr = tern__raddr(rdesc, roff);
+		for (unsigned int i = 0; i < peer->nrails; i++)
+			req->_priv.rkeys[i] = rdesc->keys[i];
+		tern__queue(ctx, req);
+		return 0;
+	}
+	ret = prep(ctx, req, op, peer, mr, buf, len);
+	if (ret != 0)
+		return ret;
+	req->_priv.sop = 0;
 	rrail = req->_priv.rail % peer->nrails;
 	req->_priv.rkey = rdesc->keys[rrail];
 	req->_priv.raddr = tern__raddr(rdesc, roff);
@@ -540,6 +584,7 @@ int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
 	req->_priv.err = 0;
 	req->_priv.count = (flags & TERN_PIECES_IMM) != 0;
 	req->_priv.imm = imm;
+	req->_priv.sop = 0;
 	tern__queue(peer->ctx, req);
 	return 0;
 }

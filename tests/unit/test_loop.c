@@ -471,6 +471,13 @@ static int setup(void **state)
 		rail->tx_credits = 8;
 		rail->rx_credits = 8;
 		rail->wait_fd = -1; /* the fake offers no wait fd: polling */
+		/* One slot per credit, as rail_open() makes them. */
+		rail->slots = calloc(8, sizeof(*rail->slots));
+		rail->free_slots = calloc(8, sizeof(*rail->free_slots));
+		if (rail->slots == NULL || rail->free_slots == NULL)
+			return -1;
+		for (rail->nfree = 0; rail->nfree < 8; rail->nfree++)
+			rail->free_slots[rail->nfree] = 7 - rail->nfree;
 	}
 	if (tern__loop_init(e->ctx) != 0) {
 		tern__imm_fini(&e->ctx->imm);
@@ -505,6 +512,10 @@ static int teardown(void **state)
 
 	tern__loop_fini(e->ctx);
 	tern__imm_fini(&e->ctx->imm);
+	for (unsigned int r = 0; r < FAKE_RAILS; r++) {
+		free(e->ctx->rails[r].slots);
+		free(e->ctx->rails[r].free_slots);
+	}
 	free(e->ctx);
 	free(e);
 	return 0;
@@ -1710,6 +1721,85 @@ static size_t call_of(const struct tracked *t)
 	return 0;
 }
 
+/* A write longer than the stripe chunk on two rails: chunks alternate
+ * rails from the request's rail, each with that rail's key and address,
+ * without FI_MORE; the request completes once, after every chunk; a
+ * failed chunk fails it, and the message names the rail. */
+static void test_striping(void **state)
+{
+	struct env *e = *state;
+	struct tracked w, x;
+	const size_t len = 3 * 1024 + 5; /* chunks 1024, 1024, 1024, 5 */
+
+	e->ctx->nrails = 2;
+	e->ctx->stripe_chunk = 1024;
+	e->peer.nrails = 2;
+	e->peer.fiaddr[1] = PEER_ADDR + 1;
+	e->rdesc.nkeys = 2;
+	e->rdesc.keys[1] = RKEY + 1;
+	track_init(&w);
+	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf + 7, len,
+				    &e->rdesc, 100, &w.req),
+			 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 4);
+	for (unsigned int k = 0; k < 4; k++) {
+		const struct fake_call *c = &fk.calls[k];
+
+		assert_int_equal(c->op, FOP_WRITE);
+		assert_int_equal(c->rail, k % 2); /* first rail: 0 */
+		assert_int_equal(c->addr, PEER_ADDR + k % 2);
+		assert_int_equal(c->rkey, RKEY + k % 2);
+		assert_ptr_equal(c->desc, &local_desc_token[k % 2]);
+		assert_ptr_equal(c->buf, e->buf + 7 + 1024 * k);
+		assert_int_equal(c->raddr, RBASE + 100 + 1024 * k);
+		assert_int_equal(c->len, k < 3 ? 1024 : 5);
+		assert_int_equal(c->flags & FI_MORE, 0);
+	}
+	assert_int_equal(e->ctx->rails[0].tx_credits, 6);
+	assert_int_equal(e->ctx->rails[1].tx_credits, 6);
+	for (unsigned int k = 0; k < 3; k++) {
+		cq_ok(fk.calls[k].context, 0, FI_WRITE, 0);
+		tern_progress(e->ctx);
+		assert_int_equal(w.calls, 0);
+	}
+	cq_ok(fk.calls[3].context, 0, FI_WRITE, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, 0);
+	assert_int_equal(w.req.len, len);
+	assert_int_equal(e->ctx->rails[0].tx_credits, 8);
+	assert_int_equal(e->ctx->rails[1].tx_credits, 8);
+	assert_int_equal(e->peer.inflight, 0);
+
+	/* The next one starts on rail 1; its chunk on rail 0 fails. */
+	track_init(&x);
+	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, 2048, &e->rdesc,
+				    0, &x.req),
+			 0);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 6);
+	assert_int_equal(fk.calls[4].rail, 1);
+	assert_int_equal(fk.calls[5].rail, 0);
+	cq_err(fk.calls[5].context, FI_EIO, 5, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(x.calls, 0); /* its other chunk is still out */
+	cq_ok(fk.calls[4].context, 0, FI_WRITE, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.status, -TERN_EPROV);
+	assert_non_null(strstr(x.req.errmsg, "rail 0: "));
+	/* Short writes are not striped; neither is a write with
+	 * immediate (its target counts one arrival). */
+	track_init(&w);
+	assert_int_equal(tern_write_imm(&e->peer, &e->mr, e->buf, 2048,
+					&e->rdesc, 0, 9, &w.req),
+			 0);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 7);
+	assert_int_equal(fk.calls[6].len, 2048);
+}
+
 static void test_rails(void **state)
 {
 	struct env *e = *state;
@@ -1983,6 +2073,7 @@ int main(void)
 		T(test_callback_reuses_request),
 		T(test_callback_reexpects),
 		T(test_callback_expects_mid_batch),
+		T(test_striping),
 		T(test_rails),
 		T(test_drain_cancels_everything),
 		T(test_wait),

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/* Striping arithmetic: every byte of a transfer lands in exactly one chunk,
+ * chunks are contiguous and at most a chunk long, and they go round-robin
+ * over the rails from the request's first rail. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "loop/stripe.h"
+
+static void check_cover(uint64_t len, uint64_t chunk, unsigned int nrails,
+			unsigned int first)
+{
+	uint8_t *seen = calloc(len, 1);
+	uint64_t n = tern__stripe_count(len, chunk), next = 0;
+	unsigned int per_rail[8] = { 0 };
+
+	assert_non_null(seen);
+	assert_int_equal(n, (len + chunk - 1) / chunk);
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t off, clen;
+		unsigned int r = tern__stripe_rail(first, k, nrails);
+
+		tern__stripe_chunk(len, chunk, k, &off, &clen);
+		assert_int_equal(off, next); /* contiguous, in order */
+		assert_true(clen > 0 && clen <= chunk);
+		assert_true(off + clen <= len);
+		if (k + 1 < n)
+			assert_int_equal(clen,
+					 chunk); /* only the last is short */
+		for (uint64_t i = off; i < off + clen; i++)
+			seen[i]++;
+		next = off + clen;
+		assert_true(r < nrails);
+		assert_int_equal(r, (first + k) % nrails);
+		per_rail[r]++;
+	}
+	assert_int_equal(next, len);
+	for (uint64_t i = 0; i < len; i++)
+		assert_int_equal(seen[i], 1); /* every byte exactly once */
+	/* Round-robin: rail loads differ by at most one chunk, and rails
+	 * beyond the chunk count get none. */
+	for (unsigned int r = 0; r < nrails; r++) {
+		unsigned int want = (unsigned int)(n / nrails) +
+				    ((r + nrails - first) % nrails <
+				     n % nrails);
+
+		assert_int_equal(per_rail[r], want);
+	}
+	free(seen);
+}
+
+static void test_boundaries(void **state)
+{
+	const uint64_t chunk = 4096;
+	const uint64_t lens[] = {
+		1,
+		chunk - 1,
+		chunk,
+		chunk + 1,
+		2 * chunk - 1,
+		2 * chunk,
+		2 * chunk + 1,
+		3 * chunk + 123,
+		12345,
+		7 * chunk,
+		7 * chunk + 1,
+		64 * chunk - 1,
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		for (unsigned int nrails = 1; nrails <= 8; nrails++) {
+			for (unsigned int first = 0; first < nrails; first++)
+				check_cover(lens[i], chunk, nrails, first);
+		}
+	}
+}
+
+static void test_odd_chunks(void **state)
+{
+	(void)state;
+	/* Chunk sizes that divide nothing evenly; more rails than chunks. */
+	check_cover(1000003, 131072, 4, 1);
+	check_cover(131073, 131072, 8, 7); /* 2 chunks, 8 rails */
+	check_cover(5, 3, 4, 2);
+	check_cover(3, 3, 4, 0); /* exactly one chunk */
+}
+
+static void test_large(void **state)
+{
+	uint64_t off, clen;
+	const uint64_t len = (1ULL << 40) + 17, chunk = 1ULL << 17;
+	const uint64_t n = tern__stripe_count(len, chunk);
+
+	(void)state;
+	/* Past 4 GiB: the arithmetic stays 64-bit. */
+	assert_int_equal(n, (1ULL << 23) + 1);
+	tern__stripe_chunk(len, chunk, n - 1, &off, &clen);
+	assert_int_equal(off, 1ULL << 40);
+	assert_int_equal(clen, 17);
+	assert_int_equal(tern__stripe_rail(3, n - 1, 4), (3 + n - 1) % 4);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_boundaries),
+		cmocka_unit_test(test_odd_chunks),
+		cmocka_unit_test(test_large),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -24,7 +24,8 @@ static void usage(FILE *f)
 		"[--sizes LIST|all]\n"
 		"                  [--window N] [--iters N | --duration S] "
 		"[--warmup N]\n"
-		"                  [--rails N] [--provider P] [--node ADDR] "
+		"                  [--rails N] [--pin] [--provider P] [--node "
+		"ADDR] "
 		"[--verify]\n"
 		"                  [--json FILE] [--csv FILE] [--plot "
 		"FILE.svg]\n\n"
@@ -64,7 +65,13 @@ static void usage(FILE *f)
 		"  -p, --provider NAME  efa, verbs, tcp, shm (default: the "
 		"best present)\n"
 		"      --node ADDR      local address to bind (tcp)\n"
-		"      --rails N        endpoints (default 1)\n"
+		"      --rails N        endpoints (default 1); writes and "
+		"reads\n"
+		"                       above 128 KiB are striped over them\n"
+		"                       ($TERN_STRIPE_CHUNK)\n"
+		"      --pin            pin this thread near the NIC "
+		"(shm/tcp:\n"
+		"                       its NUMA node) before opening domains\n"
 		"  -h, --help           this text\n");
 }
 
@@ -170,6 +177,7 @@ int cmd_bench(int argc, char **argv)
 		OPT_ONCE,
 		OPT_CARD,
 		OPT_RAILS,
+		OPT_PIN,
 		OPT_LOG
 	};
 	static const struct option lo[] = {
@@ -188,6 +196,7 @@ int cmd_bench(int argc, char **argv)
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "card-file", required_argument, NULL, OPT_CARD },
 		{ "rails", required_argument, NULL, OPT_RAILS },
+		{ "pin", no_argument, NULL, OPT_PIN },
 		{ "provider", required_argument, NULL, 'p' },
 		{ "node", required_argument, NULL, OPT_NODE },
 		{ "log", required_argument, NULL, OPT_LOG },
@@ -208,6 +217,7 @@ int cmd_bench(int argc, char **argv)
 
 	struct tern_bench_report *rep;
 	uint64_t v, rails = 1;
+	int pin = 0;
 	uint8_t card[TERN_CARD_MAX];
 	struct tern_ctx *ctx;
 	volatile sig_atomic_t *stop;
@@ -273,6 +283,9 @@ int cmd_bench(int argc, char **argv)
 		case OPT_CARD:
 			card_file = optarg;
 			break;
+		case OPT_PIN:
+			pin = 1;
+			break;
 		case OPT_RAILS:
 			ret = cli_uint("bench", "--rails", optarg, 1,
 				       TERN_MAX_RAILS, &rails);
@@ -306,13 +319,22 @@ int cmd_bench(int argc, char **argv)
 		return 2;
 	}
 	stop = cli_catch_signals();
-	ret = tern_ctx_open(&(struct tern_ctx_attr){ .provider = prov,
-						     .node = node,
-						     .rails = (unsigned)rails },
-			    &ctx);
+	ret = tern_ctx_open(
+		&(struct tern_ctx_attr){ .provider = prov,
+					 .node = node,
+					 .rails = (unsigned)rails,
+					 .flags = pin ? TERN_CTX_PIN : 0 },
+		&ctx);
 	if (ret != 0) {
 		cli_err("bench", "cannot open a ctx: %s", tern_strerror(ret));
 		return 1;
+	}
+	if (pin) {
+		struct tern_ctx_info ci;
+
+		tern_ctx_query(ctx, &ci);
+		printf("bench: pinned: %s\n",
+		       ci.pinned[0] ? ci.pinned : "no (see the warning)");
 	}
 	if (listen) {
 		char h2[2 * TERN_CARD_MAX + 1];

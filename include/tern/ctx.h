@@ -73,6 +73,11 @@ struct tern_ctx_attr {
 /** Never sleep in tern_wait(): spin (lowest latency; a core stays busy).
  * $TERN_BUSY_POLL=1 does the same for every ctx. */
 #define TERN_CTX_BUSY_POLL (1ULL << 0)
+/** Pin the calling thread to the cores of the NUMA node nearest the
+ * ctx's NIC (for shm/tcp: the node it runs on) BEFORE the domains are
+ * opened, so that what they allocate is node-local. tern_ctx_query()
+ * says where (pinned). A failure to pin is logged, not fatal. */
+#define TERN_CTX_PIN (1ULL << 1)
 
 /**
  * Open a progress context.
@@ -118,6 +123,9 @@ struct tern_ctx_info {
 	 * 0: the provider has none and an idle loop polls with sleeps of up
 	 * to TERN_POLL_SLEEP_MAX_US (tern/loop.h), or busy polling is on. */
 	int wait_fd;
+	/** With TERN_CTX_PIN: "cores 0-23 (NUMA node 0, the NIC's node)";
+	 * else "". */
+	const char *pinned;
 };
 
 /**

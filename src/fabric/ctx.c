@@ -13,6 +13,7 @@
 #include <rdma/fi_errno.h>
 
 #include "fabric.h"
+#include "../topo/topo.h"
 
 /* The API version tern asks for: the one it was built against. */
 #define TERN_FI_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
@@ -403,7 +404,8 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 
 	if (attr == NULL)
 		attr = &defaults;
-	if (ctx_p == NULL || (attr->flags & ~TERN_CTX_BUSY_POLL) != 0 ||
+	if (ctx_p == NULL ||
+	    (attr->flags & ~(TERN_CTX_BUSY_POLL | TERN_CTX_PIN)) != 0 ||
 	    attr->rails > TERN_MAX_RAILS || attr->log_level > TERN_LOG_DEBUG ||
 	    attr->post_batch > 4096 ||
 	    (attr->stripe_chunk != 0 && attr->stripe_chunk < 4096))
@@ -448,6 +450,16 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 			  fi_strerror(-ret));
 		ret = -TERN_EPROV;
 		goto err_info;
+	}
+	if (attr->flags & TERN_CTX_PIN) {
+		/* Before any domain exists: its memory follows the thread. */
+		ret = tern__topo_pin_near(ctx->domain_name, ctx->pinned,
+					  sizeof(ctx->pinned));
+		if (ret == 0)
+			tern_info("pinned to %s", ctx->pinned);
+		else
+			tern_warn("could not pin the thread near %s: %s",
+				  ctx->domain_name, tern_strerror(ret));
 	}
 	for (i = 0; i < ctx->nrails; i++) {
 		ctx->rails[i].idx = i;
@@ -608,6 +620,7 @@ int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info)
 		.atomic_fadd = ctx->atomic_fadd,
 		.atomic_cswap = ctx->atomic_cswap,
 		.wait_fd = ctx->can_wait,
+		.pinned = ctx->pinned,
 	};
 	return 0;
 }

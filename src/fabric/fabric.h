@@ -131,6 +131,7 @@ struct tern_ctx {
 	unsigned int next_rail;
 	unsigned int post_batch;
 	uint64_t stripe_chunk; /* writes/reads longer are striped */
+	char pinned[160];      /* TERN_CTX_PIN: where the thread went */
 	int busy_poll;
 	int closing;
 	/* What the provider demands, decoded once. */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The machine map from hwloc: NUMA nodes, cores, GPUs, RDMA NICs, switches. */
+#define _GNU_SOURCE /* sched_getcpu */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -1050,4 +1052,56 @@ const char *tern__topo_kind_str(int kind)
 		return "all";
 	}
 	return "none";
+}
+
+/* The NUMA node (OS index) holding PU @cpu, or -1. */
+static int numa_of_cpu(const struct tern_topo *t, unsigned cpu)
+{
+	hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(t->hw, cpu);
+	hwloc_obj_t o;
+
+	for (o = pu; o != NULL; o = o->parent) {
+		if (o->memory_arity > 0 && o->memory_first_child != NULL &&
+		    o->memory_first_child->type == HWLOC_OBJ_NUMANODE)
+			return (int)o->memory_first_child->os_index;
+	}
+	return -1;
+}
+
+int tern__topo_pin_near(const char *domain, char *desc, size_t desclen)
+{
+	struct tern_topo *t = NULL;
+	const struct tern_topo_numa *numa = NULL;
+	const char *why = "the node this thread runs on";
+	char cpus[128];
+	int ret, cpu, nic;
+
+	ret = tern__topo_open(NULL, &t);
+	if (ret != 0)
+		return ret;
+	nic = domain != NULL ? tern__topo_nic_find(t, domain) : -ENOENT;
+	if (nic >= 0 && tern__topo_nic_get(t, (size_t)nic)->numa >= 0) {
+		numa = tern__topo_numa_find(
+			t, tern__topo_nic_get(t, (size_t)nic)->numa);
+		why = "the NIC's node";
+	}
+	if (numa == NULL && (cpu = sched_getcpu()) >= 0)
+		numa = tern__topo_numa_find(t, numa_of_cpu(t, (unsigned)cpu));
+	if (numa == NULL && tern__topo_numa_count(t) > 0) {
+		numa = tern__topo_numa_get(t, 0);
+		why = "the first node";
+	}
+	if (numa == NULL || numa->ncores == 0) {
+		tern__topo_close(t);
+		return -ENOENT;
+	}
+	ret = tern__topo_bind_thread(t, numa->cores, numa->ncores);
+	if (ret == 0) {
+		tern__topo_format_cpus(numa->cores, numa->ncores, cpus,
+				       sizeof(cpus));
+		snprintf(desc, desclen, "cores %s (NUMA node %d, %s)", cpus,
+			 numa->os_index, why);
+	}
+	tern__topo_close(t);
+	return ret;
 }

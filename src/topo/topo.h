@@ -196,6 +196,15 @@ int tern__topo_bind_thread(const struct tern_topo *topo, const unsigned *cpus,
 size_t tern__topo_format_cpus(const unsigned *cpus, size_t n, char *buf,
 			      size_t len);
 
+/*
+ * Pin the calling thread to the physical cores of the NUMA node nearest
+ * libfabric domain @domain (its NIC's node when the host map has it, else
+ * the node the thread runs on now), and describe what was done in @desc.
+ * @return 0; -ENOENT (no node with cores); errors of tern__topo_open()
+ * and tern__topo_bind_thread().
+ */
+int tern__topo_pin_near(const char *domain, char *desc, size_t desclen);
+
 const char *tern__topo_path_str(enum tern_topo_path path);
 const char *tern__topo_kind_str(int kind);
 

@@ -60,6 +60,11 @@ json 'j["gpus"] == [] and [len(n["nics"]) for n in j["numa"]] == [2, 1]' \
 json 'any("ibp115s0f0" in g["nics"] for g in j["gpus"])' \
 	"$TERN" topo --json --nics all --xml "$data/p6-b200.48xlarge.xml"
 
+# Pinning before the domains open (shm has no NIC: this thread's node),
+# over 2 rails with a striped 1 MiB write, verified.
+t 0 "bench: pinned: cores [0-9]" "$TERN" bench --provider shm --pin \
+	--rails 2 --sizes 1M --iters 20 --verify
+
 # Bad input: clear errors, no crash.
 t 1 "cannot read /nonexistent.xml: No such file" \
 	"$TERN" topo --xml /nonexistent.xml

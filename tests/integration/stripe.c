@@ -5,7 +5,8 @@
  * fewer chunks than rails). Every write lands exactly in its range of the
  * target (the guard bytes around it untouched), every read brings back
  * what is there, each request completes once with its full length.
- * usage: stripe PROVIDER RAILS   (tcp binds 127.0.0.1)
+ * usage: stripe PROVIDER RAILS   (tcp binds 127.0.0.1; verbs runs in the
+ * vm label's guest)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +37,7 @@ static struct tern_ctx *open_ctx(void)
 {
 	struct tern_ctx_attr a = {
 		.provider = g_prov,
-		.node = strcmp(g_prov, "shm") ? "127.0.0.1" : NULL,
+		.node = strcmp(g_prov, "tcp") == 0 ? "127.0.0.1" : NULL,
 		.rails = g_rails,
 		.stripe_chunk = CHUNK,
 	};
@@ -89,7 +90,7 @@ int main(int argc, char **argv)
 
 	if (argc != 3 || (g_rails = (unsigned int)atoi(argv[2])) < 1 ||
 	    g_rails > 8) {
-		fprintf(stderr, "usage: stripe shm|tcp RAILS(1-8)\n");
+		fprintf(stderr, "usage: stripe shm|tcp|verbs RAILS(1-8)\n");
 		return 2;
 	}
 	g_prov = argv[1];

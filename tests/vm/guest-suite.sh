@@ -17,7 +17,7 @@ dev=rxe0
 ip=192.0.2.1
 limit=${TERN_VM_TEST_LIMIT:-240} # seconds per test
 
-all="info libs demo demo_odd hw_demo serve_fill hostile regress
+all="info libs demo demo_odd hw_demo serve_fill hostile regress stripe
  ops_read ops_fadd ops_cswap ops_sendimm ops_pieces ops_access
  ping_send ping_write atomic
  bench_write bench_writedata bench_read bench_send bench_atomic
@@ -74,6 +74,7 @@ t_demo_odd() { sh "$it/demo.sh" --provider $prov --page-size 3000 --pages 37 --c
 t_hw_demo() { sh "$it/hw.sh" $prov; }
 t_hostile() { sh "$it/hostile.sh" $prov; }
 t_regress() { "$build/tests/integration/regress" $prov; }
+t_stripe() { "$build/tests/integration/stripe" $prov 2; }
 
 # `tern serve` serving two `tern fill` clients one after the other.
 # shellcheck disable=SC2154 # $dir and $src come from lib.sh

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -140,6 +141,11 @@ static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 	if (pid == 0) {
 		int devnull = open("/dev/null", O_WRONLY);
 
+		/* A peer whose measuring process died (killed, crashed)
+		 * must not stay behind polling forever. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(1);
 		close(p[0]);
 		snprintf(path, sizeof(path), "/dev/fd/%d", p[1]);
 		/* Its log would mix into our table: keep errors only. */

@@ -337,9 +337,9 @@ int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms)
 
 		if (n < 0)
 			return n;
+		/* Activity: the next idle spell starts afresh. */
 		if (n > 0)
-			ctx->poll_ns =
-				0; /* activity: the next idle spell is new */
+			ctx->poll_ns = 0;
 		if (req != NULL ? req->done : n > 0)
 			return 0;
 		/* The clock costs as much as an empty CQ read: while
@@ -399,6 +399,7 @@ static int prep(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 	req->errmsg[0] = '\0';
 	req->_priv.ctx = ctx;
 	req->_priv.op = op;
+	req->_priv.sop = 0; /* rma_common() sets it for a striped one */
 	req->_priv.peer = peer;
 	req->_priv.mr = mr;
 	req->_priv.buf = (void *)(uintptr_t)buf;
@@ -499,7 +500,6 @@ static int rma_common(struct tern_peer *peer, struct tern_mr *mr,
 	ret = prep(ctx, req, op, peer, mr, buf, len);
 	if (ret != 0)
 		return ret;
-	req->_priv.sop = 0;
 	rrail = req->_priv.rail % peer->nrails;
 	req->_priv.rkey = rdesc->keys[rrail];
 	req->_priv.raddr = tern__raddr(rdesc, roff);
@@ -584,7 +584,6 @@ int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
 	req->_priv.err = 0;
 	req->_priv.count = (flags & TERN_PIECES_IMM) != 0;
 	req->_priv.imm = imm;
-	req->_priv.sop = 0;
 	tern__queue(peer->ctx, req);
 	return 0;
 }

@@ -18,15 +18,7 @@
 
 #include <tern/tern.h>
 
-#define CHECK(c, ...)                                                        \
-	do {                                                                 \
-		if (!(c)) {                                                  \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fputc('\n', stderr);                                 \
-			exit(1);                                             \
-		}                                                            \
-	} while (0)
+#include "check.h"
 
 static const char *g_prov;
 

@@ -15,19 +15,11 @@
 
 #include <tern/tern.h>
 
+#include "check.h"
+
 #define CHUNK  (16u * 1024)
 #define REGION (4u * 1024 * 1024)
 #define GUARD  0xa5
-
-#define CHECK(c, ...)                                                        \
-	do {                                                                 \
-		if (!(c)) {                                                  \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fputc('\n', stderr);                                 \
-			exit(1);                                             \
-		}                                                            \
-	} while (0)
 
 static const char *g_prov;
 static unsigned int g_rails;

@@ -49,8 +49,9 @@ const struct tern_mr_desc *tern_fill_conn_regions(
 	return conn->rdesc;
 }
 
-int tern_fill_conn_send_raw(struct tern_fill_conn *conn, const void *buf,
-			    size_t len)
+/* Send one message and wait up to timeout_ms for its completion. */
+static int send_timed(struct tern_fill_conn *conn, const void *buf, size_t len,
+		      int timeout_ms)
 {
 	int ret;
 
@@ -64,12 +65,18 @@ int tern_fill_conn_send_raw(struct tern_fill_conn *conn, const void *buf,
 	ret = tern_send(conn->peer, conn->msgmr, SBUF(conn), len, &conn->sreq);
 	if (ret != 0)
 		return ret;
-	ret = tern_wait(conn->ctx, &conn->sreq, 10000);
+	ret = tern_wait(conn->ctx, &conn->sreq, timeout_ms);
 	if (ret != 0) {
 		/* The send stays with the provider: do not reuse its buffer. */
 		return ret;
 	}
 	return conn->sreq.status;
+}
+
+int tern_fill_conn_send_raw(struct tern_fill_conn *conn, const void *buf,
+			    size_t len)
+{
+	return send_timed(conn, buf, len, 10000);
 }
 
 ssize_t tern_fill_conn_recv_raw(struct tern_fill_conn *conn, void *buf,
@@ -402,7 +409,11 @@ int tern_fill_conn_fill(struct tern_fill_conn *c,
 	n = tern_fill_request_encode(SBUF(c), TERN_FILL_MSG_MAX, c->session, &r,
 				     idx);
 	t0 = tern__now_ns();
-	ret = n < 0 ? (int)n : tern_fill_conn_send_raw(c, SBUF(c), (size_t)n);
+	/* The fill's timeout covers sending the request too: a send
+	 * completion that comes late (rxe under load reports it after the
+	 * server's writes and reply) must not let a fill past its deadline
+	 * look like one that met it. */
+	ret = n < 0 ? (int)n : send_timed(c, SBUF(c), (size_t)n, timeout);
 	if (ret != 0) {
 		snprintf(rep->error, sizeof(rep->error), "sending FILL: %s",
 			 tern_strerror(ret));

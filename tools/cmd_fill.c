@@ -16,6 +16,8 @@
 #include <tern/tern.h>
 
 #include "cli.h"
+#include "boot/wire.h"
+#include "core/core.h"
 #include "fill/fill.h"
 
 /* Set by Ctrl-C (cli_catch_signals). */
@@ -27,6 +29,9 @@ struct fill_opts {
 	const char *provider;
 	const char *node;
 	const char *card_file;
+	const char *listen; /* serve: bootstrap address */
+	const char *token;  /* serve, fill: shared secret */
+	uint64_t reconnect_s;
 	uint64_t rails;
 	uint64_t page_size;
 	uint64_t pages;
@@ -52,7 +57,10 @@ enum {
 	OPT_FILL_TIMEOUT,
 	OPT_IDLE_TIMEOUT,
 	OPT_MAX_CLIENTS,
-	OPT_PARALLEL
+	OPT_PARALLEL,
+	OPT_LISTEN,
+	OPT_TOKEN,
+	OPT_RECONNECT
 };
 
 static const struct option long_opts[] = {
@@ -69,6 +77,9 @@ static const struct option long_opts[] = {
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
 	{ "parallel", required_argument, NULL, OPT_PARALLEL },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "token", required_argument, NULL, OPT_TOKEN },
+	{ "reconnect", required_argument, NULL, OPT_RECONNECT },
 	{ "once", no_argument, NULL, OPT_ONCE },
 	{ "log", required_argument, NULL, OPT_LOG },
 	{ "help", no_argument, NULL, 'h' },
@@ -99,7 +110,8 @@ static void usage(const char *cmd, FILE *f)
 {
 	if (strcmp(cmd, "serve") == 0) {
 		fprintf(f,
-			"usage: tern serve [options]\n\n"
+			"usage: tern serve [--listen HOST:PORT [--token T]] "
+			"[options]\n\n"
 			"Open a ctx, print its card and the client command, "
 			"and serve random-fill\nrequests of many clients at "
 			"once until Ctrl-C. Each request's pages are\nfilled "
@@ -109,6 +121,16 @@ static void usage(const char *cmd, FILE *f)
 			"fills beyond --parallel wait in one queue, first "
 			"come\n"
 			"first served.\n\n"
+			"      --listen ADDR     also take clients over TCP at "
+			"ADDR (HOST:PORT,\n"
+			"                        [IPV6]:PORT or :PORT for "
+			"every address): they get\n"
+			"                        the card there, and their "
+			"leaving ends their session\n"
+			"      --token T         with --listen, admit only "
+			"clients presenting T\n"
+			"                        (default $TERN_TOKEN); "
+			"clients by card are refused\n"
 			"      --card-file FILE  also write the card (hex) to "
 			"FILE\n"
 			"      --once            exit when the first client "
@@ -128,7 +150,10 @@ static void usage(const char *cmd, FILE *f)
 	} else if (strcmp(cmd, "fill") == 0) {
 		fprintf(f,
 			"usage: tern fill <card-hex> [options]\n"
-			"       tern fill --card-file FILE [options]\n\n"
+			"       tern fill --card-file FILE [options]\n"
+			"       tern fill HOST:PORT [--token T] [--reconnect "
+			"S] "
+			"[options]\n\n"
 			"Register two 16 MiB regions (remote write only), "
 			"connect to the server\nwhose card is given, ask for "
 			"a random fill, count one immediate per page\n(EFA "
@@ -144,7 +169,15 @@ static void usage(const char *cmd, FILE *f)
 			"      --timeout MS      per fill and for the "
 			"handshake (default 30000)\n"
 			"      --card-file FILE  read the server's card from "
-			"FILE\n%s\n%s",
+			"FILE\n"
+			"      --token T         the server's token (default "
+			"$TERN_TOKEN)\n"
+			"      --reconnect S     HOST:PORT only: when the "
+			"server goes away, dial\n"
+			"                        again for up to S seconds and "
+			"redo the fill that\n"
+			"                        failed (default 0: give up)\n"
+			"%s\n%s",
 			common_help, limits_help);
 	} else {
 		fprintf(f,
@@ -224,6 +257,16 @@ static int parse(int argc, char **argv, struct fill_opts *o)
 		case OPT_ONCE:
 			o->once = 1;
 			break;
+		case OPT_LISTEN:
+			o->listen = optarg;
+			break;
+		case OPT_TOKEN:
+			o->token = optarg;
+			break;
+		case OPT_RECONNECT:
+			ret = cli_uint(o->cmd, "--reconnect", optarg, 0, 86400,
+				       &o->reconnect_s);
+			break;
 		case OPT_LOG:
 			ret = cli_log(o->cmd, optarg);
 			break;
@@ -273,8 +316,72 @@ static const char *short_provider(const char *prov)
 	return prov;
 }
 
+/* serve --listen: the bootstrap server's events go to the log, and a
+ * client whose connection closes has its session ended. */
+struct serve_boot {
+	struct tern_fill_server *fill;
+	struct tern_boot_server *boot;
+};
+
+static void boot_event(struct tern_boot_server *b,
+		       const struct tern_boot_info *info, const char *text,
+		       void *data)
+{
+	(void)b;
+	(void)info;
+	(void)data;
+	printf("serve: %s\n", text);
+	fflush(stdout);
+}
+
+static void boot_gone(struct tern_boot_server *b,
+		      const struct tern_boot_info *info, const char *text,
+		      void *data)
+{
+	struct serve_boot *sb = data;
+
+	boot_event(b, info, text, data);
+	tern_fill_server_peer_gone(sb->fill, info->card, info->card_len,
+				   "bootstrap connection closed");
+}
+
+static int boot_admit(void *data, const void *card, size_t len)
+{
+	struct serve_boot *sb = data;
+
+	return sb->boot != NULL &&
+	       tern_boot_server_has_card(sb->boot, card, len);
+}
+
+/* The address part of "HOST:PORT", if it names one host. */
+static int listen_host(const char *listen, char *host, size_t len)
+{
+	char port[8], why[128];
+
+	if (tern__boot_split(listen, host, len, port, sizeof(port), why,
+			     sizeof(why)) != 0)
+		return -1;
+	return host[0] != '\0' && strcmp(host, "0.0.0.0") != 0 &&
+			       strcmp(host, "::") != 0
+		       ? 0
+		       : -1;
+}
+
+/* Over tcp the card holds the address the ctx bound: without --node (or
+ * $TERN_NODE), bind where the bootstrap traffic goes, so the card is
+ * reachable from wherever the bootstrap address is. */
+static int tcp_like(const char *prov)
+{
+	if (prov == NULL)
+		prov = getenv("TERN_PROVIDER");
+	return prov != NULL && strncmp(prov, "tcp", 3) == 0 &&
+	       getenv("TERN_NODE") == NULL;
+}
+
 int cmd_serve(int argc, char **argv)
 {
+	struct serve_boot sb = { 0 };
+	char lhost[256], baddr[80];
 	struct tern_fill_server_opts so = { .log = stdout,
 					    .log_prefix = "serve: " };
 	struct tern_fill_server_stats st;
@@ -295,6 +402,23 @@ int cmd_serve(int argc, char **argv)
 		cli_err("serve", "unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
+	if (o.token == NULL)
+		o.token = getenv("TERN_TOKEN");
+	if (o.token != NULL && o.token[0] == '\0')
+		o.token = NULL;
+	if (o.token != NULL && o.listen == NULL) {
+		cli_err("serve", "--token needs --listen (the token is checked "
+				 "in the TCP handshake)");
+		return 2;
+	}
+	if (o.token != NULL && strlen(o.token) > TERN_BOOT_TOKEN_MAX) {
+		cli_err("serve", "--token: at most %d bytes",
+			TERN_BOOT_TOKEN_MAX);
+		return 2;
+	}
+	if (o.listen != NULL && o.node == NULL && tcp_like(o.provider) &&
+	    listen_host(o.listen, lhost, sizeof(lhost)) == 0)
+		o.node = lhost;
 	stop_flag = cli_catch_signals();
 	if (open_ctx(&o, &ctx) != 0)
 		return 1;
@@ -306,17 +430,55 @@ int cmd_serve(int argc, char **argv)
 	so.idle_timeout_ms = (int)o.idle_timeout_ms;
 	so.max_sessions = (int)o.max_clients;
 	so.parallel = (int)o.parallel;
+	if (o.token != NULL) {
+		so.admit = boot_admit;
+		so.admit_data = &sb;
+	}
 	ret = tern_fill_server_open(ctx, &so, &srv);
 	if (ret != 0) {
 		cli_err("serve", "%s", tern_strerror(ret));
 		tern_ctx_close(ctx);
 		return 1;
 	}
+	sb.fill = srv;
+	if (o.listen != NULL) {
+		struct tern_boot_server_attr ba = {
+			.listen = o.listen,
+			.token = o.token,
+			.on_hello = boot_event,
+			.on_gone = boot_gone,
+			.on_refused = boot_event,
+			.data = &sb,
+			.max_conns = (int)(o.max_clients ? o.max_clients
+							 : 256) *
+				     2,
+		};
+		struct tern_boot_info mine = { .card_len = (size_t)len };
+		char why[256];
+
+		memcpy(mine.card, card, (size_t)len);
+		ret = tern_boot_server_open(ctx, &ba, &mine, &sb.boot, why,
+					    sizeof(why));
+		if (ret != 0) {
+			cli_err("serve", "--listen: %s", why);
+			tern_fill_server_close(srv);
+			tern_ctx_close(ctx);
+			return 1;
+		}
+		tern_boot_server_addr(sb.boot, baddr, sizeof(baddr));
+	}
 	printf("card: %s\n", hex);
 	printf("run:  tern fill %s --provider %s%s%s\n", hex,
 	       short_provider(ci.provider),
 	       o.node && strncmp(o.node, "127.", 4) == 0 ? " --node " : "",
 	       o.node && strncmp(o.node, "127.", 4) == 0 ? o.node : "");
+	if (sb.boot != NULL)
+		printf("listen: %s (TCP bootstrap%s)\n"
+		       "run:  tern fill %s%s --provider %s%s\n",
+		       baddr, o.token ? "; token required" : "",
+		       o.listen[0] == ':' ? "HOST" : "", o.listen,
+		       short_provider(ci.provider),
+		       o.token ? " --token ..." : "");
 	printf("serving random-fill requests%s; Ctrl-C to stop\n",
 	       o.once ? " (one session)" : "");
 	fflush(stdout);
@@ -332,6 +494,16 @@ int cmd_serve(int argc, char **argv)
 	       " fill(s) waited for a writer, %" PRIu64 " failed, %" PRIu64
 	       " stalled\n",
 	       st.peak_active, st.queued, st.failed, st.stalled);
+	if (sb.boot != NULL) {
+		struct tern_boot_server_stats bs;
+
+		tern_boot_server_stats(sb.boot, &bs);
+		printf("serve: bootstrap: %" PRIu64
+		       " client(s) admitted, %" PRIu64 " refused, %" PRIu64
+		       " left\n",
+		       bs.accepted, bs.refused, bs.gone);
+		tern_boot_server_close(sb.boot);
+	}
 	if (ret != 0)
 		cli_err("serve", "%s", tern_strerror(ret));
 	tern_fill_server_close(srv);
@@ -339,27 +511,39 @@ int cmd_serve(int argc, char **argv)
 	return ret == 0 ? 0 : 1;
 }
 
+/* run_fills/boot_round: a count of fills that failed their check, ORed
+ * with why they stopped early. */
+#define FILLS_COUNT ((1 << 20) - 1)
+#define FILLS_LOST  (1 << 20) /* the connection broke: worth redialling */
+#define FILLS_FATAL (1 << 21) /* anything else: give up */
+
+/*
+ * Fills *next .. count-1 on a new connection. @return the number that
+ * failed their check, ORed with FILLS_LOST when the connection (or the
+ * server) broke, leaving *next at the fill to redo.
+ */
 static int run_fills(struct tern_ctx *ctx, const struct fill_opts *o,
-		     const uint8_t *card, size_t card_len)
+		     const uint8_t *card, size_t card_len, int live_fd,
+		     uint64_t seed, uint64_t *next)
 {
 	struct tern_fill_conn *conn;
 	char why[256], s1[32];
-	uint64_t seed = o->seed;
 	int ret, failed = 0;
 
-	if (!o->have_seed && getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
-		seed = (uint64_t)time(NULL);
 	ret = tern_fill_conn_open(ctx, card, card_len, (int)o->timeout_ms,
 				  &conn, why, sizeof(why));
 	if (ret != 0) {
 		cli_err(o->cmd, "%s", why);
-		return 1;
+		return ret == -TERN_EREFUSED ? FILLS_FATAL : FILLS_LOST;
 	}
+	if (live_fd >= 0)
+		tern_fill_conn_watch(conn, live_fd);
 	printf("%s: connected, session %016" PRIx64 ", two regions of %s "
 	       "(remote write only)\n",
 	       o->cmd, tern_fill_conn_session(conn),
 	       tern_format_size(TERN_FILL_REGION_SIZE, s1, sizeof(s1)));
-	for (uint64_t i = 0; i < o->count; i++) {
+	for (; *next < o->count; ++*next) {
+		uint64_t i = *next;
 		struct tern_fill_params p = {
 			.page_size = (uint32_t)o->page_size,
 			.pages = (uint32_t)o->pages,
@@ -374,10 +558,12 @@ static int run_fills(struct tern_ctx *ctx, const struct fill_opts *o,
 			cli_err(o->cmd,
 				"fill %" PRIu64 " (seed %" PRIu64 "): %s",
 				i + 1, p.seed, r.error);
-			failed++;
 			if (ret != -TERN_EVERIFY && ret != -TERN_EREFUSED &&
-			    ret != -EINVAL)
+			    ret != -EINVAL) {
+				failed |= FILLS_LOST;
 				break;
+			}
+			failed++;
 			continue;
 		}
 		/* Bandwidth is the servers's writes: first post to last
@@ -395,11 +581,120 @@ static int run_fills(struct tern_ctx *ctx, const struct fill_opts *o,
 		       (double)r.bytes / (us * 1e3), (double)r.elapsed_ns / 1e3,
 		       r.verified, r.untouched);
 		fflush(stdout);
-		if (*stop_flag)
+		if (*stop_flag) {
+			++*next;
 			break;
+		}
 	}
 	tern_fill_conn_close(conn);
-	return failed ? 1 : 0;
+	return failed;
+}
+
+static uint64_t fill_seed(const struct fill_opts *o)
+{
+	uint64_t seed = o->seed;
+
+	if (!o->have_seed && getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+		seed = (uint64_t)time(NULL);
+	return seed;
+}
+
+/* One connection by bootstrap address: dial, open a ctx where the socket
+ * left from (tcp), swap cards, fill. */
+static int boot_round(struct fill_opts *o, const char *addr, uint64_t seed,
+		      uint64_t *next)
+{
+	struct tern_boot_info mine = { 0 }, theirs;
+	char why[256], lhost[64];
+	struct tern_ctx *ctx;
+	int fd, ret;
+	ssize_t len;
+
+	ret = tern_boot_dial(addr, (int)TERN_MIN(o->timeout_ms, 10000), &fd,
+			     why, sizeof(why));
+	if (ret != 0) {
+		cli_err(o->cmd, "%s", why);
+		return FILLS_LOST;
+	}
+	struct fill_opts oo = *o;
+
+	if (o->node == NULL && tcp_like(o->provider) &&
+	    tern_boot_local_host(fd, lhost, sizeof(lhost)) == 0)
+		oo.node = lhost;
+	if (open_ctx(&oo, &ctx) != 0) {
+		close(fd);
+		return FILLS_FATAL; /* not the connection's fault */
+	}
+	len = tern_ctx_card(ctx, mine.card, sizeof(mine.card));
+	mine.card_len = len > 0 ? (size_t)len : 0;
+	ret = tern_boot_hello(fd, o->token, &mine, &theirs,
+			      (int)TERN_MIN(o->timeout_ms, 10000), why,
+			      sizeof(why));
+	if (ret != 0) {
+		cli_err(o->cmd, "%s: %s", addr, why);
+		ret = ret == -TERN_EREFUSED ? FILLS_FATAL : FILLS_LOST;
+	} else {
+		ret = run_fills(ctx, o, theirs.card, theirs.card_len, fd, seed,
+				next);
+	}
+	tern_ctx_close(ctx);
+	close(fd);
+	return ret;
+}
+
+/* Wait until @addr accepts connections again, or @deadline. */
+static int wait_server(const char *addr, uint64_t deadline)
+{
+	while (!*stop_flag && tern__now_ns() < deadline) {
+		struct timespec ts = { 0, 200000000 };
+		char why[256];
+		int fd;
+
+		if (tern_boot_dial(addr, 1000, &fd, why, sizeof(why)) == 0) {
+			close(fd);
+			return 0;
+		}
+		nanosleep(&ts, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
+/* tern fill HOST:PORT [--reconnect S] */
+static int fill_by_addr(struct fill_opts *o, const char *addr)
+{
+	uint64_t seed = fill_seed(o), next = 0, redials = 0, bad = 0;
+	int ret;
+
+	for (;;) {
+		uint64_t t0;
+
+		ret = boot_round(o, addr, seed, &next);
+		bad += (uint64_t)(ret & FILLS_COUNT);
+		if (!(ret & FILLS_LOST) || *stop_flag || o->reconnect_s == 0)
+			break;
+		printf("%s: connection lost before fill %" PRIu64
+		       " was done; waiting up to %" PRIu64
+		       " s for %s to take clients again\n",
+		       o->cmd, next + 1, o->reconnect_s, addr);
+		fflush(stdout);
+		t0 = tern__now_ns();
+		if (wait_server(addr, t0 + o->reconnect_s * 1000000000ULL)) {
+			cli_err(o->cmd, "no server at %s within %" PRIu64 " s",
+				addr, o->reconnect_s);
+			break;
+		}
+		redials++;
+		printf("%s: %s takes clients again after %.1f s; reconnecting "
+		       "(fill %" PRIu64 " is redone)\n",
+		       o->cmd, addr, (double)(tern__now_ns() - t0) / 1e9,
+		       next + 1);
+		fflush(stdout);
+	}
+	printf("%s: %" PRIu64 " of %" PRIu64 " fill(s) verified; %" PRIu64
+	       " failed their check; %" PRIu64 " not done; %" PRIu64
+	       " reconnect(s)\n",
+	       o->cmd, next - bad, o->count, bad, o->count - next, redials);
+	return bad == 0 && next == o->count ? 0 : 1;
 }
 
 int cmd_fill(int argc, char **argv)
@@ -418,6 +713,22 @@ int cmd_fill(int argc, char **argv)
 		cli_err("fill", "unexpected argument '%s'", argv[optind + 1]);
 		return 2;
 	}
+	if (o.token == NULL)
+		o.token = getenv("TERN_TOKEN");
+	if (o.token != NULL && strlen(o.token) > TERN_BOOT_TOKEN_MAX) {
+		cli_err("fill", "--token: at most %d bytes",
+			TERN_BOOT_TOKEN_MAX);
+		return 2;
+	}
+	if (optind < argc && o.card_file == NULL &&
+	    tern_boot_is_addr(argv[optind])) {
+		stop_flag = cli_catch_signals();
+		return fill_by_addr(&o, argv[optind]);
+	}
+	if (o.reconnect_s != 0) {
+		cli_err("fill", "--reconnect needs a HOST:PORT server address");
+		return 2;
+	}
 	if (cli_card_read("fill", o.card_file,
 			  optind < argc ? argv[optind] : NULL, card,
 			  &card_len) != 0)
@@ -425,9 +736,14 @@ int cmd_fill(int argc, char **argv)
 	stop_flag = cli_catch_signals();
 	if (open_ctx(&o, &ctx) != 0)
 		return 1;
-	ret = run_fills(ctx, &o, card, card_len);
+	{
+		uint64_t next = 0;
+
+		ret = run_fills(ctx, &o, card, card_len, -1, fill_seed(&o),
+				&next);
+	}
 	tern_ctx_close(ctx);
-	return ret;
+	return ret != 0 ? 1 : 0;
 }
 
 /* Read the server's card line from its pipe, waiting at most 20 s. */
@@ -521,7 +837,10 @@ int cmd_demo(int argc, char **argv)
 	card_len = tern_hex_decode(hex, card, sizeof(card));
 	ret = 1;
 	if (card_len > 0 && open_ctx(&o, &ctx) == 0) {
-		ret = run_fills(ctx, &o, card, (size_t)card_len);
+		uint64_t next = 0;
+
+		ret = run_fills(ctx, &o, card, (size_t)card_len, -1,
+				fill_seed(&o), &next) != 0;
 		tern_ctx_close(ctx);
 	}
 	/* The server exits after our goodbye; do not wait forever. */

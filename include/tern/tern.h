@@ -15,5 +15,6 @@
 #include <tern/req.h>
 #include <tern/loop.h>
 #include <tern/info.h>
+#include <tern/boot.h>
 
 #endif /* TERN_TERN_H */

@@ -8,7 +8,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 
 #include "core/core.h"
 #include "fill/fill.h"
@@ -33,6 +35,9 @@ struct tern_fill_conn {
 	uint32_t next_id;
 	int broken; /* a fill timed out or failed midway: replies may be off */
 	struct tern_fill_accept limits;
+	struct tern_io live; /* the bootstrap socket, when watched */
+	int gone;	     /* ... and it closed */
+	char gone_why[96];
 };
 
 #define SBUF(c) ((c)->msg)
@@ -47,6 +52,56 @@ const struct tern_mr_desc *tern_fill_conn_regions(
 	const struct tern_fill_conn *conn)
 {
 	return conn->rdesc;
+}
+
+static void live_io(struct tern_io *io, unsigned int events)
+{
+	struct tern_fill_conn *c = io->data;
+	char junk[64];
+	ssize_t k = recv(io->fd, junk, sizeof(junk), MSG_DONTWAIT);
+
+	(void)events;
+	if (k < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	snprintf(c->gone_why, sizeof(c->gone_why), "%s",
+		 k == 0	 ? "the server closed its bootstrap connection "
+			   "(it exited or was killed)"
+		 : k > 0 ? "the server sent unexpected bytes on its "
+			   "bootstrap connection"
+			 : strerror(errno));
+	c->gone = 1;
+	tern_io_stop(io);
+}
+
+int tern_fill_conn_watch(struct tern_fill_conn *conn, int fd)
+{
+	if (conn == NULL || fd < 0)
+		return -EINVAL;
+	return tern_io_start(conn->ctx, &conn->live, fd, TERN_IO_READ, live_io,
+			     conn);
+}
+
+/* tern_wait that also ends, with -TERN_EPEERGONE, when the liveness
+ * channel closes. */
+static int wait_live(struct tern_fill_conn *c, struct tern_req *req,
+		     int timeout_ms)
+{
+	uint64_t deadline = tern__now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+
+	for (;;) {
+		uint64_t now = tern__now_ns();
+		int left = now >= deadline ? 0
+					   : (int)((deadline - now) / 1000000);
+		int ret;
+
+		if (c->gone)
+			return -TERN_EPEERGONE;
+		if (!c->live._priv.active)
+			return tern_wait(c->ctx, req, left);
+		ret = tern_wait(c->ctx, req, TERN_MIN(left, 100));
+		if (ret != -ETIMEDOUT || left <= 100)
+			return c->gone && ret != 0 ? -TERN_EPEERGONE : ret;
+	}
 }
 
 /* Send one message and wait up to timeout_ms for its completion. */
@@ -65,7 +120,7 @@ static int send_timed(struct tern_fill_conn *conn, const void *buf, size_t len,
 	ret = tern_send(conn->peer, conn->msgmr, SBUF(conn), len, &conn->sreq);
 	if (ret != 0)
 		return ret;
-	ret = tern_wait(conn->ctx, &conn->sreq, timeout_ms);
+	ret = wait_live(conn, &conn->sreq, timeout_ms);
 	if (ret != 0) {
 		/* The send stays with the provider: do not reuse its buffer. */
 		return ret;
@@ -92,7 +147,7 @@ ssize_t tern_fill_conn_recv_raw(struct tern_fill_conn *conn, void *buf,
 			return ret;
 		conn->recv_posted = 1;
 	}
-	ret = tern_wait(conn->ctx, &conn->rreq, timeout_ms);
+	ret = wait_live(conn, &conn->rreq, timeout_ms);
 	if (ret != 0)
 		return ret;
 	conn->recv_posted = 0;
@@ -124,6 +179,7 @@ static int bad_reply(const uint8_t *msg, size_t len, char *why, size_t whylen)
 
 static void conn_free(struct tern_fill_conn *c)
 {
+	tern_io_stop(&c->live);
 	/* A receive still posted must finish before its buffer goes. */
 	if (c->recv_posted) {
 		int cr = tern_req_cancel(c->ctx, &c->rreq);
@@ -135,7 +191,7 @@ static void conn_free(struct tern_fill_conn *c)
 	if (!c->ireq.done)
 		tern_req_cancel(c->ctx, &c->ireq);
 	if (!c->sreq.done)
-		tern_wait(c->ctx, &c->sreq, 2000);
+		tern_wait(c->ctx, &c->sreq, c->gone ? 200 : 2000);
 	tern_peer_remove(c->peer);
 	if (!c->sreq.done || (c->recv_posted && !c->rreq.done)) {
 		/* The provider still holds them: keep their memory. */
@@ -428,7 +484,7 @@ int tern_fill_conn_fill(struct tern_fill_conn *c,
 				 1000000);
 
 		if (have_result) {
-			ret = tern_wait(c->ctx, &c->ireq, left);
+			ret = wait_live(c, &c->ireq, left);
 			n = ret;
 		} else {
 			n = tern_fill_conn_recv_raw(c, RBUF(c),
@@ -483,6 +539,14 @@ out_cancel:
 	 * or replies of this fill may still arrive: never reuse the
 	 * connection for another fill. */
 	c->broken = ret != -TERN_EREFUSED;
+	if (c->gone) {
+		snprintf(rep->error, sizeof(rep->error),
+			 "peer gone: %s; %" PRIu64 " of %u writes had landed",
+			 c->gone_why,
+			 c->ireq.done ? p->pages : tern_imm_count(c->ctx, r.id),
+			 p->pages);
+		ret = -TERN_EPEERGONE;
+	}
 	tern_req_cancel(c->ctx, &c->ireq);
 	/* Pages may have been written: restore the canary everywhere. */
 	for (int i = 0; i < TERN_FILL_REGIONS; i++)
@@ -499,7 +563,7 @@ int tern_fill_conn_close(struct tern_fill_conn *conn)
 	if (conn == NULL)
 		return 0;
 	n = tern_fill_bye_encode(SBUF(conn), TERN_FILL_MSG_MAX, conn->session);
-	if (n > 0)
+	if (n > 0 && !conn->gone)
 		tern_fill_conn_send_raw(conn, SBUF(conn), (size_t)n);
 	conn_free(conn);
 	return 0;

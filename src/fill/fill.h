@@ -25,6 +25,10 @@ struct tern_fill_server_opts {
 	int parallel;		/* fills written at once; 0 = 4 */
 	FILE *log;		/* one line per event, or NULL */
 	const char *log_prefix; /* put before each line, or NULL */
+	/* Admission: when set, a CONNECT is accepted only if this says
+	 * yes for the client's card (e.g. it passed a token handshake). */
+	int (*admit)(void *data, const void *card, size_t len);
+	void *admit_data;
 };
 
 struct tern_fill_server_stats {
@@ -49,6 +53,11 @@ int tern_fill_server_run(struct tern_fill_server *srv,
 void tern_fill_server_stats(const struct tern_fill_server *srv,
 			    struct tern_fill_server_stats *st);
 int tern_fill_server_close(struct tern_fill_server *srv);
+/* End every session of the client with this card (its bootstrap
+ * connection closed): its queued writes are cancelled, its state freed.
+ * @return the number of sessions ended. */
+int tern_fill_server_peer_gone(struct tern_fill_server *srv, const void *card,
+			       size_t len, const char *why);
 
 /* A client's session with a server. */
 struct tern_fill_conn;
@@ -82,6 +91,11 @@ int tern_fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
 int tern_fill_conn_fill(struct tern_fill_conn *conn,
 			const struct tern_fill_params *p,
 			struct tern_fill_report *report);
+/* Watch @fd (a bootstrap connection, still the caller's to close after
+ * tern_fill_conn_close) as a liveness channel: once it closes, waits of
+ * this connection end with -TERN_EPEERGONE instead of running out their
+ * timeouts. */
+int tern_fill_conn_watch(struct tern_fill_conn *conn, int fd);
 /* Send raw bytes as a message (for tests of hostile clients). */
 int tern_fill_conn_send_raw(struct tern_fill_conn *conn, const void *buf,
 			    size_t len);

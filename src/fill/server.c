@@ -68,6 +68,8 @@ struct session {
 	uint64_t id;
 	struct tern_peer *peer;
 	struct tern_mr_desc regions[TERN_FILL_REGIONS];
+	uint8_t card[TERN_CARD_MAX]; /* the client's, to find it by */
+	size_t card_len;
 	uint64_t fills;
 	struct tern_timer idle;
 	struct reply tx[SESS_REPLIES];
@@ -318,6 +320,23 @@ static void session_end(struct tern_fill_server *srv, struct session *s,
 		srv->finished = 1;
 }
 
+int tern_fill_server_peer_gone(struct tern_fill_server *srv, const void *card,
+			       size_t len, const char *why)
+{
+	int n = 0;
+
+	for (int i = 0; i < srv->nsess; i++) {
+		struct session *s = &srv->sess[i];
+
+		if (s->state == S_LIVE && s->card_len == len &&
+		    memcmp(s->card, card, len) == 0) {
+			session_end(srv, s, why);
+			n++;
+		}
+	}
+	return n;
+}
+
 static void idle_expired(struct tern_timer *t)
 {
 	struct session *s = t->data;
@@ -359,6 +378,14 @@ static void on_connect(struct tern_fill_server *srv, const uint8_t *msg,
 			return;
 		}
 	}
+	if (srv->opts.admit != NULL &&
+	    !srv->opts.admit(srv->opts.admit_data, c.card, c.card_len)) {
+		snprintf(why, sizeof(why),
+			 "this server admits only clients that passed its "
+			 "bootstrap handshake (tern fill HOST:PORT --token)");
+		reply_error_card(srv, msg, len, -TERN_EREFUSED, why);
+		return;
+	}
 	for (int i = 0; i < srv->nsess && s == NULL; i++) {
 		if (srv->sess[i].state == S_FREE)
 			s = &srv->sess[i];
@@ -380,6 +407,8 @@ static void on_connect(struct tern_fill_server *srv, const uint8_t *msg,
 	s->state = S_LIVE;
 	s->id = new_session_id();
 	memcpy(s->regions, c.regions, sizeof(s->regions));
+	memcpy(s->card, c.card, c.card_len);
+	s->card_len = c.card_len;
 	s->fills = 0;
 	s->end_after_reply = 0;
 	srv->live++;

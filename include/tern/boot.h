@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file tern/boot.h
+ * Out-of-band bootstrap over TCP: two processes exchange their cards and
+ * memory descriptors through a small versioned handshake, with an
+ * optional shared-secret token, and may keep the socket open as a
+ * liveness channel (docs/bootstrap.md, wire format in docs/protocol.md).
+ *
+ * A client dials (tern_boot_dial), opens its ctx (on the address the
+ * socket left from, tern_boot_local_host, so the server can reach it) and
+ * swaps hellos (tern_boot_hello). A server (tern_boot_server_open) accepts
+ * inside a ctx's loop: handshakes are small state machines with a
+ * deadline, so a slow or hostile client never holds up another.
+ */
+#ifndef TERN_BOOT_H
+#define TERN_BOOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tern/ctx.h>
+#include <tern/mr.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TERN_BOOT_VERSION   1
+#define TERN_BOOT_PORT	    7471 /**< used when an address names no port */
+#define TERN_BOOT_DESCS_MAX 8	 /**< descriptors one hello may carry */
+#define TERN_BOOT_TOKEN_MAX 256	 /**< bytes of a token */
+
+/** What one side tells the other. */
+struct tern_boot_info {
+	uint8_t card[TERN_CARD_MAX];
+	size_t card_len;
+	struct tern_mr_desc descs[TERN_BOOT_DESCS_MAX];
+	unsigned int ndesc;
+};
+
+/**
+ * Connect to "HOST:PORT", "[IPV6]:PORT" or "HOST" (port TERN_BOOT_PORT),
+ * trying every address HOST resolves to, within @p timeout_ms in all.
+ * @return 0 and the connected socket in *@p fd_p; a negative errno with
+ * the reason in @p why (unresolvable name, refused, timed out...).
+ */
+int tern_boot_dial(const char *addr, int timeout_ms, int *fd_p, char *why,
+		   size_t whylen);
+
+/** The numeric address this side of a connected socket has (no port). */
+int tern_boot_local_host(int fd, char *host, size_t len);
+
+/**
+ * Client side of the handshake on a dialled socket: send our hello (card,
+ * descriptors, @p token or NULL), wait up to @p timeout_ms for the
+ * server's. @return 0 with *@p theirs filled; -TERN_EREFUSED (the server
+ * said why: bad token, busy...), -TERN_EVERSION, -TERN_EPROTO for a
+ * malformed answer, -ETIMEDOUT, -TERN_EPEERGONE when the server closed
+ * the socket; @p why says it in words.
+ */
+int tern_boot_hello(int fd, const char *token,
+		    const struct tern_boot_info *mine,
+		    struct tern_boot_info *theirs, int timeout_ms, char *why,
+		    size_t whylen);
+
+struct tern_boot_server;
+
+/**
+ * Called from the ctx's loop. @p info is the client's hello (NULL for
+ * refusals that came before one); @p text says what happened in words,
+ * with the client's address.
+ */
+typedef void (*tern_boot_cb)(struct tern_boot_server *srv,
+			     const struct tern_boot_info *info,
+			     const char *text, void *data);
+
+struct tern_boot_server_attr {
+	const char *listen;	 /**< "HOST:PORT", "[IPV6]:PORT", ":PORT" */
+	const char *token;	 /**< clients must present it; NULL: none */
+	int handshake_ms;	 /**< a hello must arrive by then; 0 = 5000 */
+	int max_conns;		 /**< connections at once; 0 = 1024 */
+	tern_boot_cb on_hello;	 /**< a client passed the handshake */
+	tern_boot_cb on_gone;	 /**< a client's connection closed later */
+	tern_boot_cb on_refused; /**< a connection was refused and closed */
+	void *data;
+};
+
+/**
+ * Listen and serve handshakes from @p ctx's loop (tern_run, tern_wait),
+ * answering with @p mine. @return 0; -EADDRINUSE, -EINVAL (bad address,
+ * with @p why), another negative errno.
+ */
+int tern_boot_server_open(struct tern_ctx *ctx,
+			  const struct tern_boot_server_attr *attr,
+			  const struct tern_boot_info *mine,
+			  struct tern_boot_server **srv_p, char *why,
+			  size_t whylen);
+
+/** The bound address as "HOST:PORT" (the real port when 0 was asked). */
+int tern_boot_server_addr(const struct tern_boot_server *srv, char *buf,
+			  size_t len);
+
+/** Handshakes completed, refused, and live connections now. */
+struct tern_boot_server_stats {
+	uint64_t accepted;
+	uint64_t refused;
+	uint64_t gone;
+	uint64_t live;
+};
+void tern_boot_server_stats(const struct tern_boot_server *srv,
+			    struct tern_boot_server_stats *st);
+
+/** Is a client with this card connected (handshake passed, socket open)? */
+int tern_boot_server_has_card(const struct tern_boot_server *srv,
+			      const void *card, size_t len);
+
+/** Close the listener and every connection (no callbacks). */
+void tern_boot_server_close(struct tern_boot_server *srv);
+
+/**
+ * Does @p arg name a bootstrap address rather than a hex card? (It has a
+ * ':' or a '.', which a card never has.)
+ */
+int tern_boot_is_addr(const char *arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TERN_BOOT_H */

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+/* The bootstrap handshake's codec (wire.h, docs/protocol.md). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tern/tern.h>
+
+#include "wire.h"
+#include "../core/card.h"
+#include "../core/core.h"
+
+#define BODY_HDR 8
+
+ssize_t tern__boot_need(const uint8_t *buf, size_t len, char *why,
+			size_t whylen)
+{
+	uint32_t magic, body;
+	uint16_t version;
+
+	if (len < TERN_BOOT_HDR)
+		return 0;
+	magic = tern__get_u32(buf);
+	version = tern__get_u16(buf + 4);
+	body = tern__get_u32(buf + 8);
+	if (magic != TERN_BOOT_MAGIC) {
+		snprintf(why, whylen,
+			 "not a tern bootstrap message (magic 0x%08x)", magic);
+		return -TERN_EPROTO;
+	}
+	if (version == 0) {
+		snprintf(why, whylen, "bootstrap version 0 is not valid");
+		return -TERN_EPROTO;
+	}
+	/* A newer peer's message is read whole (within the size cap) so a
+	 * refusal can be answered in our version. */
+	if (tern__get_u32(buf + 12) != 0 && version == TERN_BOOT_VERSION) {
+		snprintf(why, whylen, "reserved header field is not zero");
+		return -TERN_EPROTO;
+	}
+	if (body > TERN_BOOT_BODY_MAX) {
+		snprintf(why, whylen,
+			 "message body of %u bytes (the limit is %u)", body,
+			 (unsigned int)TERN_BOOT_BODY_MAX);
+		return -TERN_EPROTO;
+	}
+	return (ssize_t)(TERN_BOOT_HDR + body);
+}
+
+/* Printable ASCII only: a peer's text goes into our logs. */
+static void copy_text(char *dst, const uint8_t *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? (char)src[i] : '?';
+	dst[n] = '\0';
+}
+
+static int decode_info(const uint8_t *p, size_t n, struct tern__boot_msg *m,
+		       char *why, size_t whylen)
+{
+	struct tern__card card;
+	size_t card_len, token_len, ndesc, off;
+	char cwhy[128];
+
+	if (n < BODY_HDR) {
+		snprintf(why, whylen, "hello body of %zu bytes is truncated",
+			 n);
+		return -TERN_EPROTO;
+	}
+	card_len = tern__get_u16(p);
+	token_len = tern__get_u16(p + 2);
+	ndesc = tern__get_u16(p + 4);
+	if (tern__get_u16(p + 6) != 0) {
+		snprintf(why, whylen, "reserved hello field is not zero");
+		return -TERN_EPROTO;
+	}
+	if (card_len == 0 || card_len > TERN_CARD_MAX) {
+		snprintf(why, whylen, "card of %zu bytes (must be 1..%d)",
+			 card_len, TERN_CARD_MAX);
+		return -TERN_ECARD;
+	}
+	if (token_len > TERN_BOOT_TOKEN_MAX ||
+	    (m->type == TERN_BOOT_WELCOME && token_len != 0)) {
+		snprintf(why, whylen, "token of %zu bytes (the limit is %d)",
+			 token_len,
+			 m->type == TERN_BOOT_WELCOME ? 0
+						      : TERN_BOOT_TOKEN_MAX);
+		return -TERN_EPROTO;
+	}
+	if (ndesc > TERN_BOOT_DESCS_MAX) {
+		snprintf(why, whylen,
+			 "%zu memory descriptors (the limit is %d)", ndesc,
+			 TERN_BOOT_DESCS_MAX);
+		return -TERN_EDESC;
+	}
+	off = BODY_HDR;
+	if (n - off < card_len + token_len) {
+		snprintf(why, whylen,
+			 "hello of %zu bytes cannot hold a %zu-byte card and a "
+			 "%zu-byte token",
+			 n, card_len, token_len);
+		return -TERN_EPROTO;
+	}
+	if (tern__card_parse(p + off, card_len, &card, cwhy, sizeof(cwhy))) {
+		snprintf(why, whylen, "bad card: %s", cwhy);
+		return -TERN_ECARD;
+	}
+	memcpy(m->info.card, p + off, card_len);
+	m->info.card_len = card_len;
+	off += card_len;
+	m->token = token_len ? p + off : NULL;
+	m->token_len = token_len;
+	off += token_len;
+	for (size_t i = 0; i < ndesc; i++) {
+		ssize_t used = tern_mr_desc_unpack(p + off, n - off,
+						   &m->info.descs[i]);
+
+		if (used < 0) {
+			snprintf(why, whylen, "memory descriptor %zu: %s", i,
+				 tern_strerror((int)used));
+			return (int)used;
+		}
+		off += (size_t)used;
+	}
+	m->info.ndesc = (unsigned int)ndesc;
+	if (off != n) {
+		snprintf(why, whylen, "%zu unexpected bytes after the hello",
+			 n - off);
+		return -TERN_EPROTO;
+	}
+	return 0;
+}
+
+int tern__boot_decode(const uint8_t *buf, size_t len, struct tern__boot_msg *m,
+		      char *why, size_t whylen)
+{
+	ssize_t need = tern__boot_need(buf, len, why, whylen);
+	const uint8_t *p = buf + TERN_BOOT_HDR;
+	size_t n, tl;
+
+	memset(m, 0, sizeof(*m));
+	if (need < 0)
+		return (int)need;
+	if (need == 0 || (size_t)need != len) {
+		snprintf(why, whylen,
+			 "message of %zu bytes, its header says %zd", len,
+			 need ? need : (ssize_t)TERN_BOOT_HDR);
+		return -TERN_EPROTO;
+	}
+	m->version = tern__get_u16(buf + 4);
+	m->type = tern__get_u16(buf + 6);
+	if (m->version > TERN_BOOT_VERSION) {
+		snprintf(why, whylen,
+			 "bootstrap version %u not supported (this side "
+			 "speaks %d)",
+			 m->version, TERN_BOOT_VERSION);
+		return -TERN_EVERSION;
+	}
+	n = len - TERN_BOOT_HDR;
+	switch (m->type) {
+	case TERN_BOOT_HELLO:
+	case TERN_BOOT_WELCOME:
+		return decode_info(p, n, m, why, whylen);
+	case TERN_BOOT_REFUSE:
+		if (n < 8) {
+			snprintf(why, whylen, "refusal of %zu bytes", n);
+			return -TERN_EPROTO;
+		}
+		m->code = tern__get_u32(p);
+		tl = tern__get_u16(p + 4);
+		if (tl > TERN_BOOT_TEXT_MAX || tern__get_u16(p + 6) != 0 ||
+		    n != 8 + tl || m->code == 0 || m->code > 4096) {
+			snprintf(why, whylen, "malformed refusal");
+			return -TERN_EPROTO;
+		}
+		copy_text(m->text, p + 8, tl);
+		return 0;
+	default:
+		snprintf(why, whylen, "unknown bootstrap message type %u",
+			 m->type);
+		return -TERN_EPROTO;
+	}
+}
+
+static void put_hdr(uint8_t *buf, uint16_t type, size_t body)
+{
+	tern__put_u32(buf, TERN_BOOT_MAGIC);
+	tern__put_u16(buf + 4, TERN_BOOT_VERSION);
+	tern__put_u16(buf + 6, type);
+	tern__put_u32(buf + 8, (uint32_t)body);
+	tern__put_u32(buf + 12, 0);
+}
+
+ssize_t tern__boot_encode(uint8_t *buf, size_t len, uint16_t type,
+			  const struct tern_boot_info *info, const char *token)
+{
+	size_t tl = token != NULL ? strlen(token) : 0, off;
+
+	if (info == NULL || info->card_len == 0 ||
+	    info->card_len > TERN_CARD_MAX ||
+	    info->ndesc > TERN_BOOT_DESCS_MAX || tl > TERN_BOOT_TOKEN_MAX ||
+	    (type != TERN_BOOT_HELLO && type != TERN_BOOT_WELCOME) ||
+	    (type == TERN_BOOT_WELCOME && tl != 0))
+		return -EINVAL;
+	off = TERN_BOOT_HDR + BODY_HDR;
+	if (len < off + info->card_len + tl)
+		return -ENOSPC;
+	memcpy(buf + off, info->card, info->card_len);
+	off += info->card_len;
+	if (tl != 0)
+		memcpy(buf + off, token, tl);
+	off += tl;
+	for (unsigned int i = 0; i < info->ndesc; i++) {
+		ssize_t n = tern_mr_desc_pack(&info->descs[i], buf + off,
+					      len - off);
+
+		if (n < 0)
+			return n;
+		off += (size_t)n;
+	}
+	put_hdr(buf, type, off - TERN_BOOT_HDR);
+	tern__put_u16(buf + TERN_BOOT_HDR, (uint16_t)info->card_len);
+	tern__put_u16(buf + TERN_BOOT_HDR + 2, (uint16_t)tl);
+	tern__put_u16(buf + TERN_BOOT_HDR + 4, (uint16_t)info->ndesc);
+	tern__put_u16(buf + TERN_BOOT_HDR + 6, 0);
+	return (ssize_t)off;
+}
+
+ssize_t tern__boot_encode_refuse(uint8_t *buf, size_t len, uint32_t code,
+				 const char *text)
+{
+	size_t tl = TERN_MIN(strlen(text), (size_t)TERN_BOOT_TEXT_MAX);
+
+	if (code == 0 || code > 4096)
+		return -EINVAL;
+	if (len < TERN_BOOT_HDR + 8 + tl)
+		return -ENOSPC;
+	put_hdr(buf, TERN_BOOT_REFUSE, 8 + tl);
+	tern__put_u32(buf + TERN_BOOT_HDR, code);
+	tern__put_u16(buf + TERN_BOOT_HDR + 4, (uint16_t)tl);
+	tern__put_u16(buf + TERN_BOOT_HDR + 6, 0);
+	copy_text((char *)buf + TERN_BOOT_HDR + 8, (const uint8_t *)text, tl);
+	return (ssize_t)(TERN_BOOT_HDR + 8 + tl);
+}
+
+int tern__boot_token_eq(const uint8_t *a, size_t alen, const char *want)
+{
+	size_t wlen = want != NULL ? strlen(want) : 0;
+	unsigned int diff;
+
+	if (wlen > TERN_BOOT_TOKEN_MAX)
+		return 0;
+	/* Every byte up to the limit is looked at, whatever the inputs, so
+	 * the time taken says nothing about how much of a guess was right. */
+	diff = (unsigned int)(alen ^ wlen);
+	for (size_t i = 0; i < TERN_BOOT_TOKEN_MAX; i++) {
+		uint8_t x = i < alen ? a[i] : 0;
+		uint8_t y = i < wlen ? (uint8_t)want[i] : 0;
+
+		diff |= (unsigned int)(x ^ y);
+	}
+	return diff == 0;
+}
+
+static int put(char *dst, size_t dlen, const char *src, size_t n)
+{
+	if (n >= dlen)
+		return -1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+	return 0;
+}
+
+int tern__boot_split(const char *addr, char *host, size_t hostlen, char *port,
+		     size_t portlen, char *why, size_t whylen)
+{
+	const char *colon, *p = addr;
+	char dflt[8];
+
+	snprintf(dflt, sizeof(dflt), "%d", TERN_BOOT_PORT);
+	if (addr == NULL || *addr == '\0') {
+		snprintf(why, whylen, "empty address");
+		return -EINVAL;
+	}
+	if (*p == '[') {
+		const char *end = strchr(p, ']');
+
+		if (end == NULL || (end[1] != '\0' && end[1] != ':') ||
+		    put(host, hostlen, p + 1, (size_t)(end - p - 1))) {
+			snprintf(why, whylen,
+				 "'%s': expected [IPV6]:PORT, e.g. "
+				 "[2001:db8::1]:%d",
+				 addr, TERN_BOOT_PORT);
+			return -EINVAL;
+		}
+		colon = end[1] == ':' ? end + 1 : NULL;
+	} else {
+		colon = strrchr(p, ':');
+		/* A bare IPv6 address (two colons or more): no port. */
+		if (colon != NULL && strchr(p, ':') != colon)
+			colon = NULL;
+		if (put(host, hostlen, p,
+			colon ? (size_t)(colon - p) : strlen(p))) {
+			snprintf(why, whylen, "host name too long");
+			return -EINVAL;
+		}
+	}
+	if (colon == NULL)
+		return put(port, portlen, dflt, strlen(dflt));
+	p = colon + 1;
+	if (*p == '\0' || strlen(p) > 5 ||
+	    strspn(p, "0123456789") != strlen(p) ||
+	    strtoul(p, NULL, 10) > 65535) {
+		snprintf(why, whylen, "'%s': port '%s' is not a number 0-65535",
+			 addr, p);
+		return -EINVAL;
+	}
+	return put(port, portlen, p, strlen(p));
+}

@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <tern/tern.h>
 
+#include "boot/wire.h"
 #include "cli.h"
 
 /* The one piece of process state the tools keep: Ctrl-C was pressed. */
@@ -165,5 +167,117 @@ int cli_open_ctx(const char *cmd, const struct tern_ctx_attr *attr,
 	       "libfabric %s\n",
 	       cmd, ci.provider, ci.fabric, ci.domain, ci.rails,
 	       tern_fabric_version());
+	return 0;
+}
+
+/* ---- bootstrap over TCP (tern/boot.h) ------------------------------ */
+
+const char *cli_token(const char *opt)
+{
+	const char *t = opt != NULL ? opt : getenv("TERN_TOKEN");
+
+	return t != NULL && t[0] != '\0' ? t : NULL;
+}
+
+/* Over tcp a card holds the address the ctx bound: unless the user chose
+ * one (--node, $TERN_NODE), bind where the bootstrap traffic goes. */
+static int tcp_like(const char *prov)
+{
+	if (prov == NULL)
+		prov = getenv("TERN_PROVIDER");
+	return prov != NULL && strncmp(prov, "tcp", 3) == 0 &&
+	       getenv("TERN_NODE") == NULL;
+}
+
+const char *cli_listen_node(const char *provider, const char *node,
+			    const char *listen, char *buf, size_t len)
+{
+	char port[8], why[128];
+
+	if (node != NULL || listen == NULL || !tcp_like(provider) ||
+	    tern__boot_split(listen, buf, len, port, sizeof(port), why,
+			     sizeof(why)) != 0 ||
+	    buf[0] == '\0' || strcmp(buf, "0.0.0.0") == 0 ||
+	    strcmp(buf, "::") == 0)
+		return node;
+	return buf;
+}
+
+int cli_boot_client(const char *cmd, const char *addr, const char *token,
+		    int timeout_ms, struct tern_ctx_attr *attr,
+		    struct tern_ctx **ctx_p, struct tern_boot_info *theirs,
+		    int *fd_p)
+{
+	struct tern_boot_info mine = { 0 };
+	char why[256], lhost[64];
+	ssize_t len;
+	int fd, ret;
+
+	ret = tern_boot_dial(addr, timeout_ms, &fd, why, sizeof(why));
+	if (ret != 0) {
+		cli_err(cmd, "%s", why);
+		return ret;
+	}
+	if (attr->node == NULL && tcp_like(attr->provider) &&
+	    tern_boot_local_host(fd, lhost, sizeof(lhost)) == 0)
+		attr->node = lhost;
+	ret = cli_open_ctx(cmd, attr, ctx_p);
+	attr->node = attr->node == lhost ? NULL : attr->node;
+	if (ret != 0) {
+		close(fd);
+		return CLI_BOOT_NOCTX;
+	}
+	len = tern_ctx_card(*ctx_p, mine.card, sizeof(mine.card));
+	mine.card_len = len > 0 ? (size_t)len : 0;
+	ret = tern_boot_hello(fd, token, &mine, theirs, timeout_ms, why,
+			      sizeof(why));
+	if (ret != 0) {
+		cli_err(cmd, "%s: %s", addr, why);
+		tern_ctx_close(*ctx_p);
+		*ctx_p = NULL;
+		close(fd);
+		return ret;
+	}
+	*fd_p = fd;
+	return 0;
+}
+
+static void boot_log(struct tern_boot_server *srv,
+		     const struct tern_boot_info *info, const char *text,
+		     void *data)
+{
+	(void)srv;
+	(void)info;
+	printf("%s: %s\n", (const char *)data, text);
+	fflush(stdout);
+}
+
+int cli_boot_serve(const char *cmd, struct tern_ctx *ctx, const char *listen,
+		   const char *token, struct tern_boot_server **srv_p)
+{
+	struct tern_boot_server_attr ba = {
+		.listen = listen,
+		.token = token,
+		.on_hello = boot_log,
+		.on_gone = boot_log,
+		.on_refused = boot_log,
+		.data = (void *)cmd,
+	};
+	struct tern_boot_info mine = { 0 };
+	char why[256], addr[80];
+	ssize_t len;
+	int ret;
+
+	len = tern_ctx_card(ctx, mine.card, sizeof(mine.card));
+	mine.card_len = len > 0 ? (size_t)len : 0;
+	ret = tern_boot_server_open(ctx, &ba, &mine, srv_p, why, sizeof(why));
+	if (ret != 0) {
+		cli_err(cmd, "--listen: %s", why);
+		return ret;
+	}
+	tern_boot_server_addr(*srv_p, addr, sizeof(addr));
+	printf("%s: listening on %s (TCP bootstrap%s)\n", cmd, addr,
+	       token ? "; token required" : "");
+	fflush(stdout);
 	return 0;
 }

@@ -42,4 +42,26 @@ struct tern_ctx_attr;
 int cli_open_ctx(const char *cmd, const struct tern_ctx_attr *attr,
 		 struct tern_ctx **ctx_p);
 
+/* ---- bootstrap over TCP ---- */
+struct tern_boot_info;
+struct tern_boot_server;
+/* --token, else $TERN_TOKEN; NULL when neither (or empty). */
+const char *cli_token(const char *opt);
+/* The node a server listening on @listen should bind over tcp (its host,
+ * when it names one and the user chose none), else @node. */
+const char *cli_listen_node(const char *provider, const char *node,
+			    const char *listen, char *buf, size_t len);
+#define CLI_BOOT_NOCTX 1
+/* Dial @addr, open a ctx (over tcp on the address the socket left from,
+ * unless attr->node says otherwise) and swap cards. @return 0 with the
+ * socket in *fd_p (a liveness channel: keep it open); CLI_BOOT_NOCTX
+ * when the ctx could not open; a negative errno. Errors are printed. */
+int cli_boot_client(const char *cmd, const char *addr, const char *token,
+		    int timeout_ms, struct tern_ctx_attr *attr,
+		    struct tern_ctx **ctx_p, struct tern_boot_info *theirs,
+		    int *fd_p);
+/* Serve bootstrap handshakes in @ctx's loop, logging to stdout. */
+int cli_boot_serve(const char *cmd, struct tern_ctx *ctx, const char *listen,
+		   const char *token, struct tern_boot_server **srv_p);
+
 #endif /* TERN_CLI_H */

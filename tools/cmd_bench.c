@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,7 +22,9 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: tern bench [--peer CARD | --listen] [--op OP] "
+		"usage: tern bench [--peer CARD|HOST:PORT | --listen "
+		"[HOST:PORT]] "
+		"[--op OP] "
 		"[--sizes LIST|all]\n"
 		"                  [--window N] [--iters N | --duration S] "
 		"[--warmup N]\n"
@@ -58,9 +61,16 @@ static void usage(FILE *f)
 		"      --plot FILE.svg  bandwidth and p99 latency against "
 		"size\n"
 		"      --peer CARD      run against `tern bench --listen` "
-		"elsewhere\n"
-		"      --listen         be the peer: print the card, serve "
-		"runs\n"
+		"elsewhere; a\n"
+		"                       HOST:PORT gets its card over TCP "
+		"(the socket\n"
+		"                       then tells when the peer goes)\n"
+		"      --listen [ADDR]  be the peer: print the card, serve "
+		"runs; with\n"
+		"                       HOST:PORT also hand the card out over "
+		"TCP there\n"
+		"      --token T        bootstrap shared secret (default "
+		"$TERN_TOKEN)\n"
 		"      --card-file FILE write (--listen) or read (--peer -) "
 		"the card\n"
 		"  -p, --provider NAME  efa, verbs, tcp, shm (default: the "
@@ -126,6 +136,25 @@ static int write_file(const char *path, const struct tern_bench_report *r,
 	return ret;
 }
 
+/* --peer HOST:PORT: the bootstrap socket closing means the peer is gone;
+ * the run stops (and says so) instead of waiting out its timeout. */
+static volatile sig_atomic_t *bench_stop;
+static int peer_gone;
+static struct tern_io live;
+
+static void peer_left(struct tern_io *io, unsigned int events)
+{
+	char junk[64];
+	ssize_t k = recv(io->fd, junk, sizeof(junk), MSG_DONTWAIT);
+
+	(void)events;
+	if (k < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	peer_gone = 1;
+	*bench_stop = 1;
+	tern_io_stop(io);
+}
+
 /* Start `tern bench --listen --once` as a second process; its card. */
 static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 			char *hex, size_t hexlen)
@@ -180,6 +209,7 @@ int cmd_bench(int argc, char **argv)
 		OPT_PLOT,
 		OPT_PEER,
 		OPT_LISTEN,
+		OPT_TOKEN,
 		OPT_ONCE,
 		OPT_CARD,
 		OPT_RAILS,
@@ -198,7 +228,8 @@ int cmd_bench(int argc, char **argv)
 		{ "csv", required_argument, NULL, OPT_CSV },
 		{ "plot", required_argument, NULL, OPT_PLOT },
 		{ "peer", required_argument, NULL, OPT_PEER },
-		{ "listen", no_argument, NULL, OPT_LISTEN },
+		{ "listen", optional_argument, NULL, OPT_LISTEN },
+		{ "token", required_argument, NULL, OPT_TOKEN },
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "card-file", required_argument, NULL, OPT_CARD },
 		{ "rails", required_argument, NULL, OPT_RAILS },
@@ -218,6 +249,11 @@ int cmd_bench(int argc, char **argv)
 	};
 	const char *prov = NULL, *node = NULL, *peer_hex = NULL;
 	const char *json = NULL, *csv = NULL, *plot = NULL, *card_file = NULL;
+	const char *listen_addr = NULL, *token = NULL;
+	struct tern_boot_server *boot = NULL;
+	struct tern_boot_info theirs;
+	int boot_fd = -1;
+	char lhost[64];
 	char rails_s[16] = "1", hex[2 * TERN_CARD_MAX + 2], why[256] = "";
 	int c, ret = 0, listen = 0, once = 0, have_warm = 0;
 
@@ -228,7 +264,7 @@ int cmd_bench(int argc, char **argv)
 	struct tern_ctx *ctx;
 	volatile sig_atomic_t *stop;
 	pid_t peer_pid = 0;
-	ssize_t card_len;
+	ssize_t card_len = 0;
 
 	while ((c = getopt_long(argc, argv, "o:s:w:n:d:p:h", lo, NULL)) != -1) {
 		switch (c) {
@@ -282,6 +318,15 @@ int cmd_bench(int argc, char **argv)
 			break;
 		case OPT_LISTEN:
 			listen = 1;
+			/* "--listen HOST:PORT" as well as "--listen=..." */
+			if (optarg == NULL && optind < argc &&
+			    argv[optind][0] != '-' &&
+			    tern_boot_is_addr(argv[optind]))
+				optarg = argv[optind++];
+			listen_addr = optarg;
+			break;
+		case OPT_TOKEN:
+			token = optarg;
 			break;
 		case OPT_ONCE:
 			once = 1;
@@ -324,16 +369,37 @@ int cmd_bench(int argc, char **argv)
 		cli_err("bench", "--iters and --duration exclude each other");
 		return 2;
 	}
+	token = cli_token(token);
 	stop = cli_catch_signals();
-	ret = tern_ctx_open(
-		&(struct tern_ctx_attr){ .provider = prov,
-					 .node = node,
-					 .rails = (unsigned)rails,
-					 .flags = pin ? TERN_CTX_PIN : 0 },
-		&ctx);
-	if (ret != 0) {
-		cli_err("bench", "cannot open a ctx: %s", tern_strerror(ret));
-		return 1;
+	bench_stop = stop;
+	if (peer_hex != NULL && tern_boot_is_addr(peer_hex)) {
+		struct tern_ctx_attr attr = {
+			.provider = prov,
+			.node = node,
+			.rails = (unsigned)rails,
+			.flags = pin ? TERN_CTX_PIN : 0,
+		};
+
+		ret = cli_boot_client("bench", peer_hex, token, 10000, &attr,
+				      &ctx, &theirs, &boot_fd);
+		if (ret != 0)
+			return 1;
+	} else {
+		if (listen)
+			node = cli_listen_node(prov, node, listen_addr, lhost,
+					       sizeof(lhost));
+		ret = tern_ctx_open(
+			&(struct tern_ctx_attr){ .provider = prov,
+						 .node = node,
+						 .rails = (unsigned)rails,
+						 .flags = pin ? TERN_CTX_PIN
+							      : 0 },
+			&ctx);
+		if (ret != 0) {
+			cli_err("bench", "cannot open a ctx: %s",
+				tern_strerror(ret));
+			return 1;
+		}
 	}
 	if (pin) {
 		struct tern_ctx_info ci;
@@ -351,15 +417,23 @@ int cmd_bench(int argc, char **argv)
 		       "%s\n",
 		       h2, h2);
 		fflush(stdout);
-		if (cli_card_write("bench", card_file, h2) != 0) {
+		if (cli_card_write("bench", card_file, h2) != 0 ||
+		    (listen_addr != NULL &&
+		     cli_boot_serve("bench", ctx, listen_addr, token, &boot))) {
 			tern_ctx_close(ctx);
 			return 1;
 		}
 		ret = tern_bench_serve(ctx, stop, once, stdout);
+		tern_boot_server_close(boot);
 		tern_ctx_close(ctx);
 		return ret == 0 ? 0 : 1;
 	}
-	if (peer_hex == NULL) {
+	if (boot_fd >= 0) {
+		memcpy(card, theirs.card, theirs.card_len);
+		card_len = (ssize_t)theirs.card_len;
+		tern_io_start(ctx, &live, boot_fd, TERN_IO_READ, peer_left,
+			      NULL);
+	} else if (peer_hex == NULL) {
 		peer_pid = spawn_peer(prov, node, rails_s, hex, sizeof(hex));
 		if (peer_pid < 0) {
 			cli_err("bench", "could not start the local peer");
@@ -368,7 +442,8 @@ int cmd_bench(int argc, char **argv)
 		}
 		peer_hex = hex;
 	}
-	card_len = tern_hex_decode(peer_hex, card, sizeof(card));
+	if (boot_fd < 0)
+		card_len = tern_hex_decode(peer_hex, card, sizeof(card));
 	if (card_len <= 0) {
 		cli_err("bench", "--peer: the hex card `tern bench --listen` "
 				 "printed");
@@ -400,12 +475,21 @@ int cmd_bench(int argc, char **argv)
 			if (plot != NULL)
 				write_file(plot, rep, tern_bench_write_svg);
 		}
-		if (ret != 0)
+		if (peer_gone) {
+			cli_err("bench", "peer gone: it closed its bootstrap "
+					 "connection");
+			ret = -TERN_EPEERGONE;
+		} else if (ret != 0) {
 			cli_err("bench", "%s",
 				why[0] ? why : tern_strerror(ret));
+		}
 	}
 	free(rep);
+	if (boot_fd >= 0)
+		tern_io_stop(&live);
 	tern_ctx_close(ctx);
+	if (boot_fd >= 0)
+		close(boot_fd);
 	if (peer_pid > 0) {
 		int st;
 

@@ -353,31 +353,6 @@ static int boot_admit(void *data, const void *card, size_t len)
 	       tern_boot_server_has_card(sb->boot, card, len);
 }
 
-/* The address part of "HOST:PORT", if it names one host. */
-static int listen_host(const char *listen, char *host, size_t len)
-{
-	char port[8], why[128];
-
-	if (tern__boot_split(listen, host, len, port, sizeof(port), why,
-			     sizeof(why)) != 0)
-		return -1;
-	return host[0] != '\0' && strcmp(host, "0.0.0.0") != 0 &&
-			       strcmp(host, "::") != 0
-		       ? 0
-		       : -1;
-}
-
-/* Over tcp the card holds the address the ctx bound: without --node (or
- * $TERN_NODE), bind where the bootstrap traffic goes, so the card is
- * reachable from wherever the bootstrap address is. */
-static int tcp_like(const char *prov)
-{
-	if (prov == NULL)
-		prov = getenv("TERN_PROVIDER");
-	return prov != NULL && strncmp(prov, "tcp", 3) == 0 &&
-	       getenv("TERN_NODE") == NULL;
-}
-
 int cmd_serve(int argc, char **argv)
 {
 	struct serve_boot sb = { 0 };
@@ -402,10 +377,7 @@ int cmd_serve(int argc, char **argv)
 		cli_err("serve", "unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
-	if (o.token == NULL)
-		o.token = getenv("TERN_TOKEN");
-	if (o.token != NULL && o.token[0] == '\0')
-		o.token = NULL;
+	o.token = cli_token(o.token);
 	if (o.token != NULL && o.listen == NULL) {
 		cli_err("serve", "--token needs --listen (the token is checked "
 				 "in the TCP handshake)");
@@ -416,9 +388,8 @@ int cmd_serve(int argc, char **argv)
 			TERN_BOOT_TOKEN_MAX);
 		return 2;
 	}
-	if (o.listen != NULL && o.node == NULL && tcp_like(o.provider) &&
-	    listen_host(o.listen, lhost, sizeof(lhost)) == 0)
-		o.node = lhost;
+	o.node = cli_listen_node(o.provider, o.node, o.listen, lhost,
+				 sizeof(lhost));
 	stop_flag = cli_catch_signals();
 	if (open_ctx(&o, &ctx) != 0)
 		return 1;
@@ -468,10 +439,13 @@ int cmd_serve(int argc, char **argv)
 		tern_boot_server_addr(sb.boot, baddr, sizeof(baddr));
 	}
 	printf("card: %s\n", hex);
-	printf("run:  tern fill %s --provider %s%s%s\n", hex,
-	       short_provider(ci.provider),
-	       o.node && strncmp(o.node, "127.", 4) == 0 ? " --node " : "",
-	       o.node && strncmp(o.node, "127.", 4) == 0 ? o.node : "");
+	/* With a token, clients by card are refused: do not suggest it. */
+	if (o.token == NULL)
+		printf("run:  tern fill %s --provider %s%s%s\n", hex,
+		       short_provider(ci.provider),
+		       o.node && strncmp(o.node, "127.", 4) == 0 ? " --node "
+								 : "",
+		       o.node && strncmp(o.node, "127.", 4) == 0 ? o.node : "");
 	if (sb.boot != NULL)
 		printf("listen: %s (TCP bootstrap%s)\n"
 		       "run:  tern fill %s%s --provider %s%s\n",
@@ -599,44 +573,29 @@ static uint64_t fill_seed(const struct fill_opts *o)
 	return seed;
 }
 
-/* One connection by bootstrap address: dial, open a ctx where the socket
- * left from (tcp), swap cards, fill. */
+/* One connection by bootstrap address: dial, open a ctx, swap cards,
+ * fill. */
 static int boot_round(struct fill_opts *o, const char *addr, uint64_t seed,
 		      uint64_t *next)
 {
-	struct tern_boot_info mine = { 0 }, theirs;
-	char why[256], lhost[64];
+	struct tern_ctx_attr attr = {
+		.provider = o->provider,
+		.node = o->node,
+		.rails = (unsigned int)o->rails,
+	};
+	struct tern_boot_info theirs;
 	struct tern_ctx *ctx;
 	int fd, ret;
-	ssize_t len;
 
-	ret = tern_boot_dial(addr, (int)TERN_MIN(o->timeout_ms, 10000), &fd,
-			     why, sizeof(why));
-	if (ret != 0) {
-		cli_err(o->cmd, "%s", why);
-		return FILLS_LOST;
-	}
-	struct fill_opts oo = *o;
-
-	if (o->node == NULL && tcp_like(o->provider) &&
-	    tern_boot_local_host(fd, lhost, sizeof(lhost)) == 0)
-		oo.node = lhost;
-	if (open_ctx(&oo, &ctx) != 0) {
-		close(fd);
-		return FILLS_FATAL; /* not the connection's fault */
-	}
-	len = tern_ctx_card(ctx, mine.card, sizeof(mine.card));
-	mine.card_len = len > 0 ? (size_t)len : 0;
-	ret = tern_boot_hello(fd, o->token, &mine, &theirs,
-			      (int)TERN_MIN(o->timeout_ms, 10000), why,
-			      sizeof(why));
-	if (ret != 0) {
-		cli_err(o->cmd, "%s: %s", addr, why);
-		ret = ret == -TERN_EREFUSED ? FILLS_FATAL : FILLS_LOST;
-	} else {
-		ret = run_fills(ctx, o, theirs.card, theirs.card_len, fd, seed,
-				next);
-	}
+	ret = cli_boot_client(o->cmd, addr, o->token,
+			      (int)TERN_MIN(o->timeout_ms, 10000), &attr, &ctx,
+			      &theirs, &fd);
+	if (ret != 0)
+		return ret == CLI_BOOT_NOCTX || ret == -TERN_EREFUSED ||
+				       ret == -EINVAL
+			       ? FILLS_FATAL
+			       : FILLS_LOST;
+	ret = run_fills(ctx, o, theirs.card, theirs.card_len, fd, seed, next);
 	tern_ctx_close(ctx);
 	close(fd);
 	return ret;
@@ -713,8 +672,7 @@ int cmd_fill(int argc, char **argv)
 		cli_err("fill", "unexpected argument '%s'", argv[optind + 1]);
 		return 2;
 	}
-	if (o.token == NULL)
-		o.token = getenv("TERN_TOKEN");
+	o.token = cli_token(o.token);
 	if (o.token != NULL && strlen(o.token) > TERN_BOOT_TOKEN_MAX) {
 		cli_err("fill", "--token: at most %d bytes",
 			TERN_BOOT_TOKEN_MAX);

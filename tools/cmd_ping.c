@@ -66,7 +66,9 @@ static void ping_usage(FILE *f)
 	fprintf(f,
 		"usage: tern ping serve [--provider P] [--node ADDR] "
 		"[--card-file FILE]\n"
-		"       tern ping <card-hex> [--mode send|write] [--sizes "
+		"                       [--listen HOST:PORT [--token T]]\n"
+		"       tern ping <card-hex>|HOST:PORT [--mode send|write] "
+		"[--sizes "
 		"LIST | --size N]\n"
 		"                 [--iters N] [--warmup N] [--provider P]\n\n"
 		"Latency ping-pong (like ibv_rc_pingpong / fi_rdm_pingpong). "
@@ -87,6 +89,10 @@ static void ping_usage(FILE *f)
 		"      --node ADDR      local address to bind (tcp)\n"
 		"      --card-file FILE write (serve) or read (client) the "
 		"card\n"
+		"      --listen ADDR    serve: also hand the card out over "
+		"TCP at HOST:PORT\n"
+		"      --token T        bootstrap shared secret (default "
+		"$TERN_TOKEN)\n"
 		"  -h, --help           this text\n");
 }
 
@@ -122,8 +128,10 @@ static int parse_sizes(const char *list, struct tern_ping_params *p)
 
 int cmd_ping(int argc, char **argv)
 {
-	enum { OPT_NODE = 256, OPT_CARD, OPT_SIZES };
+	enum { OPT_NODE = 256, OPT_CARD, OPT_SIZES, OPT_LISTEN, OPT_TOKEN };
 	static const struct option lo[] = {
+		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "token", required_argument, NULL, OPT_TOKEN },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "sizes", required_argument, NULL, OPT_SIZES },
 		{ "size", required_argument, NULL, 's' },
@@ -144,6 +152,10 @@ int cmd_ping(int argc, char **argv)
 	};
 	struct net_opts o = { .cmd = "ping" };
 	struct tern_ping_result res[TERN_PING_MAX_SIZES];
+	const char *listen = NULL, *token = NULL;
+	struct tern_boot_info theirs;
+	int boot_fd = -1;
+	char lhost[64];
 	uint8_t card[TERN_CARD_MAX];
 	struct tern_ctx *ctx;
 	size_t card_len;
@@ -191,6 +203,12 @@ int cmd_ping(int argc, char **argv)
 		case OPT_CARD:
 			o.card_file = optarg;
 			break;
+		case OPT_LISTEN:
+			listen = optarg;
+			break;
+		case OPT_TOKEN:
+			token = optarg;
+			break;
 		case 'h':
 			ping_usage(stdout);
 			return 0;
@@ -205,25 +223,52 @@ int cmd_ping(int argc, char **argv)
 		cli_err("ping", "unexpected argument '%s'", argv[optind + 1]);
 		return 2;
 	}
+	token = cli_token(token);
 	stop_flag = cli_catch_signals();
 	if (optind < argc && strcmp(argv[optind], "serve") == 0) {
+		struct tern_boot_server *boot = NULL;
+
+		o.node = cli_listen_node(o.provider, o.node, listen, lhost,
+					 sizeof(lhost));
 		if (open_ctx(&o, 0, &ctx) != 0)
 			return 1;
 		ret = announce(&o, ctx);
+		if (ret == 0 && listen != NULL)
+			ret = cli_boot_serve("ping", ctx, listen, token, &boot);
 		if (ret == 0) {
 			printf("serving ping clients, one at a time; Ctrl-C to "
 			       "stop\n");
 			fflush(stdout);
 			ret = tern_ping_server(ctx, stop_flag, stdout);
 		}
+		tern_boot_server_close(boot);
 		tern_ctx_close(ctx);
 		return ret == 0 ? 0 : 1;
 	}
-	if (load_card(&o, optind < argc ? argv[optind] : NULL, card,
-		      &card_len) != 0)
+	if (listen != NULL) {
+		cli_err("ping", "--listen is for `tern ping serve`");
 		return 2;
-	if (open_ctx(&o, TERN_CTX_BUSY_POLL, &ctx) != 0)
-		return 1;
+	}
+	if (optind < argc && o.card_file == NULL &&
+	    tern_boot_is_addr(argv[optind])) {
+		struct tern_ctx_attr attr = {
+			.provider = o.provider,
+			.node = o.node,
+			.flags = TERN_CTX_BUSY_POLL,
+		};
+
+		if (cli_boot_client("ping", argv[optind], token, 10000, &attr,
+				    &ctx, &theirs, &boot_fd) != 0)
+			return 1;
+		memcpy(card, theirs.card, theirs.card_len);
+		card_len = theirs.card_len;
+	} else {
+		if (load_card(&o, optind < argc ? argv[optind] : NULL, card,
+			      &card_len) != 0)
+			return 2;
+		if (open_ctx(&o, TERN_CTX_BUSY_POLL, &ctx) != 0)
+			return 1;
+	}
 	ret = tern_ping_client(ctx, card, card_len, &p, res, why, sizeof(why));
 	if (ret != 0) {
 		cli_err("ping", "%s", why);
@@ -242,6 +287,8 @@ int cmd_ping(int argc, char **argv)
 			       res[i].rate);
 	}
 	tern_ctx_close(ctx);
+	if (boot_fd >= 0)
+		close(boot_fd);
 	return ret == 0 ? 0 : 1;
 }
 

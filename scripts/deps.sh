@@ -6,10 +6,11 @@ set -eu
 need="gcc make cmake pkg-config libfabric-dev libhwloc-dev"
 case "${1:-demo}" in
 demo) ;;
-check) need="$need libcmocka-dev python3 libibverbs-dev" ;;
+# check: the network-namespace tests need ip, tc (iproute2) and nft
+check) need="$need libcmocka-dev python3 libibverbs-dev iproute2 nftables" ;;
 # ci also boots the verbs test guest (make vm-check): qemu, cpio, kmod
 ci) need="$need libcmocka-dev python3 clang clang-format libibverbs-dev
-	qemu-system-x86 cpio kmod" ;;
+	iproute2 nftables qemu-system-x86 cpio kmod" ;;
 *) echo "usage: $0 demo|check|ci" >&2; exit 2 ;;
 esac
 

@@ -487,6 +487,8 @@ int cmd_bench(int argc, char **argv)
 	free(rep);
 	if (boot_fd >= 0)
 		tern_io_stop(&live);
+	if (peer_gone)
+		tern_ctx_settle(ctx, 300);
 	tern_ctx_close(ctx);
 	if (boot_fd >= 0)
 		close(boot_fd);

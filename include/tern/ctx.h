@@ -102,6 +102,16 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p);
  */
 int tern_ctx_close(struct tern_ctx *ctx);
 
+/**
+ * Run progress for @p ms milliseconds whether or not anything completes,
+ * so the provider handles connections that broke (a peer process died)
+ * before the ctx is closed: libfabric 1.17's tcp;ofi_rxm can crash in
+ * tern_ctx_close() when such a connection was never looked at. Call it
+ * when a peer is known gone (its bootstrap socket closed). Not from a
+ * callback. @return 0; -EINVAL; -EDEADLK from a callback.
+ */
+int tern_ctx_settle(struct tern_ctx *ctx, int ms);
+
 /** What a ctx is running on; strings live as long as the ctx. */
 struct tern_ctx_info {
 	const char *provider; /**< e.g. "tcp;ofi_rxm" */

@@ -180,6 +180,10 @@ static int bad_reply(const uint8_t *msg, size_t len, char *why, size_t whylen)
 static void conn_free(struct tern_fill_conn *c)
 {
 	tern_io_stop(&c->live);
+	/* The server died: let the provider see its connections break
+	 * before anything is closed (tern_ctx_settle). */
+	if (c->gone)
+		tern_ctx_settle(c->ctx, 300);
 	/* A receive still posted must finish before its buffer goes. */
 	if (c->recv_posted) {
 		int cr = tern_req_cancel(c->ctx, &c->rreq);

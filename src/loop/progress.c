@@ -371,6 +371,28 @@ int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms)
 	}
 }
 
+int tern_ctx_settle(struct tern_ctx *ctx, int ms)
+{
+	uint64_t end;
+
+	if (ctx == NULL || ms < 0)
+		return -EINVAL;
+	if (ctx->depth != 0)
+		return -EDEADLK;
+	end = tern__now_ns() + (uint64_t)ms * 1000000ULL;
+	for (;;) {
+		uint64_t now = tern__now_ns();
+		int ret;
+
+		if (now >= end)
+			return 0;
+		ret = tern_wait(ctx, NULL,
+				(int)TERN_MIN((end - now) / 1000000 + 1, 20));
+		if (ret < 0 && ret != -ETIMEDOUT)
+			return ret;
+	}
+}
+
 /* Checks shared by the posting calls; fills the common request fields. */
 static int prep(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 		struct tern_peer *peer, struct tern_mr *mr, const void *buf,

@@ -1,0 +1,251 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Two hosts for real: `tern serve --listen` on host A, clients on B and C,
+# over tcp;ofi_rxm across veth links (lib.sh), with faults injected.
+# usage: scenario.sh clean|ipv6|lossy|linkdown|kill|hostile
+# Every byte a client reports as delivered is verified by the client (tern
+# fill checks each page against MT19937-64 and everything else against
+# its canary; tern bench --verify checks the destination).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+prov="tcp"
+port=7471
+fail=0
+scenario=${1:?usage: scenario.sh SCENARIO}
+
+ok() { echo "ok: $*"; }
+bad() {
+	echo "FAIL: $*"
+	fail=1
+}
+
+# start_server HOST LISTEN [ARGS...]: tern serve there; log in $work/server.log
+start_server() {
+	h=$1 listen=$2
+	shift 2
+	bg_on "$h" "$work/server.log" "$TERN" serve --provider $prov \
+		--listen "$listen" "$@"
+	spid=$bgpid
+	wait_log "$work/server.log" "serving random-fill" 10 ||
+		{ cat "$work/server.log"; bad "server did not start"; exit 1; }
+}
+
+stop_server() {
+	kill -INT "$spid" 2>/dev/null
+	wait "$spid"
+	src=$?
+}
+
+# fill HOST LOG ARGS...: a client; its exit status in $rc
+fill() {
+	h=$1 log=$2
+	shift 2
+	on "$h" timeout 120 "$TERN" fill --provider $prov "$@" >"$log" 2>&1
+	rc=$?
+}
+
+show() {
+	echo "--- $1"
+	cat "$1"
+}
+
+netns_up
+
+case $scenario in
+clean)
+	# A fill from B, a bench from C, a ping from B: all across hosts.
+	start_server "$A" "192.0.2.1:$port"
+	bg_on "$A" "$work/bench.log" "$TERN" bench --provider $prov \
+		--listen "192.0.2.1:7472"
+	wait_log "$work/bench.log" "listening on" 10 || bad "bench peer did not start"
+	fill "$B" "$work/b.log" "192.0.2.1:$port" --count 3 --pages 8
+	show "$work/b.log"
+	[ $rc -eq 0 ] && grep -q "3 of 3 fill(s) verified" "$work/b.log" &&
+		ok "fill B -> A: 3 fills verified" || bad "fill B -> A (exit $rc)"
+	grep -q "fabric 192.0.2.0/24" "$work/b.log" ||
+		bad "the client's ctx is not on its 192.0.2.x address"
+	on "$C" timeout 120 "$TERN" bench --provider $prov --peer "192.0.2.1:7472" \
+		--sizes 4K,1M --iters 100 --verify >"$work/c.log" 2>&1
+	rc=$?
+	show "$work/c.log"
+	[ $rc -eq 0 ] && [ "$(grep -c ' ok$' "$work/c.log")" -eq 2 ] &&
+		ok "bench C -> A: 2 sizes verified" || bad "bench C -> A (exit $rc)"
+	bg_on "$A" "$work/ping.log" "$TERN" ping serve --provider $prov \
+		--listen "192.0.2.1:7473"
+	wait_log "$work/ping.log" "listening on" 10 || bad "ping server did not start"
+	on "$B" timeout 60 "$TERN" ping --provider $prov "192.0.2.1:7473" \
+		--iters 200 --sizes 8,4K >"$work/p.log" 2>&1
+	rc=$?
+	show "$work/p.log"
+	[ $rc -eq 0 ] && ok "ping B -> A" || bad "ping B -> A (exit $rc)"
+	stop_server
+	show "$work/server.log"
+	[ "$src" -eq 0 ] || bad "server exited $src"
+	grep -q "client 192.0.2.2:[0-9]* connected" "$work/server.log" ||
+		bad "server did not log the client's address"
+	;;
+ipv6)
+	start_server "$A" "[2001:db8::1]:$port"
+	fill "$B" "$work/b.log" "[2001:db8::1]:$port" --count 2 --pages 8
+	show "$work/b.log"
+	[ $rc -eq 0 ] && grep -q "2 of 2 fill(s) verified" "$work/b.log" &&
+		ok "fill over IPv6: 2 fills verified" || bad "fill over IPv6 (exit $rc)"
+	grep -q "fabric 2001:db8::/64" "$work/b.log" ||
+		bad "the client's ctx is not on its IPv6 address"
+	stop_server
+	show "$work/server.log"
+	grep -q "client \[2001:db8::2\]" "$work/server.log" ||
+		bad "server did not see the IPv6 client"
+	;;
+lossy)
+	# 2% of TCP packets dropped on arrival at A and at B (nftables: this
+	# kernel has no netem), and A's port towards B limited to 100 Mbit/s.
+	command -v nft >/dev/null || netns_skip "no nft (nftables)"
+	for h in "$A" "$B"; do
+		on "$h" nft add table inet loss &&
+			on "$h" nft add chain inet loss in \
+				'{ type filter hook input priority 0; }' &&
+			on "$h" nft add rule inet loss in meta l4proto tcp \
+				numgen random mod 100 '<' 2 counter drop ||
+			netns_skip "nftables unusable here"
+	done
+	on "$A" tc qdisc add dev vb root tbf rate 100mbit burst 64kb latency 100ms ||
+		netns_skip "tc tbf unusable here"
+	start_server "$A" "192.0.2.1:$port"
+	t0=$(date +%s)
+	fill "$B" "$work/b.log" "192.0.2.1:$port" --count 4 --pages 8 --timeout 60000
+	t1=$(date +%s)
+	show "$work/b.log"
+	[ $rc -eq 0 ] && grep -q "4 of 4 fill(s) verified" "$work/b.log" &&
+		ok "4 fills of 8 MiB verified through 2% loss at 100 Mbit/s ($((t1 - t0)) s)" ||
+		bad "fill through loss (exit $rc)"
+	drops=0
+	for h in "$A" "$B"; do
+		d=$(on "$h" nft list chain inet loss in | sed -n 's/.*counter packets \([0-9]*\).*/\1/p')
+		drops=$((drops + ${d:-0}))
+	done
+	echo "packets dropped by the loss rules: $drops"
+	[ "$drops" -gt 0 ] || bad "no packet was dropped: the loss rule did not act"
+	on "$A" tc -s qdisc show dev vb
+	stop_server
+	;;
+linkdown)
+	# The link to B goes down for 2 s in the middle of a transfer.
+	on "$A" tc qdisc add dev vb root tbf rate 100mbit burst 64kb latency 100ms ||
+		netns_skip "tc tbf unusable here"
+	start_server "$A" "192.0.2.1:$port"
+	(
+		on "$B" timeout 120 "$TERN" fill --provider $prov "192.0.2.1:$port" \
+			--count 8 --pages 8 --timeout 20000 >"$work/b.log" 2>&1
+		echo "exit $?" >>"$work/b.log"
+	) &
+	cpid=$!
+	wait_log "$work/b.log" "^fill 1:" 30 || bad "no fill before the link went down"
+	on "$A" ip link set vb down
+	echo "link A-B down"
+	sleep 2
+	on "$A" ip link set vb up
+	echo "link A-B up"
+	wait $cpid
+	show "$work/b.log"
+	rc=$(sed -n 's/^exit //p' "$work/b.log")
+	if [ "$rc" = 124 ]; then
+		bad "the client hung (killed by the 120 s guard)"
+	elif [ "$rc" = 0 ]; then
+		grep -q "8 of 8 fill(s) verified" "$work/b.log" &&
+			ok "transfer survived the outage: 8 fills verified" ||
+			bad "exit 0 without 8 verified fills"
+	else
+		grep -q "tern fill: fill [0-9]* (seed [0-9]*): " "$work/b.log" &&
+			ok "transfer failed cleanly with a reason (exit $rc)" ||
+			bad "exit $rc without a reason"
+	fi
+	# Whatever happened to that transfer, the path works again.
+	fill "$B" "$work/b2.log" "192.0.2.1:$port" --pages 4
+	[ $rc -eq 0 ] && ok "a new fill after the outage verifies" ||
+		{ show "$work/b2.log"; bad "fill after the outage (exit $rc)"; }
+	stop_server
+	show "$work/server.log"
+	;;
+kill)
+	# The server is killed mid-transfer: the client says the peer is gone
+	# (its bootstrap socket closes) well before its 20 s fill timeout,
+	# then a new server on the same address serves it again.
+	on "$A" tc qdisc add dev vb root tbf rate 200mbit burst 64kb latency 100ms ||
+		netns_skip "tc tbf unusable here"
+	start_server "$A" "192.0.2.1:$port"
+	(
+		on "$B" timeout 120 "$TERN" fill --provider $prov "192.0.2.1:$port" \
+			--count 12 --pages 8 --timeout 20000 --reconnect 30 \
+			>"$work/b.log" 2>&1
+		echo "exit $?" >>"$work/b.log"
+	) &
+	cpid=$!
+	wait_log "$work/b.log" "^fill 2:" 30 || bad "no fill before the kill"
+	kill -9 "$spid"
+	wait "$spid" 2>/dev/null
+	killed=$(date +%s%N)
+	echo "server killed"
+	wait_log "$work/b.log" "peer gone" 15 &&
+		ok "client reported: $(grep -o 'peer gone[^;]*' "$work/b.log" | head -1)" ||
+		bad "client did not report the peer gone within 15 s"
+	seen=$(date +%s%N)
+	echo "peer gone seen by this script $(((seen - killed) / 1000000)) ms after the kill"
+	sleep 1
+	mv "$work/server.log" "$work/server1.log"
+	start_server "$A" "192.0.2.1:$port"
+	wait $cpid
+	show "$work/b.log"
+	grep -q "^exit 0" "$work/b.log" &&
+		grep -q "12 of 12 fill(s) verified; 0 failed their check; 0 not done; 1 reconnect(s)" "$work/b.log" &&
+		ok "after reconnecting, all 12 fills verified" || bad "client did not finish after the restart"
+	stop_server
+	show "$work/server.log"
+	;;
+hostile)
+	# A token-protected server; from C a silent client, a garbage sender,
+	# a wrong token, and a client by card; from B at the same time a good
+	# client, which must be served while the silent one still hangs on.
+	start_server "$A" "192.0.2.1:$port" --token s3cret-token
+	card=$(sed -n 's/^card: //p' "$work/server.log")
+	bg_on "$C" "$work/silent.log" bash -c \
+		"exec 3<>/dev/tcp/192.0.2.1/$port; sleep 8"
+	silent=$bgpid
+	on "$C" bash -c "printf 'GET / HTTP/1.0\r\n\r\n' >/dev/tcp/192.0.2.1/$port"
+	fill "$C" "$work/wrong.log" "192.0.2.1:$port" --token guess
+	show "$work/wrong.log"
+	[ $rc -ne 0 ] && grep -q "the server refused: wrong token" "$work/wrong.log" &&
+		ok "wrong token refused" || bad "wrong token (exit $rc)"
+	fill "$C" "$work/none.log" "192.0.2.1:$port"
+	[ $rc -ne 0 ] && grep -q "requires a token" "$work/none.log" &&
+		ok "missing token refused" || { show "$work/none.log"; bad "missing token (exit $rc)"; }
+	fill "$C" "$work/card.log" "$card" --node 192.0.2.3 --timeout 5000
+	show "$work/card.log"
+	[ $rc -ne 0 ] && grep -q "admits only clients that passed" "$work/card.log" &&
+		ok "client by card (no handshake) refused" || bad "client by card (exit $rc)"
+	TERN_TOKEN=s3cret-token fill "$B" "$work/b.log" "192.0.2.1:$port" --count 2 --pages 8
+	show "$work/b.log"
+	[ $rc -eq 0 ] && grep -q "2 of 2 fill(s) verified" "$work/b.log" &&
+		ok "good client (token from \$TERN_TOKEN) served" || bad "good client (exit $rc)"
+	kill -0 "$silent" 2>/dev/null &&
+		ok "... while the silent client was still connected" ||
+		bad "the silent client was gone before the good one finished"
+	wait_log "$work/server.log" "no hello within" 10 ||
+		bad "the silent client was not dropped"
+	kill -0 "$spid" 2>/dev/null || bad "server died"
+	stop_server
+	show "$work/server.log"
+	grep -q "not a tern bootstrap message" "$work/server.log" ||
+		bad "garbage not logged"
+	grep -q "bootstrap: 1 client(s) admitted, 4 refused" "$work/server.log" ||
+		bad "expected 1 admitted and 4 refused (silent, garbage, wrong, none)"
+	[ "$src" -eq 0 ] || bad "server exited $src"
+	;;
+*)
+	echo "unknown scenario $scenario"
+	exit 2
+	;;
+esac
+[ $fail -eq 0 ] && echo "PASS: netns $scenario"
+exit $fail

@@ -170,6 +170,23 @@ int cli_open_ctx(const char *cmd, const struct tern_ctx_attr *attr,
 	return 0;
 }
 
+int cli_rails(const char *cmd, const char *val, uint64_t *rails,
+	      const char **domains)
+{
+	if (val[0] != '\0' && strspn(val, "0123456789") == strlen(val)) {
+		*domains = NULL;
+		return cli_uint(cmd, "--rails", val, 1, TERN_MAX_RAILS, rails);
+	}
+	if (strlen(val) >= 4 * TERN_MAX_RAILS * 16) {
+		cli_err(cmd, "--rails: too long");
+		return -EINVAL;
+	}
+	/* gpu=N or DOMAIN,DOMAIN...: checked when the ctx opens. */
+	*rails = 0;
+	*domains = val;
+	return 0;
+}
+
 /* ---- bootstrap over TCP (tern/boot.h) ------------------------------ */
 
 const char *cli_token(const char *opt)

@@ -26,6 +26,10 @@ int cli_size(const char *cmd, const char *opt, const char *val, uint64_t min,
 /* Parse an unsigned integer option the same way. */
 int cli_uint(const char *cmd, const char *opt, const char *val, uint64_t min,
 	     uint64_t max, uint64_t *out);
+/* --rails N (endpoints on one domain), gpu=N (the NICs tern topo maps to
+ * GPU N) or DOMAIN,DOMAIN,... (one rail each): sets one of the two. */
+int cli_rails(const char *cmd, const char *val, uint64_t *rails,
+	      const char **domains);
 /* Apply --log LEVEL. */
 int cli_log(const char *cmd, const char *val);
 /* Ctrl-C / SIGTERM set the returned flag; SIGPIPE is ignored. */

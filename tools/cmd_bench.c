@@ -28,7 +28,8 @@ static void usage(FILE *f)
 		"[--sizes LIST|all]\n"
 		"                  [--window N] [--iters N | --duration S] "
 		"[--warmup N]\n"
-		"                  [--rails N] [--pin] [--provider P] [--node "
+		"                  [--rails N|gpu=N|LIST] [--pin] [--provider "
+		"P] [--node "
 		"ADDR] "
 		"[--verify]\n"
 		"                  [--json FILE] [--csv FILE] [--plot "
@@ -76,9 +77,14 @@ static void usage(FILE *f)
 		"  -p, --provider NAME  efa, verbs, tcp, shm (default: the "
 		"best present)\n"
 		"      --node ADDR      local address to bind (tcp)\n"
-		"      --rails N        endpoints (default 1); writes and "
-		"reads\n"
-		"                       above 128 KiB are striped over them\n"
+		"      --rails N|gpu=N|DOMAIN,DOMAIN...\n"
+		"                       N endpoints on one domain (default "
+		"1), the NICs\n"
+		"                       tern topo maps to GPU N, or one rail "
+		"per listed\n"
+		"                       domain; writes and reads above 128 KiB "
+		"are\n"
+		"                       striped over them\n"
 		"                       ($TERN_STRIPE_CHUNK)\n"
 		"      --pin            pin this thread near the NIC "
 		"(shm/tcp:\n"
@@ -249,12 +255,13 @@ int cmd_bench(int argc, char **argv)
 	};
 	const char *prov = NULL, *node = NULL, *peer_hex = NULL;
 	const char *json = NULL, *csv = NULL, *plot = NULL, *card_file = NULL;
-	const char *listen_addr = NULL, *token = NULL;
+	const char *listen_addr = NULL, *token = NULL, *domains = NULL;
 	struct tern_boot_server *boot = NULL;
 	struct tern_boot_info theirs;
 	int boot_fd = -1;
 	char lhost[64];
-	char rails_s[16] = "1", hex[2 * TERN_CARD_MAX + 2], why[256] = "";
+	char rails_s[TERN_MAX_RAILS * 64] = "1", hex[2 * TERN_CARD_MAX + 2],
+				      why[256] = "";
 	int c, ret = 0, listen = 0, once = 0, have_warm = 0;
 
 	struct tern_bench_report *rep;
@@ -338,9 +345,8 @@ int cmd_bench(int argc, char **argv)
 			pin = 1;
 			break;
 		case OPT_RAILS:
-			ret = cli_uint("bench", "--rails", optarg, 1,
-				       TERN_MAX_RAILS, &rails);
-			snprintf(rails_s, sizeof(rails_s), "%" PRIu64, rails);
+			ret = cli_rails("bench", optarg, &rails, &domains);
+			snprintf(rails_s, sizeof(rails_s), "%s", optarg);
 			break;
 		case 'p':
 			prov = strcmp(optarg, "auto") ? optarg : NULL;
@@ -377,6 +383,7 @@ int cmd_bench(int argc, char **argv)
 			.provider = prov,
 			.node = node,
 			.rails = (unsigned)rails,
+			.domains = domains,
 			.flags = pin ? TERN_CTX_PIN : 0,
 		};
 
@@ -392,6 +399,7 @@ int cmd_bench(int argc, char **argv)
 			&(struct tern_ctx_attr){ .provider = prov,
 						 .node = node,
 						 .rails = (unsigned)rails,
+						 .domains = domains,
 						 .flags = pin ? TERN_CTX_PIN
 							      : 0 },
 			&ctx);

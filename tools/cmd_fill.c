@@ -33,6 +33,8 @@ struct fill_opts {
 	const char *token;  /* serve, fill: shared secret */
 	uint64_t reconnect_s;
 	uint64_t rails;
+	const char *domains; /* --rails gpu=N or a domain list */
+	const char *rails_arg;
 	uint64_t page_size;
 	uint64_t pages;
 	uint64_t seed;
@@ -96,7 +98,12 @@ static const char common_help[] =
 	"127.0.0.1 for tcp\n"
 	"                        over loopback (default: $TERN_NODE, else "
 	"the provider's)\n"
-	"      --rails N         endpoints to open (default 1)\n"
+	"      --rails N|gpu=N|DOMAIN,DOMAIN...\n"
+	"                        N endpoints on one domain (default 1), the "
+	"NICs\n"
+	"                        `tern topo` maps to GPU N, or one rail per "
+	"listed\n"
+	"                        libfabric domain (default $TERN_DOMAINS)\n"
 	"      --log LEVEL       none, warn, info, debug (default: $TERN_LOG "
 	"or warn)\n"
 	"  -h, --help            this text\n";
@@ -211,8 +218,8 @@ static int parse(int argc, char **argv, struct fill_opts *o)
 			o->node = optarg;
 			break;
 		case OPT_RAILS:
-			ret = cli_uint(o->cmd, "--rails", optarg, 1,
-				       TERN_MAX_RAILS, &o->rails);
+			ret = cli_rails(o->cmd, optarg, &o->rails, &o->domains);
+			o->rails_arg = optarg;
 			break;
 		case OPT_CARD_FILE:
 			o->card_file = optarg;
@@ -301,6 +308,7 @@ static int open_ctx(const struct fill_opts *o, struct tern_ctx **ctx_p)
 		.provider = o->provider,
 		.node = o->node,
 		.rails = (unsigned int)o->rails,
+		.domains = o->domains,
 	};
 
 	return cli_open_ctx(o->cmd, &attr, ctx_p);
@@ -582,6 +590,7 @@ static int boot_round(struct fill_opts *o, const char *addr, uint64_t seed,
 		.provider = o->provider,
 		.node = o->node,
 		.rails = (unsigned int)o->rails,
+		.domains = o->domains,
 	};
 	struct tern_boot_info theirs;
 	struct tern_ctx *ctx;
@@ -765,19 +774,22 @@ int cmd_demo(int argc, char **argv)
 	}
 	if (pid == 0) {
 		char rails[16];
+		const char *rails_p = rails;
 
 		close(cardp[0]);
 		snprintf(path, sizeof(path), "/dev/fd/%d", cardp[1]);
 		snprintf(rails, sizeof(rails), "%" PRIu64, o.rails);
+		if (o.rails_arg != NULL)
+			rails_p = o.rails_arg;
 		/* The server is a real second process: exec ourselves. */
 		if (o.node != NULL)
 			execl("/proc/self/exe", "tern", "serve", "--once",
-			      "--provider", o.provider, "--rails", rails,
+			      "--provider", o.provider, "--rails", rails_p,
 			      "--node", o.node, "--card-file", path,
 			      (char *)NULL);
 		else
 			execl("/proc/self/exe", "tern", "serve", "--once",
-			      "--provider", o.provider, "--rails", rails,
+			      "--provider", o.provider, "--rails", rails_p,
 			      "--card-file", path, (char *)NULL);
 		fprintf(stderr, "tern demo: exec: %s\n", strerror(errno));
 		_exit(127);

@@ -65,6 +65,15 @@ struct tern_ctx_attr {
 	 * TERN_STRIPE_CHUNK_DEFAULT; at least 4096.
 	 */
 	uint64_t stripe_chunk;
+	/**
+	 * Rails on several domains (NICs): a comma-separated list of
+	 * libfabric domain names, one rail each ("rdmap79s0-rdm,rdmap80s0-rdm";
+	 * an RDMA device name matches its domains: "rdmap79s0"), or "gpu=N":
+	 * the NICs `tern topo` maps to GPU N. NULL: $TERN_DOMAINS, else one
+	 * domain (@p domain, or the provider's first) with @p rails endpoints.
+	 * With a list, @p rails must be 0, 1 or its length; @p node is ignored.
+	 */
+	const char *domains;
 };
 
 /** Default striping chunk (and threshold): 128 KiB. */

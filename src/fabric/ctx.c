@@ -99,8 +99,21 @@ const char *tern__info_unusable(const struct fi_info *fi)
 	return NULL;
 }
 
+/* Does domain @dom answer to the name a user gave? Exactly, or as the
+ * RDMA device it is built on: "rdmap79s0" names "rdmap79s0-rdm". */
+static int domain_match(const char *dom, const char *want)
+{
+	size_t n = strlen(want);
+
+	return dom != NULL && strncmp(dom, want, n) == 0 &&
+	       (dom[n] == '\0' || dom[n] == '-');
+}
+
+/* The provider's first usable offering; with @want, the first on a domain
+ * of that name, and with @fmt, the first with that address format. */
 static int getinfo_caps(const char *prov, const char *node, const char *domain,
-			uint64_t extra_caps, struct fi_info **info_p)
+			const char *want, uint32_t fmt, uint64_t extra_caps,
+			struct fi_info **info_p)
 {
 	struct fi_info *hints, *info = NULL, *fi;
 	int ret;
@@ -108,6 +121,7 @@ static int getinfo_caps(const char *prov, const char *node, const char *domain,
 	hints = make_hints(prov, domain, extra_caps);
 	if (hints == NULL)
 		return -ENOMEM;
+	hints->addr_format = fmt;
 	ret = fi_getinfo(TERN_FI_VERSION, node, NULL, node ? FI_SOURCE : 0,
 			 hints, &info);
 	fi_freeinfo(hints);
@@ -120,7 +134,8 @@ static int getinfo_caps(const char *prov, const char *node, const char *domain,
 	 * offering whose provider name matches exactly and is usable. */
 	for (fi = info; fi != NULL; fi = fi->next) {
 		if (strcmp(fi->fabric_attr->prov_name, prov) == 0 &&
-		    tern__info_unusable(fi) == NULL)
+		    tern__info_unusable(fi) == NULL &&
+		    (want == NULL || domain_match(fi->domain_attr->name, want)))
 			break;
 	}
 	if (fi == NULL) {
@@ -135,12 +150,13 @@ static int getinfo_caps(const char *prov, const char *node, const char *domain,
 
 /* Atomics are wanted, not required: ask with them first, then without. */
 static int getinfo_one(const char *prov, const char *node, const char *domain,
-		       struct fi_info **info_p)
+		       const char *want, uint32_t fmt, struct fi_info **info_p)
 {
-	int ret = getinfo_caps(prov, node, domain, FI_ATOMIC, info_p);
+	int ret = getinfo_caps(prov, node, domain, want, fmt, FI_ATOMIC,
+			       info_p);
 
 	if (ret == -TERN_ENOPROV)
-		ret = getinfo_caps(prov, node, domain, 0, info_p);
+		ret = getinfo_caps(prov, node, domain, want, fmt, 0, info_p);
 	return ret;
 }
 
@@ -162,7 +178,7 @@ static int choose_info(const struct tern_ctx_attr *attr,
 				  node);
 			node = NULL;
 		}
-		ret = getinfo_one(prov, node, attr->domain, info_p);
+		ret = getinfo_one(prov, node, attr->domain, NULL, 0, info_p);
 		if (ret == -TERN_ENOPROV)
 			tern_warn("provider '%s' is not available here%s%s "
 				  "(see `tern info`)",
@@ -170,14 +186,157 @@ static int choose_info(const struct tern_ctx_attr *attr,
 		return ret;
 	}
 	for (size_t i = 0; i < TERN_ARRAY_SIZE(auto_providers); i++) {
-		ret = getinfo_one(auto_providers[i], node, attr->domain,
-				  info_p);
+		ret = getinfo_one(auto_providers[i], node, attr->domain, NULL,
+				  0, info_p);
 		if (ret != -TERN_ENOPROV)
 			return ret;
 	}
 	tern_warn("no usable provider among efa, verbs;ofi_rxm, tcp;ofi_rxm "
 		  "(see `tern info`)");
 	return -TERN_ENOPROV;
+}
+
+/* attr->domains (or $TERN_DOMAINS): the domain names, one per rail.
+ * @return 0 with *n_p = 0 when none is asked; -EINVAL, logged. */
+static int domain_list(const struct tern_ctx_attr *attr,
+		       char (*names)[TERN_TOPO_NAME_LEN], unsigned int *n_p)
+{
+	const char *spec = attr->domains ? attr->domains
+					 : tern__env_str("TERN_DOMAINS");
+	const char *p;
+
+	*n_p = 0;
+	if (spec == NULL || *spec == '\0')
+		return 0;
+	if (strncmp(spec, "gpu=", 4) == 0) {
+		char why[192], *end;
+		unsigned long gpu = strtoul(spec + 4, &end, 10);
+		int n;
+
+		if (spec[4] == '\0' || *end != '\0' || gpu > 1024) {
+			tern_warn("rails '%s': gpu=N takes a GPU number (see "
+				  "tern topo)",
+				  spec);
+			return -EINVAL;
+		}
+		n = tern__topo_gpu_nics(tern__env_str("TERN_TOPO_XML"),
+					(unsigned int)gpu, names,
+					TERN_MAX_RAILS, why, sizeof(why));
+		if (n < 0) {
+			tern_warn("rails '%s': %s", spec, why);
+			return -EINVAL;
+		}
+		*n_p = (unsigned int)n;
+		return 0;
+	}
+	for (p = spec; *p != '\0';) {
+		size_t len = strcspn(p, ",");
+
+		if (len == 0 || len >= TERN_TOPO_NAME_LEN ||
+		    *n_p == TERN_MAX_RAILS) {
+			tern_warn("rails '%s': expected up to %d domain names "
+				  "of 1..%d characters, comma-separated",
+				  spec, TERN_MAX_RAILS, TERN_TOPO_NAME_LEN - 1);
+			return -EINVAL;
+		}
+		memcpy(names[*n_p], p, len);
+		names[(*n_p)++][len] = '\0';
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+/* One rail per listed domain: rail 0 picks the provider (given, or the
+ * first automatic one with such a domain); the others must be domains of
+ * the same provider with the same address format (one card holds them). */
+static int choose_rails(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
+			char (*names)[TERN_TOPO_NAME_LEN], unsigned int n)
+{
+	const char *prov = attr->provider ? attr->provider
+					  : tern__env_str("TERN_PROVIDER");
+	int ret = -TERN_ENOPROV;
+
+	if (prov != NULL && strcmp(prov, "auto") != 0) {
+		prov = tern__provider_canonical(prov);
+		ret = getinfo_one(prov, NULL, NULL, names[0], 0, &ctx->info);
+	} else {
+		for (size_t i = 0; i < TERN_ARRAY_SIZE(auto_providers) &&
+				   ret == -TERN_ENOPROV;
+		     i++)
+			ret = getinfo_one(auto_providers[i], NULL, NULL,
+					  names[0], 0, &ctx->info);
+	}
+	if (ret != 0) {
+		tern_warn("rail 0: no %s domain '%s' here (see `tern info`)",
+			  prov ? prov : "efa, verbs or tcp", names[0]);
+		return ret;
+	}
+	for (unsigned int i = 1; i < n; i++) {
+		ret = getinfo_one(ctx->info->fabric_attr->prov_name, NULL, NULL,
+				  names[i], ctx->info->addr_format,
+				  &ctx->rails[i].info);
+		if (ret != 0) {
+			tern_warn("rail %u: no %s domain '%s' with the address "
+				  "format of rail 0's here (see `tern info`)",
+				  i, ctx->info->fabric_attr->prov_name,
+				  names[i]);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static struct fi_info *rail_info(const struct tern_ctx *ctx,
+				 const struct tern_rail *r)
+{
+	return r->info != NULL ? r->info : ctx->info;
+}
+
+/* Each rail's fabric, opened once per fabric name. */
+static int open_fabrics(struct tern_ctx *ctx)
+{
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		struct fi_info *fi = rail_info(ctx, &ctx->rails[i]);
+		int ret;
+
+		for (unsigned int j = 0; j < i; j++) {
+			struct fi_info *fj = rail_info(ctx, &ctx->rails[j]);
+
+			if (fi == fj || strcmp(fi->fabric_attr->name,
+					       fj->fabric_attr->name) == 0) {
+				ctx->rails[i].fabric = ctx->rails[j].fabric;
+				break;
+			}
+		}
+		if (ctx->rails[i].fabric != NULL)
+			continue;
+		ret = fi_fabric(fi->fabric_attr, &ctx->rails[i].fabric, NULL);
+		if (ret != 0) {
+			tern_warn("rail %u: fi_fabric(%s): %s", i,
+				  fi->fabric_attr->name, fi_strerror(-ret));
+			return -TERN_EPROV;
+		}
+		ctx->fabrics[ctx->nfabrics++] = ctx->rails[i].fabric;
+	}
+	ctx->fabric = ctx->rails[0].fabric;
+	return 0;
+}
+
+/* What tern_ctx_open() built before its rails: fabrics and infos. */
+static void close_fabrics(struct tern_ctx *ctx)
+{
+	while (ctx->nfabrics > 0)
+		fi_close(&ctx->fabrics[--ctx->nfabrics]->fid);
+	for (unsigned int i = 0; i < TERN_MAX_RAILS; i++) {
+		fi_freeinfo(ctx->rails[i].info);
+		ctx->rails[i].info = NULL;
+		ctx->rails[i].fabric = NULL;
+	}
+	fi_freeinfo(ctx->info);
+	ctx->info = NULL;
+	ctx->fabric = NULL;
 }
 
 static void rail_close(struct tern_rail *r)
@@ -218,7 +377,7 @@ static int post_sinks(struct tern_rail *r)
 
 static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 {
-	struct fi_info *fi = ctx->info;
+	struct fi_info *fi = rail_info(ctx, r);
 	struct fi_cq_attr cq_attr = {
 		.format = FI_CQ_FORMAT_DATA,
 		/* A wait fd lets an idle loop sleep; a busy poller has no
@@ -238,7 +397,7 @@ again:
 	r->ctx = ctx;
 	r->wait_fd = -1;
 	what = "fi_domain";
-	ret = fi_domain(ctx->fabric, fi, &r->domain, NULL);
+	ret = fi_domain(r->fabric, fi, &r->domain, NULL);
 	if (ret != 0)
 		goto err;
 	what = "fi_cq_open";
@@ -398,8 +557,9 @@ static void decode_info(struct tern_ctx *ctx)
 int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 {
 	static const struct tern_ctx_attr defaults;
+	char names[TERN_MAX_RAILS][TERN_TOPO_NAME_LEN];
+	unsigned int i = 0, ndom = 0;
 	struct tern_ctx *ctx;
-	unsigned int i;
 	int ret;
 
 	if (attr == NULL)
@@ -433,10 +593,32 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	ret = tern__imm_init(&ctx->imm);
 	if (ret != 0)
 		goto err_free;
-	ret = choose_info(attr, &ctx->info);
+	ret = domain_list(attr, names, &ndom);
+	if (ret == 0 && ndom != 0 && attr->rails > 1 && attr->rails != ndom) {
+		tern_warn("%u rails asked, %u domains listed", attr->rails,
+			  ndom);
+		ret = -EINVAL;
+	}
 	if (ret != 0)
 		goto err_imm;
+	if (ndom != 0) {
+		ctx->nrails = ndom;
+		ret = choose_rails(ctx, attr, names, ndom);
+	} else {
+		ret = choose_info(attr, &ctx->info);
+	}
+	if (ret != 0)
+		goto err_info;
 	decode_info(ctx);
+	for (i = 1; i < ndom; i++) {
+		const struct fi_info *fi = ctx->rails[i].info;
+		size_t l = strlen(ctx->domain_name);
+
+		ctx->tx_size = TERN_MIN(ctx->tx_size, fi->tx_attr->size);
+		ctx->rx_size = TERN_MIN(ctx->rx_size, fi->rx_attr->size);
+		snprintf(ctx->domain_name + l, sizeof(ctx->domain_name) - l,
+			 ",%s", fi->domain_attr->name);
+	}
 	if (ctx->tx_size == 0 ||
 	    ctx->rx_size <= (ctx->rx_cq_data ? TERN__SINKS : 0)) {
 		tern_warn("provider %s reports queue sizes tx %zu rx %zu",
@@ -444,17 +626,13 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		ret = -TERN_ENOPROV;
 		goto err_info;
 	}
-	ret = fi_fabric(ctx->info->fabric_attr, &ctx->fabric, NULL);
-	if (ret != 0) {
-		tern_warn("fi_fabric(%s): %s", ctx->prov_name,
-			  fi_strerror(-ret));
-		ret = -TERN_EPROV;
+	ret = open_fabrics(ctx);
+	if (ret != 0)
 		goto err_info;
-	}
 	if (attr->flags & TERN_CTX_PIN) {
 		/* Before any domain exists: its memory follows the thread. */
-		ret = tern__topo_pin_near(ctx->domain_name, ctx->pinned,
-					  sizeof(ctx->pinned));
+		ret = tern__topo_pin_near(ctx->info->domain_attr->name,
+					  ctx->pinned, sizeof(ctx->pinned));
 		if (ret == 0)
 			tern_info("pinned to %s", ctx->pinned);
 		else
@@ -466,6 +644,15 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		ret = rail_open(ctx, &ctx->rails[i]);
 		if (ret != 0)
 			goto err_rails;
+		if (ctx->rails[i].addrlen != ctx->rails[0].addrlen) {
+			tern_warn("rail %u: %zu-byte address, rail 0 has %zu: "
+				  "one card cannot hold both",
+				  i, ctx->rails[i].addrlen,
+				  ctx->rails[0].addrlen);
+			ret = -EINVAL;
+			i++;
+			goto err_rails;
+		}
 	}
 	ctx->atomic_fadd = atomic_ok(ctx, FI_SUM, FI_FETCH_ATOMIC);
 	ctx->atomic_cswap = atomic_ok(ctx, FI_CSWAP, FI_COMPARE_ATOMIC);
@@ -496,9 +683,8 @@ err_scratch:
 err_rails:
 	while (i-- > 0)
 		rail_close(&ctx->rails[i]);
-	fi_close(&ctx->fabric->fid);
 err_info:
-	fi_freeinfo(ctx->info);
+	close_fabrics(ctx);
 err_imm:
 	tern__imm_fini(&ctx->imm);
 err_free:
@@ -586,8 +772,7 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	tern__loop_cancel_posted(ctx);
 	loop_handles_stop(ctx); /* anything a last callback started */
 	tern__loop_fini(ctx);
-	fi_close(&ctx->fabric->fid);
-	fi_freeinfo(ctx->info);
+	close_fabrics(ctx);
 	tern__imm_fini(&ctx->imm);
 	free(ctx);
 }
@@ -638,11 +823,18 @@ int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req)
 int tern__rails_trywait(struct tern_ctx *ctx)
 {
 	struct fid *fids[TERN_MAX_RAILS];
-	int ret;
+	int ret = 0;
 
-	for (unsigned int i = 0; i < ctx->nrails; i++)
-		fids[i] = &ctx->rails[i].cq->fid;
-	ret = fi_trywait(ctx->fabric, fids, (int)ctx->nrails);
+	/* fi_trywait() takes the CQs of one fabric at a time. */
+	for (unsigned int f = 0; f < ctx->nfabrics && ret == 0; f++) {
+		int n = 0;
+
+		for (unsigned int i = 0; i < ctx->nrails; i++) {
+			if (ctx->rails[i].fabric == ctx->fabrics[f])
+				fids[n++] = &ctx->rails[i].cq->fid;
+		}
+		ret = fi_trywait(ctx->fabrics[f], fids, n);
+	}
 	if (ret == 0)
 		return 0;
 	if (ret == -FI_EAGAIN)

@@ -65,6 +65,8 @@ struct tern__slot {
 struct tern_rail {
 	struct tern_ctx *ctx;
 	unsigned int idx;
+	struct fi_info *info;	   /* its own domain's; NULL: ctx->info */
+	struct fid_fabric *fabric; /* one of ctx->fabrics */
 	struct fid_domain *domain;
 	struct fid_av *av;
 	struct fid_cq *cq;
@@ -125,8 +127,12 @@ struct tern__imm_table {
 };
 
 struct tern_ctx {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
+	struct fi_info *info;	   /* rail 0's */
+	struct fid_fabric *fabric; /* rail 0's: fabrics[0] */
+	/* Rails on several domains may sit on several fabrics (tcp: one
+	 * per subnet); each fabric is opened once. */
+	struct fid_fabric *fabrics[TERN_MAX_RAILS];
+	unsigned int nfabrics;
 	unsigned int nrails;
 	unsigned int next_rail;
 	unsigned int post_batch;

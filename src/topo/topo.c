@@ -1105,3 +1105,45 @@ int tern__topo_pin_near(const char *domain, char *desc, size_t desclen)
 	tern__topo_close(t);
 	return ret;
 }
+
+int tern__topo_gpu_nics(const char *xml_path, unsigned gpu,
+			char (*names)[TERN_TOPO_NAME_LEN], size_t max,
+			char *why, size_t whylen)
+{
+	struct tern_topo_attr attr = { .xml_path = xml_path };
+	const struct tern_topo_gpu *g;
+	struct tern_topo *t = NULL;
+	int ret, n = 0;
+
+	ret = tern__topo_open(&attr, &t);
+	if (ret != 0) {
+		snprintf(why, whylen, "cannot read the machine map: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	if (gpu >= tern__topo_gpu_count(t)) {
+		snprintf(why, whylen,
+			 "gpu=%u: %zu GPU(s) on %s (see tern topo)", gpu,
+			 tern__topo_gpu_count(t), tern__topo_source(t));
+		ret = -ENOENT;
+		goto out;
+	}
+	g = tern__topo_gpu_get(t, gpu);
+	for (size_t i = 0; i < g->nnics && (size_t)n < max; i++) {
+		const struct tern_topo_nic *nic = tern__topo_nic_get(
+			t, g->nics[i]);
+
+		if (nic->name[0] == '\0')
+			continue;
+		snprintf(names[n++], TERN_TOPO_NAME_LEN, "%s", nic->name);
+	}
+	ret = n;
+	if (n == 0) {
+		snprintf(why, whylen, "gpu=%u (%s) has no RDMA NIC on %s", gpu,
+			 g->busid, tern__topo_source(t));
+		ret = -ENOENT;
+	}
+out:
+	tern__topo_close(t);
+	return ret;
+}

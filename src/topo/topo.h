@@ -205,6 +205,17 @@ size_t tern__topo_format_cpus(const unsigned *cpus, size_t n, char *buf,
  */
 int tern__topo_pin_near(const char *domain, char *desc, size_t desclen);
 
+/*
+ * The RDMA device names of the NICs mapped to GPU @gpu (its index in
+ * `tern topo`'s list), on this host or in @xml_path: what a ctx opens as
+ * rails for "gpu=N". At most @max names of TERN_TOPO_NAME_LEN bytes.
+ * @return how many; -ENOENT (no such GPU, or it has no NICs) with @why;
+ * errors of tern__topo_open().
+ */
+int tern__topo_gpu_nics(const char *xml_path, unsigned gpu,
+			char (*names)[TERN_TOPO_NAME_LEN], size_t max,
+			char *why, size_t whylen);
+
 const char *tern__topo_path_str(enum tern_topo_path path);
 const char *tern__topo_kind_str(int kind);
 

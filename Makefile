@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PROVIDER ?= shm
 
 .PHONY: all demo check build build-release asan-check format format-check \
-	clean deps-demo deps-check vm-check
+	clean deps-demo deps-check vm-check fuzz-check
 
 all: build
 
@@ -44,6 +44,16 @@ asan-check: deps-check
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --preset asan -j $(JOBS)
 
+# libFuzzer on every parser a peer reaches, FUZZ_SECONDS each, in
+# build-fuzz with clang (tests/fuzz/README.md: crashes, longer runs).
+FUZZ_SECONDS ?= 20
+fuzz-check:
+	@sh scripts/deps.sh fuzz
+	cmake --preset fuzz >/dev/null
+	cmake --build --preset fuzz -j $(JOBS)
+	ctest --preset fuzz -j $(JOBS)
+	sh tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h')
 format:
 	clang-format -i $(FORMAT_FILES)
@@ -51,4 +61,4 @@ format-check:
 	clang-format --dry-run --Werror $(FORMAT_FILES)
 
 clean:
-	rm -rf build build-release build-asan
+	rm -rf build build-release build-asan build-fuzz

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Install what tern needs from Debian/Ubuntu packages, or say exactly what
-# to run. usage: scripts/deps.sh demo|check|ci
+# to run. usage: scripts/deps.sh demo|check|fuzz|ci
 set -eu
 need="gcc make cmake pkg-config libfabric-dev libhwloc-dev"
 case "${1:-demo}" in
@@ -9,9 +9,11 @@ demo) ;;
 # check: the network-namespace tests need ip, tc (iproute2) and nft
 check) need="$need libcmocka-dev python3 libibverbs-dev iproute2 nftables" ;;
 # ci also boots the verbs test guest (make vm-check): qemu, cpio, kmod
-ci) need="$need libcmocka-dev python3 clang clang-format libibverbs-dev
-	iproute2 nftables qemu-system-x86 cpio kmod" ;;
-*) echo "usage: $0 demo|check|ci" >&2; exit 2 ;;
+# fuzz: make fuzz-check builds with clang and links libFuzzer
+fuzz) need="$need libcmocka-dev python3 libibverbs-dev clang libclang-rt-dev" ;;
+ci) need="$need libcmocka-dev python3 clang libclang-rt-dev clang-format
+	libibverbs-dev iproute2 nftables qemu-system-x86 cpio kmod" ;;
+*) echo "usage: $0 demo|check|fuzz|ci" >&2; exit 2 ;;
 esac
 
 missing=""

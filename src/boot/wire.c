@@ -253,7 +253,7 @@ int tern__boot_token_eq(const uint8_t *a, size_t alen, const char *want)
 		return 0;
 	/* Every byte up to the limit is looked at, whatever the inputs, so
 	 * the time taken says nothing about how much of a guess was right. */
-	diff = (unsigned int)(alen ^ wlen);
+	diff = alen != wlen;
 	for (size_t i = 0; i < TERN_BOOT_TOKEN_MAX; i++) {
 		uint8_t x = i < alen ? a[i] : 0;
 		uint8_t y = i < wlen ? (uint8_t)want[i] : 0;
@@ -307,8 +307,9 @@ int tern__boot_split(const char *addr, char *host, size_t hostlen, char *port,
 		}
 	}
 	if (colon == NULL)
-		return put(port, portlen, dflt, strlen(dflt));
-	p = colon + 1;
+		p = dflt;
+	else
+		p = colon + 1;
 	if (*p == '\0' || strlen(p) > 5 ||
 	    strspn(p, "0123456789") != strlen(p) ||
 	    strtoul(p, NULL, 10) > 65535) {
@@ -316,5 +317,9 @@ int tern__boot_split(const char *addr, char *host, size_t hostlen, char *port,
 			 addr, p);
 		return -EINVAL;
 	}
-	return put(port, portlen, p, strlen(p));
+	if (put(port, portlen, p, strlen(p))) {
+		snprintf(why, whylen, "port buffer too small");
+		return -EINVAL;
+	}
+	return 0;
 }

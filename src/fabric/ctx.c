@@ -133,6 +133,10 @@ static int getinfo_caps(const char *prov, const char *node, const char *domain,
 	/* Layered providers may list a core entry first; take the first
 	 * offering whose provider name matches exactly and is usable. */
 	for (fi = info; fi != NULL; fi = fi->next) {
+		tern_debug("offering: %s %s %s: %s", fi->fabric_attr->prov_name,
+			   fi->fabric_attr->name, fi->domain_attr->name,
+			   tern__info_unusable(fi) ? tern__info_unusable(fi)
+						   : "usable");
 		if (strcmp(fi->fabric_attr->prov_name, prov) == 0 &&
 		    tern__info_unusable(fi) == NULL &&
 		    (want == NULL || domain_match(fi->domain_attr->name, want)))

@@ -13,6 +13,8 @@
 #
 # Host A: 192.0.2.1, 2001:db8::1 (bridge br0; its ports vb, vc lead to B, C)
 # Host B: 192.0.2.2, 2001:db8::2 (eth0)     Host C: 192.0.2.3, 2001:db8::3
+# (192.0.2.0/25). netns_link2 adds a second, direct link A-B: A's vb2
+# 192.0.2.129 <-> B's eth1 192.0.2.130 (192.0.2.128/25): two NICs each.
 # Set TERN_NETNS_REQUIRED=1 to make a skip a failure (CI, running as root).
 set -u
 id=$$
@@ -74,8 +76,9 @@ netns_up() {
 		ip netns add "$h" || exit 1
 		made="$made $h"
 	done
-	on "$A" ip link add br0 type bridge || netns_skip "no bridge support"
-	on "$A" ip addr add 192.0.2.1/24 dev br0
+	on "$A" ip link add br0 type bridge forward_delay 0 ||
+		netns_skip "no bridge support"
+	on "$A" ip addr add 192.0.2.1/25 dev br0
 	on "$A" ip addr add 2001:db8::1/64 dev br0 nodad
 	n=2
 	for h in "$B" "$C"; do
@@ -86,7 +89,7 @@ netns_up() {
 		on "$A" ip link set "tn${id}$n" name "$brport"
 		on "$A" ip link set "$brport" master br0 up
 		on "$h" ip link set "tp${id}$n" name eth0
-		on "$h" ip addr add "192.0.2.$n/24" dev eth0
+		on "$h" ip addr add "192.0.2.$n/25" dev eth0
 		on "$h" ip addr add "2001:db8::$n/64" dev eth0 nodad
 		on "$h" ip link set eth0 up
 		on "$h" ip link set lo up
@@ -94,5 +97,29 @@ netns_up() {
 	done
 	on "$A" ip link set br0 up
 	on "$A" ip link set lo up
+	# Providers list only interfaces that are up: wait for the bridge.
+	i=0
+	until [ "$(on "$A" cat /sys/class/net/br0/operstate)" = up ]; do
+		i=$((i + 1))
+		[ $i -gt 100 ] && { echo "FAIL: br0 did not come up"; exit 1; }
+		sleep 0.1
+	done
 	echo "hosts: A=192.0.2.1 B=192.0.2.2 C=192.0.2.3 (namespaces $made)"
+}
+
+netns_link2() {
+	ip link add "tn${id}x" type veth peer name "tp${id}x" || exit 1
+	ip link set "tn${id}x" netns "$A"
+	ip link set "tp${id}x" netns "$B"
+	on "$A" ip link set "tn${id}x" name vb2
+	on "$B" ip link set "tp${id}x" name eth1
+	on "$A" ip addr add 192.0.2.129/25 dev vb2
+	on "$B" ip addr add 192.0.2.130/25 dev eth1
+	on "$A" ip link set vb2 up
+	on "$B" ip link set eth1 up
+}
+
+# tx_bytes DEV: bytes a link of host A has sent (its qdisc's count)
+tx_bytes() {
+	on "$A" cat "/sys/class/net/$1/statistics/tx_bytes"
 }

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Two hosts for real: `tern serve --listen` on host A, clients on B and C,
 # over tcp;ofi_rxm across veth links (lib.sh), with faults injected.
-# usage: scenario.sh clean|ipv6|lossy|linkdown|kill|hostile
+# usage: scenario.sh clean|ipv6|lossy|linkdown|kill|hostile|rails
 # Every byte a client reports as delivered is verified by the client (tern
 # fill checks each page against MT19937-64 and everything else against
 # its canary; tern bench --verify checks the destination).
@@ -241,6 +241,53 @@ hostile)
 	grep -q "bootstrap: 1 client(s) admitted, 4 refused" "$work/server.log" ||
 		bad "expected 1 admitted and 4 refused (silent, garbage, wrong, none)"
 	[ "$src" -eq 0 ] || bad "server exited $src"
+	;;
+rails)
+	# Two NICs per host (lib.sh: netns_link2), each link limited to
+	# 100 Mbit/s from A to B: one rail per NIC on both sides. Fills
+	# (whole pages round-robin over the rails) and a bench of striped
+	# 4 MiB writes and reads must verify and use both links.
+	netns_link2
+	for dev in vb vb2; do
+		on "$A" tc qdisc add dev $dev root tbf rate 100mbit burst 64kb \
+			latency 100ms || netns_skip "tc tbf unusable here"
+	done
+	start_server "$A" "192.0.2.1:$port" --rails br0,vb2
+	grep -q "domain br0,vb2, 2 rail(s)" "$work/server.log" ||
+		bad "server not on two domains"
+	bg_on "$A" "$work/bench.log" "$TERN" bench --provider $prov \
+		--listen "192.0.2.1:7472" --rails br0,vb2
+	wait_log "$work/bench.log" "listening on" 10 || bad "bench peer did not start"
+	vb0=$(tx_bytes vb) vb20=$(tx_bytes vb2)
+	fill "$B" "$work/b.log" "192.0.2.1:$port" --rails eth0,eth1 --count 2 --pages 16
+	show "$work/b.log"
+	[ $rc -eq 0 ] && grep -q "2 of 2 fill(s) verified" "$work/b.log" &&
+		ok "2 fills of 16 MiB over 2 rails verified" || bad "fill over 2 rails (exit $rc)"
+	a=$(($(tx_bytes vb) - vb0)) b=$(($(tx_bytes vb2) - vb20))
+	echo "fills: A sent $a bytes on vb (rail 0), $b on vb2 (rail 1)"
+	[ $a -gt 8000000 ] && [ $b -gt 8000000 ] &&
+		ok "both links carried over 8 MB of the 32 MiB" || bad "a link carried too little"
+	vb0=$(tx_bytes vb) vb20=$(tx_bytes vb2)
+	on "$B" timeout 120 "$TERN" bench --provider $prov --peer "192.0.2.1:7472" \
+		--rails eth0,eth1 --sizes 4M --iters 20 --verify >"$work/c.log" 2>&1
+	rc=$?
+	show "$work/c.log"
+	[ $rc -eq 0 ] && grep -q " ok$" "$work/c.log" &&
+		ok "striped 4 MiB writes over 2 rails verified" || bad "bench write (exit $rc)"
+	a=$(($(tx_bytes vb) - vb0)) b=$(($(tx_bytes vb2) - vb20))
+	echo "bench writes: A sent $a bytes on vb, $b on vb2 (acks and reads' data)"
+	on "$B" timeout 120 "$TERN" bench --provider $prov --peer "192.0.2.1:7472" \
+		--rails eth0,eth1 --sizes 4M --iters 20 --verify --op read >"$work/r.log" 2>&1
+	rc=$?
+	show "$work/r.log"
+	[ $rc -eq 0 ] && grep -q " ok$" "$work/r.log" &&
+		ok "striped 4 MiB reads over 2 rails verified" || bad "bench read (exit $rc)"
+	a=$(($(tx_bytes vb) - vb0)) b=$(($(tx_bytes vb2) - vb20))
+	echo "bench reads: A sent $a bytes on vb, $b on vb2"
+	[ $a -gt 20000000 ] && [ $b -gt 20000000 ] &&
+		ok "reads of 80 MiB came back over both links" || bad "reads did not use both links"
+	stop_server
+	show "$work/server.log"
 	;;
 *)
 	echo "unknown scenario $scenario"

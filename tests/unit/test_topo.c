@@ -99,6 +99,8 @@ static size_t parse_names(const char *s, char *copy, size_t len,
 	return n;
 }
 
+#define TERN_MAX_NICS 32
+
 struct fixture {
 	char *text; /* the .expect file, cut into tokens in place */
 	struct rec *recs;
@@ -750,6 +752,61 @@ static void test_hostile_values(void **state)
 	}
 }
 
+/* gpu=N rails: the names a ctx opens are the GPU's NICs, in map order. */
+static void test_gpu_nics(void **state)
+{
+	static const char *const names[] = { "p4d.24xlarge", "p5.48xlarge",
+					     "p5en.48xlarge",
+					     "p6-b200.48xlarge" };
+	char got[TERN_MAX_NICS][TERN_TOPO_NAME_LEN], why[192], path[512];
+	int n;
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		struct fixture fx;
+
+		load_fixture(names[k], 0, &fx);
+		snprintf(path, sizeof(path), "%s/%s.xml", TERN_TEST_DATA_DIR,
+			 names[k]);
+		assert_true(tern__topo_gpu_count(fx.topo) > 0);
+		for (size_t g = 0; g < tern__topo_gpu_count(fx.topo); g++) {
+			const struct tern_topo_gpu *gpu = tern__topo_gpu_get(
+				fx.topo, g);
+
+			n = tern__topo_gpu_nics(path, (unsigned)g, got,
+						TERN_MAX_NICS, why,
+						sizeof(why));
+			assert_int_equal(n, (int)gpu->nnics);
+			for (int i = 0; i < n; i++)
+				assert_string_equal(
+					got[i], tern__topo_nic_get(fx.topo,
+								   gpu->nics[i])
+							->name);
+		}
+		n = tern__topo_gpu_nics(path,
+					(unsigned)tern__topo_gpu_count(fx.topo),
+					got, TERN_MAX_NICS, why, sizeof(why));
+		assert_int_equal(n, -ENOENT);
+		assert_non_null(strstr(why, "GPU(s)"));
+		free_fixture(&fx);
+	}
+	/* The published p5.48xlarge shape: GPU 0 has 4 EFA under its
+	 * switch; a caller asking for fewer gets the first ones. */
+	snprintf(path, sizeof(path), "%s/p5.48xlarge.xml", TERN_TEST_DATA_DIR);
+	assert_int_equal(tern__topo_gpu_nics(path, 0, got, TERN_MAX_NICS, why,
+					     sizeof(why)),
+			 4);
+	assert_string_equal(got[0], "rdmap79s0");
+	assert_string_equal(got[3], "rdmap82s0");
+	assert_int_equal(tern__topo_gpu_nics(path, 0, got, 2, why, sizeof(why)),
+			 2);
+	/* No GPU at all. */
+	snprintf(path, sizeof(path), "%s/server-2s.xml", TERN_TEST_DATA_DIR);
+	assert_int_equal(tern__topo_gpu_nics(path, 0, got, TERN_MAX_NICS, why,
+					     sizeof(why)),
+			 -ENOENT);
+}
+
 static void test_format_cpus(void **state)
 {
 	static const unsigned a[] = { 0, 1, 2, 3, 8, 10, 11, 96 };
@@ -816,6 +873,7 @@ int main(void)
 		cmocka_unit_test(test_fabric_lookup),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_hostile_values),
+		cmocka_unit_test(test_gpu_nics),
 		cmocka_unit_test(test_format_cpus),
 		cmocka_unit_test(test_bind_thread),
 	};

@@ -63,12 +63,18 @@ static void live_io(struct tern_io *io, unsigned int events)
 	(void)events;
 	if (k < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	snprintf(c->gone_why, sizeof(c->gone_why), "%s",
-		 k == 0	 ? "the server closed its bootstrap connection "
-			   "(it exited or was killed)"
-		 : k > 0 ? "the server sent unexpected bytes on its "
-			   "bootstrap connection"
-			 : strerror(errno));
+	if (k < 0)
+		snprintf(c->gone_why, sizeof(c->gone_why),
+			 "bootstrap connection lost (%s)%s", strerror(errno),
+			 errno == ETIMEDOUT ? ": the server's host stopped "
+					      "answering"
+					    : "");
+	else
+		snprintf(c->gone_why, sizeof(c->gone_why), "%s",
+			 k == 0 ? "the server closed its bootstrap connection "
+				  "(it exited or was killed)"
+				: "the server sent unexpected bytes on its "
+				  "bootstrap connection");
 	c->gone = 1;
 	tern_io_stop(io);
 }

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Two hosts for real: `tern serve --listen` on host A, clients on B and C,
 # over tcp;ofi_rxm across veth links (lib.sh), with faults injected.
-# usage: scenario.sh clean|ipv6|lossy|linkdown|kill|hostile|rails
+# usage: scenario.sh clean|ipv6|lossy|linkdown|kill|vanish|hostile|rails
 # Every byte a client reports as delivered is verified by the client (tern
 # fill checks each page against MT19937-64 and everything else against
 # its canary; tern bench --verify checks the destination).
@@ -63,7 +63,7 @@ clean)
 	show "$work/b.log"
 	[ $rc -eq 0 ] && grep -q "3 of 3 fill(s) verified" "$work/b.log" &&
 		ok "fill B -> A: 3 fills verified" || bad "fill B -> A (exit $rc)"
-	grep -q "fabric 192.0.2.0/24" "$work/b.log" ||
+	grep -q "fabric 192.0.2.0/25" "$work/b.log" ||
 		bad "the client's ctx is not on its 192.0.2.x address"
 	on "$C" timeout 120 "$TERN" bench --provider $prov --peer "192.0.2.1:7472" \
 		--sizes 4K,1M --iters 100 --verify >"$work/c.log" 2>&1
@@ -202,6 +202,40 @@ kill)
 		ok "after reconnecting, all 12 fills verified" || bad "client did not finish after the restart"
 	stop_server
 	show "$work/server.log"
+	;;
+vanish)
+	# The server's host vanishes for good mid-transfer (its link goes
+	# down and stays down: no reset, no FIN). The bootstrap connection's
+	# keepalive (10 s idle, 4 probes 2 s apart) ends the client's wait
+	# with peer gone long before its 60 s fill timeout; the server drops
+	# the session the same way.
+	on "$A" tc qdisc add dev vb root tbf rate 100mbit burst 64kb latency 100ms ||
+		netns_skip "tc tbf unusable here"
+	start_server "$A" "192.0.2.1:$port"
+	(
+		on "$B" timeout 120 "$TERN" fill --provider $prov "192.0.2.1:$port" \
+			--count 40 --pages 8 --timeout 60000 >"$work/b.log" 2>&1
+		echo "exit $?" >>"$work/b.log"
+	) &
+	cpid=$!
+	wait_log "$work/b.log" "^fill 2:" 30 || bad "no fill before the link went"
+	on "$A" ip link set vb down
+	t0=$(date +%s)
+	echo "link A-B down for good"
+	wait $cpid
+	t1=$(date +%s)
+	show "$work/b.log"
+	grep -q "^exit 124" "$work/b.log" && bad "the client hung"
+	grep -q "peer gone: bootstrap connection lost" "$work/b.log" &&
+		ok "client reported the peer gone $((t1 - t0)) s after the link went (fill timeout 60 s)" ||
+		bad "client did not report the peer gone"
+	[ $((t1 - t0)) -lt 45 ] || bad "took $((t1 - t0)) s: longer than keepalive allows"
+	wait_log "$work/server.log" "connection lost" 30 &&
+		ok "server dropped the vanished client: $(grep 'connection lost' "$work/server.log")" ||
+		bad "server did not notice the client vanish"
+	grep -q "ended (bootstrap connection closed)" "$work/server.log" ||
+		bad "server did not end the session"
+	stop_server
 	;;
 hostile)
 	# A token-protected server; from C a silent client, a garbage sender,

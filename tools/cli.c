@@ -140,8 +140,9 @@ int cli_card_read(const char *cmd, const char *path, const char *arg,
 	n = tern_hex_decode(hex, card, TERN_CARD_MAX);
 	if (n <= 0) {
 		cli_err(cmd,
-			"the card must be the hex string the server "
-			"printed (%s)",
+			"'%.40s%s' is neither the hex card the server printed "
+			"(%s) nor a HOST:PORT",
+			hex, strlen(hex) > 40 ? "..." : "",
 			n == -ENOSPC ? "too long" : "not hex");
 		return -EINVAL;
 	}

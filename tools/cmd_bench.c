@@ -375,6 +375,11 @@ int cmd_bench(int argc, char **argv)
 		cli_err("bench", "--iters and --duration exclude each other");
 		return 2;
 	}
+	if (token != NULL && listen && listen_addr == NULL) {
+		cli_err("bench", "--token needs --listen HOST:PORT (it is "
+				 "checked in the TCP handshake)");
+		return 2;
+	}
 	token = cli_token(token);
 	stop = cli_catch_signals();
 	bench_stop = stop;

@@ -385,7 +385,11 @@ int cmd_serve(int argc, char **argv)
 		cli_err("serve", "unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
-	o.token = cli_token(o.token);
+	/* $TERN_TOKEN applies where there is a handshake to check it. */
+	if (o.token == NULL && o.listen != NULL)
+		o.token = cli_token(NULL);
+	else if (o.token != NULL && o.token[0] == '\0')
+		o.token = NULL;
 	if (o.token != NULL && o.listen == NULL) {
 		cli_err("serve", "--token needs --listen (the token is checked "
 				 "in the TCP handshake)");
@@ -485,6 +489,7 @@ int cmd_serve(int argc, char **argv)
 		       " left\n",
 		       bs.accepted, bs.refused, bs.gone);
 		tern_boot_server_close(sb.boot);
+		sb.boot = NULL; /* the fill server's close may still admit */
 	}
 	if (ret != 0)
 		cli_err("serve", "%s", tern_strerror(ret));
@@ -599,9 +604,12 @@ static int boot_round(struct fill_opts *o, const char *addr, uint64_t seed,
 	ret = cli_boot_client(o->cmd, addr, o->token,
 			      (int)TERN_MIN(o->timeout_ms, 10000), &attr, &ctx,
 			      &theirs, &fd);
+	/* A server that refuses, speaks another protocol or version, or an
+	 * address that cannot work: redialling cannot help. */
 	if (ret != 0)
 		return ret == CLI_BOOT_NOCTX || ret == -TERN_EREFUSED ||
-				       ret == -EINVAL
+				       ret == -EINVAL || ret == -TERN_EPROTO ||
+				       ret == -TERN_EVERSION
 			       ? FILLS_FATAL
 			       : FILLS_LOST;
 	ret = run_fills(ctx, o, theirs.card, theirs.card_len, fd, seed, next);
@@ -631,23 +639,35 @@ static int wait_server(const char *addr, uint64_t deadline)
 static int fill_by_addr(struct fill_opts *o, const char *addr)
 {
 	uint64_t seed = fill_seed(o), next = 0, redials = 0, bad = 0;
+	uint64_t lost_at = 0, deadline = 0;
 	int ret;
 
 	for (;;) {
-		uint64_t t0;
+		uint64_t t0, before = next;
 
 		ret = boot_round(o, addr, seed, &next);
 		bad += (uint64_t)(ret & FILLS_COUNT);
 		if (!(ret & FILLS_LOST) || *stop_flag || o->reconnect_s == 0)
 			break;
-		printf("%s: connection lost before fill %" PRIu64
-		       " was done; waiting up to %" PRIu64
-		       " s for %s to take clients again\n",
-		       o->cmd, next + 1, o->reconnect_s, addr);
-		fflush(stdout);
+		/* --reconnect S bounds the time without a finished fill, not
+		 * each wait: a server that takes TCP but never completes a
+		 * fill must not keep us here forever. */
 		t0 = tern__now_ns();
-		if (wait_server(addr, t0 + o->reconnect_s * 1000000000ULL)) {
-			cli_err(o->cmd, "no server at %s within %" PRIu64 " s",
+		if (next != before || lost_at == 0) {
+			lost_at = t0;
+			deadline = t0 + o->reconnect_s * 1000000000ULL;
+		}
+		printf("%s: connection lost before fill %" PRIu64
+		       " was done; trying %s again for up to %.0f s\n",
+		       o->cmd, next + 1, addr,
+		       (double)(deadline > t0 ? deadline - t0 : 0) / 1e9);
+		fflush(stdout);
+		/* At least a breath between rounds, then wait for a server. */
+		nanosleep(&(struct timespec){ 0, 300000000 }, NULL);
+		if (wait_server(addr, deadline)) {
+			cli_err(o->cmd,
+				"no fill done at %s within %" PRIu64 " s of "
+				"losing the connection; giving up",
 				addr, o->reconnect_s);
 			break;
 		}

@@ -223,6 +223,12 @@ int cmd_ping(int argc, char **argv)
 		cli_err("ping", "unexpected argument '%s'", argv[optind + 1]);
 		return 2;
 	}
+	if (token != NULL && listen == NULL && optind < argc &&
+	    strcmp(argv[optind], "serve") == 0) {
+		cli_err("ping", "--token needs --listen (it is checked in the "
+				"TCP handshake)");
+		return 2;
+	}
 	token = cli_token(token);
 	stop_flag = cli_catch_signals();
 	if (optind < argc && strcmp(argv[optind], "serve") == 0) {

@@ -68,7 +68,7 @@ struct tern_boot_server;
 /**
  * Called from the ctx's loop. @p info is the client's hello (NULL for
  * refusals that came before one); @p text says what happened in words,
- * with the client's address.
+ * with the client's address. A callback must not close the server.
  */
 typedef void (*tern_boot_cb)(struct tern_boot_server *srv,
 			     const struct tern_boot_info *info,
@@ -76,7 +76,7 @@ typedef void (*tern_boot_cb)(struct tern_boot_server *srv,
 
 struct tern_boot_server_attr {
 	const char *listen;	 /**< "HOST:PORT", "[IPV6]:PORT", ":PORT" */
-	const char *token;	 /**< clients must present it; NULL: none */
+	const char *token;	 /**< clients must present it; NULL: any */
 	int handshake_ms;	 /**< a hello must arrive by then; 0 = 5000 */
 	int max_conns;		 /**< connections at once; 0 = 1024 */
 	tern_boot_cb on_hello;	 /**< a client passed the handshake */

@@ -158,7 +158,9 @@ struct tern_io {
 
 /**
  * Watch @p fd for @p events (TERN_IO_READ | TERN_IO_WRITE); the callback
- * runs while the condition holds (level-triggered). Calling it again on an
+ * runs while the condition holds (level-triggered), from tern_run() and
+ * tern_wait() when they would sleep, and from every 64th tern_progress()
+ * pass, so a busy data path does not starve it. Calling it again on an
  * active watcher changes the events. The caller closes the fd, after
  * tern_io_stop().
  * @return 0; -EINVAL; -EEXIST if @p fd is watched by another tern_io of

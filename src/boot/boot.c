@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -327,6 +328,8 @@ struct tern_boot_server {
 	char *token;
 	int lfd;
 	struct tern_io lio;
+	struct tern_timer pause; /* accept paused: out of fds or memory */
+	uint64_t accept_errs;
 	struct bconn *conns;
 	int nconns;
 	char addr[ADDR_STR];
@@ -430,7 +433,8 @@ static void on_hello_bytes(struct bconn *c)
 			 m->type);
 		ret = -TERN_EPROTO;
 	}
-	if (ret == 0 &&
+	/* A server without a token admits everyone, token or not. */
+	if (ret == 0 && srv->token != NULL &&
 	    !tern__boot_token_eq(m->token, m->token_len, srv->token)) {
 		snprintf(why, sizeof(why), "%s",
 			 m->token_len ? "wrong token"
@@ -518,11 +522,21 @@ static void listen_io(struct tern_io *io, unsigned int events)
 		fd = accept4(srv->lfd, (struct sockaddr *)&ss, &sl,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR &&
-			    errno != ECONNABORTED)
-				tern_warn("boot: accept: %s", strerror(errno));
+			if (errno == EAGAIN || errno == EINTR ||
+			    errno == ECONNABORTED)
+				return;
+			/* Out of fds or memory: the pending connection stays
+			 * readable, so stop watching for 100 ms instead of
+			 * spinning on it (and say so once per spell). */
+			if (srv->accept_errs++ == 0)
+				tern_warn("boot: accept: %s; pausing new "
+					  "connections",
+					  strerror(errno));
+			tern_io_stop(&srv->lio);
+			tern_timer_start(srv->ctx, &srv->pause, 100, 0);
 			return;
 		}
+		srv->accept_errs = 0;
 		c = calloc(1, sizeof(*c));
 		if (c == NULL) {
 			close(fd);
@@ -553,6 +567,15 @@ static void listen_io(struct tern_io *io, unsigned int events)
 				     (uint64_t)srv->attr.handshake_ms, 0) != 0)
 			refuse(c, ENOMEM, "cannot watch the connection");
 	}
+}
+
+static void accept_resume(struct tern_timer *t)
+{
+	struct tern_boot_server *srv = t->data;
+
+	if (tern_io_start(srv->ctx, &srv->lio, srv->lfd, TERN_IO_READ,
+			  listen_io, srv) != 0)
+		tern_timer_start(srv->ctx, &srv->pause, 1000, 0);
 }
 
 static int bind_listen(struct tern_boot_server *srv, const char *addr,
@@ -630,10 +653,21 @@ int tern_boot_server_open(struct tern_ctx *ctx,
 	srv->attr = *attr;
 	srv->mine = *mine;
 	srv->lfd = -1;
+	tern_timer_init(&srv->pause, accept_resume, srv);
 	if (srv->attr.handshake_ms <= 0)
 		srv->attr.handshake_ms = 5000;
 	if (srv->attr.max_conns <= 0)
 		srv->attr.max_conns = 1024;
+	{
+		/* Keep half the fds for everything else (the tcp provider
+		 * needs one per peer). */
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		    rl.rlim_cur != RLIM_INFINITY &&
+		    (rlim_t)srv->attr.max_conns > rl.rlim_cur / 2)
+			srv->attr.max_conns = (int)TERN_MAX(rl.rlim_cur / 2, 8);
+	}
 	if (attr->token != NULL && attr->token[0] != '\0') {
 		srv->token = strdup(attr->token);
 		if (srv->token == NULL) {
@@ -693,6 +727,7 @@ void tern_boot_server_close(struct tern_boot_server *srv)
 		return;
 	while (srv->conns != NULL)
 		conn_free(srv->conns);
+	tern_timer_stop(&srv->pause);
 	tern_io_stop(&srv->lio);
 	close(srv->lfd);
 	free(srv->token);

@@ -486,13 +486,17 @@ err_close:
  * software, as EFA does)? */
 static int atomic_ok(struct tern_ctx *ctx, enum fi_op op, uint64_t flags)
 {
-	struct fi_atomic_attr attr = { 0 };
+	/* Atomics go round-robin over the rails: every one must run them. */
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		struct fi_atomic_attr attr = { 0 };
 
-	if (!(ctx->info->caps & FI_ATOMIC))
-		return 0;
-	return fi_query_atomic(ctx->rails[0].domain, FI_UINT64, op, &attr,
-			       flags) == 0 &&
-	       attr.count >= 1 && attr.size == 8;
+		if (!(rail_info(ctx, &ctx->rails[i])->caps & FI_ATOMIC) ||
+		    fi_query_atomic(ctx->rails[i].domain, FI_UINT64, op, &attr,
+				    flags) != 0 ||
+		    attr.count < 1 || attr.size != 8)
+			return 0;
+	}
+	return 1;
 }
 
 /* One registered scratch area for every rail's slots (atomic operands and

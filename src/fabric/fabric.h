@@ -135,6 +135,7 @@ struct tern_ctx {
 	unsigned int nfabrics;
 	unsigned int nrails;
 	unsigned int next_rail;
+	unsigned int io_spins; /* progress passes, for tern__loop_poll_ios */
 	unsigned int post_batch;
 	uint64_t stripe_chunk; /* writes/reads longer are striped */
 	char pinned[160];      /* TERN_CTX_PIN: where the thread went */
@@ -243,6 +244,9 @@ void tern__loop_fini(struct tern_ctx *ctx);
 int tern__loop_block(struct tern_ctx *ctx, int64_t timeout_ns);
 int tern__loop_alive(const struct tern_ctx *ctx);
 int tern__loop_due(struct tern_ctx *ctx);
+/* Every TERN__IO_EVERY calls, look at the user's fds without sleeping, so
+ * fd watchers run even while completions keep the loop busy. */
+int tern__loop_poll_ios(struct tern_ctx *ctx);
 /* Around calls that run user callbacks: a callback may close the ctx;
  * the outermost tern__leave() finishes that close. @return 1 if the ctx
  * is gone. */

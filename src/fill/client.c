@@ -100,8 +100,12 @@ static int wait_live(struct tern_fill_conn *c, struct tern_req *req,
 					   : (int)((deadline - now) / 1000000);
 		int ret;
 
+		/* The server may have finished and exited: what it sent
+		 * before going may still be in the queues. */
 		if (c->gone)
-			return -TERN_EPEERGONE;
+			return tern_wait(c->ctx, req, 50) == 0
+				       ? 0
+				       : -TERN_EPEERGONE;
 		if (!c->live._priv.active)
 			return tern_wait(c->ctx, req, left);
 		ret = tern_wait(c->ctx, req, TERN_MIN(left, 100));

@@ -521,6 +521,15 @@ static int poll_ios(struct tern_ctx *ctx)
 	return nevs > 0 ? dispatch_events(ctx, nevs) : 0;
 }
 
+int tern__loop_poll_ios(struct tern_ctx *ctx)
+{
+	/* Not from inside a dispatch: ctx->evs is in use. */
+	if (ctx->nios == 0 || ctx->nevs != 0 ||
+	    ++ctx->io_spins % TERN__IO_EVERY != 0)
+		return 0;
+	return poll_ios(ctx);
+}
+
 /* Run fd callbacks (they may close the ctx). @return <0: stop with it. */
 static int guarded(struct tern_ctx *ctx, int (*fn)(struct tern_ctx *),
 		   int64_t t, int *ran)

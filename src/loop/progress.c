@@ -317,6 +317,8 @@ int tern_progress(struct tern_ctx *ctx)
 	/* Immediates complete expectations inside dispatch; count them too. */
 	done += (int)ctx->imm_completed;
 	ctx->imm_completed = 0;
+	if (ret >= 0 && ctx->nios != 0 && !ctx->close_pending)
+		done += tern__loop_poll_ios(ctx);
 	if (tern__leave(ctx))
 		return -TERN_ECLOSED;
 	return ret < 0 ? ret : done;

@@ -58,5 +58,38 @@ start ping '[::1]:0' ping serve
 "$TERN" ping "$addr" --provider "$prov" --iters 50 --sizes 8 >"$dir/p.log" 2>&1 &&
 	echo "ok: ping $addr (IPv6 bootstrap)" || { cat "$dir/p.log"; bad "ping over IPv6 bootstrap"; }
 
+# A client with a token is welcome at a server that asks for none, and
+# $TERN_TOKEN does not upset commands without a handshake.
+start open 127.0.0.1:0 serve
+TERN_TOKEN=unused "$TERN" fill "$addr" --provider "$prov" --pages 2 >"$dir/open.log" 2>&1 &&
+	echo "ok: a token is no obstacle at a server without one" ||
+	{ cat "$dir/open.log"; bad "token refused by a tokenless server"; }
+TERN_TOKEN=unused "$TERN" demo --provider "$prov" --pages 2 >"$dir/demo.log" 2>&1 &&
+	echo "ok: tern demo with \$TERN_TOKEN set" || { cat "$dir/demo.log"; bad "demo with \$TERN_TOKEN"; }
+"$TERN" ping serve --provider "$prov" --token x >/dev/null 2>&1
+[ $? -eq 2 ] && echo "ok: ping serve --token without --listen is refused" ||
+	bad "ping serve --token without --listen accepted"
+
+# --reconnect bounds the time without progress, not each wait: against a
+# listener that takes TCP and closes at once, it must give up.
+python3 -c '
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+print(s.getsockname()[1]); sys.stdout.flush()
+while True:
+    c, _ = s.accept(); c.close()
+' >"$dir/closer.port" &
+pids="$pids $!"
+i=0
+while [ ! -s "$dir/closer.port" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+t0=$(date +%s)
+timeout 30 "$TERN" fill "127.0.0.1:$(cat "$dir/closer.port")" --provider "$prov" \
+	--reconnect 2 >"$dir/closer.log" 2>&1
+rc=$?
+t1=$(date +%s)
+[ $rc -eq 1 ] && grep -q "giving up" "$dir/closer.log" && [ $((t1 - t0)) -le 10 ] &&
+	echo "ok: --reconnect 2 gave up after $((t1 - t0)) s on a server that never answers" ||
+	{ tail -5 "$dir/closer.log"; bad "--reconnect against a mute listener (exit $rc, $((t1 - t0)) s)"; }
+
 [ $fail -eq 0 ] && echo "PASS: bootstrap over $prov"
 exit $fail

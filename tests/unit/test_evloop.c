@@ -306,6 +306,43 @@ static void test_io(void **state)
 	close(fds[1]);
 }
 
+/* A loop that never goes idle (work deferred again and again, as a busy
+ * server's completions are) still runs fd callbacks: from tern_run(ONCE)
+ * rounds and from plain tern_progress() calls. */
+static void requeue(struct tern_defer *d)
+{
+	tern_defer(d->_priv.ctx, d, requeue, NULL);
+}
+
+static void test_io_not_starved(void **state)
+{
+	struct tern_ctx *ctx = *state;
+	struct iow w = { .calls = 0 };
+	struct tern_defer d;
+	int fds[2], i;
+
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(
+		tern_io_start(ctx, &w.io, fds[0], TERN_IO_READ, io_cb, NULL),
+		0);
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(tern_defer(ctx, &d, requeue, NULL), 0);
+	assert_int_equal(write(fds[1], "a", 1), 1);
+	for (i = 0; i < 10000 && w.calls == 0; i++)
+		assert_true(tern_run(ctx, TERN_RUN_ONCE) >= 0);
+	assert_int_equal(w.calls, 1);
+	assert_true(i < 1000); /* every 64th round looks at the fds */
+	assert_int_equal(write(fds[1], "b", 1), 1);
+	for (i = 0; i < 10000 && w.calls == 1; i++)
+		assert_true(tern_progress(ctx) >= 0);
+	assert_int_equal(w.calls, 2);
+	assert_int_equal(w.got, 'b');
+	tern_defer_cancel(&d);
+	assert_int_equal(tern_io_stop(&w.io), 0);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 /* tern_stop() from another thread wakes a loop sleeping on an fd. */
 static void *stopper(void *arg)
 {
@@ -418,6 +455,7 @@ int main(void)
 		T(test_timer_restart_in_cb),
 		T(test_defer),
 		T(test_io),
+		T(test_io_not_starved),
 		T(test_stop_from_thread),
 		T(test_wait_timeout_runs_timers),
 		T(test_embedding),

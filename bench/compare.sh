@@ -21,6 +21,19 @@ raw=$build/raw
 for b in "$tern" "$raw"; do
 	[ -x "$b" ] || { echo "compare: $b not built (cmake --build $build)" >&2; exit 1; }
 done
+# Initiator on one CPU, peer on another, the same for both tools every
+# run (both honour TERN_BENCH_CPUS="A,B"): without it the scheduler moves
+# the two processes around and the ratio swings by +-15% here.
+if [ -z "${TERN_BENCH_CPUS:-}" ] && [ "$(nproc)" -ge 2 ]; then
+	export TERN_BENCH_CPUS=0,1
+fi
+# taskset prefixes for the two sides (empty when not pinned); as arrays,
+# so a backgrounded peer is the tern process itself and takes Ctrl-C.
+pin_init=() pin_peer=()
+if [ -n "${TERN_BENCH_CPUS:-}" ]; then
+	pin_init=(taskset -c "${TERN_BENCH_CPUS%,*}")
+	pin_peer=(taskset -c "${TERN_BENCH_CPUS#*,}")
+fi
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 
@@ -47,7 +60,7 @@ field() { # field NAME LINE -> value of NAME=value
 }
 
 echo "tern $("$tern" version | cut -d' ' -f2-)"
-echo "host $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%M:%SZ), $rounds rounds"
+echo "host $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%M:%SZ), $rounds rounds, CPUs initiator,peer: ${TERN_BENCH_CPUS:-not pinned}"
 for prov in "${providers[@]}"; do
 	node=()
 	[ "$prov" = tcp ] && node=(--node 127.0.0.1)
@@ -68,11 +81,11 @@ for prov in "${providers[@]}"; do
 			field mpps "$line" >>"$tmp/$prov.raw.mpps.$s"
 		done
 		# latency: ping-pong at 8 bytes, send/recv
-		"$tern" ping serve --provider "$prov" "${node[@]}" \
+		"${pin_peer[@]}" "$tern" ping serve --provider "$prov" "${node[@]}" \
 			--card-file "$tmp/card" >/dev/null 2>&1 &
 		spid=$!
 		for _ in $(seq 100); do [ -s "$tmp/card" ] && break; sleep 0.05; done
-		"$tern" ping --card-file "$tmp/card" --provider "$prov" "${node[@]}" \
+		"${pin_init[@]}" "$tern" ping --card-file "$tmp/card" --provider "$prov" "${node[@]}" \
 			--size 8 --iters 20000 --warmup 2000 |
 			awk '$1 == 8 { print $3 }' >>"$tmp/$prov.tern.p50"
 		kill -INT $spid; wait $spid || true

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* tern bench: bandwidth, message rate and latency percentiles. */
+#define _GNU_SOURCE /* sched_setaffinity */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +163,23 @@ static void peer_left(struct tern_io *io, unsigned int events)
 	tern_io_stop(io);
 }
 
+/* $TERN_BENCH_CPUS="A,B": this process on CPU A, its local peer on B, as
+ * bench/raw does, so comparisons meet the same placement every run. */
+static void split_cpus(int peer)
+{
+	const char *v = getenv("TERN_BENCH_CPUS");
+	unsigned int a, b;
+	cpu_set_t set;
+
+	if (v == NULL || sscanf(v, "%u,%u", &a, &b) != 2 || a >= CPU_SETSIZE ||
+	    b >= CPU_SETSIZE)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(peer ? b : a, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0)
+		cli_err("bench", "TERN_BENCH_CPUS: %s", strerror(errno));
+}
+
 /* Start `tern bench --listen --once` as a second process; its card. */
 static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 			char *hex, size_t hexlen)
@@ -181,6 +200,7 @@ static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() == 1)
 			_exit(1);
+		split_cpus(1);
 		close(p[0]);
 		snprintf(path, sizeof(path), "/dev/fd/%d", p[1]);
 		/* Its log would mix into our table: keep errors only. */
@@ -193,6 +213,7 @@ static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 		_exit(127);
 	}
 	close(p[1]);
+	split_cpus(0);
 	f = fdopen(p[0], "r");
 	if (pid < 0 || f == NULL || fgets(hex, (int)hexlen, f) == NULL) {
 		if (f != NULL)

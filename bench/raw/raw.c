@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -973,6 +974,23 @@ bad:
 
 /* --- main ----------------------------------------------------------------- */
 
+/* $TERN_BENCH_CPUS="A,B": the initiator runs on CPU A, the peer on B (as
+ * tern bench does), so both tools meet the same placement run after run. */
+static void split_cpus(int peer)
+{
+	const char *v = getenv("TERN_BENCH_CPUS");
+	unsigned int a, b;
+	cpu_set_t set;
+
+	if (v == NULL || sscanf(v, "%u,%u", &a, &b) != 2 || a >= CPU_SETSIZE ||
+	    b >= CPU_SETSIZE)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(peer ? b : a, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0)
+		fprintf(stderr, "raw: TERN_BENCH_CPUS: %s\n", strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	struct raw_opts o;
@@ -998,6 +1016,7 @@ int main(int argc, char **argv)
 		fail("fork", -errno);
 		return 1;
 	}
+	split_cpus(pid == 0);
 	if (pid == 0) {
 		close(to_child[1]);
 		close(to_parent[0]);

@@ -21,12 +21,10 @@ raw=$build/raw
 for b in "$tern" "$raw"; do
 	[ -x "$b" ] || { echo "compare: $b not built (cmake --build $build)" >&2; exit 1; }
 done
-# Initiator on one CPU, peer on another, the same for both tools every
-# run (both honour TERN_BENCH_CPUS="A,B"): without it the scheduler moves
-# the two processes around and the ratio swings by +-15% here.
-if [ -z "${TERN_BENCH_CPUS:-}" ] && [ "$(nproc)" -ge 2 ]; then
-	export TERN_BENCH_CPUS=0,1
-fi
+# TERN_BENCH_CPUS="A,B" puts the initiator on CPU A and the peer on CPU B,
+# the same for both tools (tern bench and raw honour it; the ping pair is
+# started under taskset). Off by default: on this 2-core machine it did
+# not narrow the spread (docs/performance.md).
 # taskset prefixes for the two sides (empty when not pinned); as arrays,
 # so a backgrounded peer is the tern process itself and takes Ctrl-C.
 pin_init=() pin_peer=()

@@ -45,6 +45,18 @@ fill() {
 	rc=$?
 }
 
+# fill_bg LOG ARGS...: a client on B in the background, its exit status
+# appended to LOG as "exit N"; sets $cpid. A 120 s guard catches hangs.
+fill_bg() {
+	_flog=$1
+	shift
+	(
+		on "$B" timeout 120 "$TERN" fill --provider $prov "$@" >"$_flog" 2>&1
+		echo "exit $?" >>"$_flog"
+	) &
+	cpid=$!
+}
+
 show() {
 	echo "--- $1"
 	cat "$1"
@@ -135,12 +147,7 @@ linkdown)
 	on "$A" tc qdisc add dev vb root tbf rate 100mbit burst 64kb latency 100ms ||
 		netns_skip "tc tbf unusable here"
 	start_server "$A" "192.0.2.1:$port"
-	(
-		on "$B" timeout 120 "$TERN" fill --provider $prov "192.0.2.1:$port" \
-			--count 8 --pages 8 --timeout 20000 >"$work/b.log" 2>&1
-		echo "exit $?" >>"$work/b.log"
-	) &
-	cpid=$!
+	fill_bg "$work/b.log" "192.0.2.1:$port" --count 8 --pages 8 --timeout 20000
 	wait_log "$work/b.log" "^fill 1:" 30 || bad "no fill before the link went down"
 	on "$A" ip link set vb down
 	echo "link A-B down"
@@ -175,13 +182,7 @@ kill)
 	on "$A" tc qdisc add dev vb root tbf rate 200mbit burst 64kb latency 100ms ||
 		netns_skip "tc tbf unusable here"
 	start_server "$A" "192.0.2.1:$port"
-	(
-		on "$B" timeout 120 "$TERN" fill --provider $prov "192.0.2.1:$port" \
-			--count 12 --pages 8 --timeout 20000 --reconnect 30 \
-			>"$work/b.log" 2>&1
-		echo "exit $?" >>"$work/b.log"
-	) &
-	cpid=$!
+	fill_bg "$work/b.log" "192.0.2.1:$port" --count 12 --pages 8 --timeout 20000 --reconnect 30
 	wait_log "$work/b.log" "^fill 2:" 30 || bad "no fill before the kill"
 	kill -9 "$spid"
 	wait "$spid" 2>/dev/null
@@ -212,12 +213,7 @@ vanish)
 	on "$A" tc qdisc add dev vb root tbf rate 100mbit burst 64kb latency 100ms ||
 		netns_skip "tc tbf unusable here"
 	start_server "$A" "192.0.2.1:$port"
-	(
-		on "$B" timeout 120 "$TERN" fill --provider $prov "192.0.2.1:$port" \
-			--count 40 --pages 8 --timeout 60000 >"$work/b.log" 2>&1
-		echo "exit $?" >>"$work/b.log"
-	) &
-	cpid=$!
+	fill_bg "$work/b.log" "192.0.2.1:$port" --count 40 --pages 8 --timeout 60000
 	wait_log "$work/b.log" "^fill 2:" 30 || bad "no fill before the link went"
 	on "$A" ip link set vb down
 	t0=$(date +%s)

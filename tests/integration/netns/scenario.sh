@@ -45,6 +45,12 @@ fill() {
 	rc=$?
 }
 
+# shape DEV RATE: limit what host A sends on DEV (tc tbf), or skip.
+shape() {
+	on "$A" tc qdisc add dev "$1" root tbf rate "$2" burst 64kb latency 100ms ||
+		netns_skip "tc tbf unusable here"
+}
+
 # fill_bg LOG ARGS...: a client on B in the background, its exit status
 # appended to LOG as "exit N"; sets $cpid. A 120 s guard catches hangs.
 fill_bg() {
@@ -122,8 +128,7 @@ lossy)
 				numgen random mod 100 '<' 2 counter drop ||
 			netns_skip "nftables unusable here"
 	done
-	on "$A" tc qdisc add dev vb root tbf rate 100mbit burst 64kb latency 100ms ||
-		netns_skip "tc tbf unusable here"
+	shape vb 100mbit
 	start_server "$A" "192.0.2.1:$port"
 	t0=$(date +%s)
 	fill "$B" "$work/b.log" "192.0.2.1:$port" --count 4 --pages 8 --timeout 60000
@@ -144,8 +149,7 @@ lossy)
 	;;
 linkdown)
 	# The link to B goes down for 2 s in the middle of a transfer.
-	on "$A" tc qdisc add dev vb root tbf rate 100mbit burst 64kb latency 100ms ||
-		netns_skip "tc tbf unusable here"
+	shape vb 100mbit
 	start_server "$A" "192.0.2.1:$port"
 	fill_bg "$work/b.log" "192.0.2.1:$port" --count 8 --pages 8 --timeout 20000
 	wait_log "$work/b.log" "^fill 1:" 30 || bad "no fill before the link went down"
@@ -179,8 +183,7 @@ kill)
 	# The server is killed mid-transfer: the client says the peer is gone
 	# (its bootstrap socket closes) well before its 20 s fill timeout,
 	# then a new server on the same address serves it again.
-	on "$A" tc qdisc add dev vb root tbf rate 200mbit burst 64kb latency 100ms ||
-		netns_skip "tc tbf unusable here"
+	shape vb 200mbit
 	start_server "$A" "192.0.2.1:$port"
 	fill_bg "$work/b.log" "192.0.2.1:$port" --count 12 --pages 8 --timeout 20000 --reconnect 30
 	wait_log "$work/b.log" "^fill 2:" 30 || bad "no fill before the kill"
@@ -210,8 +213,7 @@ vanish)
 	# keepalive (10 s idle, 4 probes 2 s apart) ends the client's wait
 	# with peer gone long before its 60 s fill timeout; the server drops
 	# the session the same way.
-	on "$A" tc qdisc add dev vb root tbf rate 100mbit burst 64kb latency 100ms ||
-		netns_skip "tc tbf unusable here"
+	shape vb 100mbit
 	start_server "$A" "192.0.2.1:$port"
 	fill_bg "$work/b.log" "192.0.2.1:$port" --count 40 --pages 8 --timeout 60000
 	wait_log "$work/b.log" "^fill 2:" 30 || bad "no fill before the link went"
@@ -279,8 +281,7 @@ rails)
 	# 4 MiB writes and reads must verify and use both links.
 	netns_link2
 	for dev in vb vb2; do
-		on "$A" tc qdisc add dev $dev root tbf rate 100mbit burst 64kb \
-			latency 100ms || netns_skip "tc tbf unusable here"
+		shape $dev 100mbit
 	done
 	start_server "$A" "192.0.2.1:$port" --rails br0,vb2
 	grep -q "domain br0,vb2, 2 rail(s)" "$work/server.log" ||

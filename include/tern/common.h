@@ -40,6 +40,8 @@ enum tern_errno {
 	TERN_ENOTSUP = 267, /**< the provider does not offer this operation */
 	TERN_ECLOSED = 268, /**< a callback closed the ctx being run */
 	TERN_EPEERGONE = 269, /**< the peer went away (liveness lost) */
+	TERN_ENOCUDA = 270,   /**< CUDA memory used, CUDA absent (tern info) */
+	TERN_EHMEM = 271,     /**< a GPU memory copy or CUDA call failed */
 	TERN_ELAST
 };
 

@@ -87,6 +87,11 @@ struct tern_ctx_attr {
  * opened, so that what they allocate is node-local. tern_ctx_query()
  * says where (pinned). A failure to pin is logged, not fatal. */
 #define TERN_CTX_PIN (1ULL << 1)
+/** Ask the provider to reach GPU memory itself (libfabric FI_HMEM, for
+ * zero-copy CUDA regions: tern/hmem.h). Where it cannot, the ctx opens
+ * without it and CUDA regions are staged through host memory;
+ * tern_ctx_query() says which (hmem). $TERN_HMEM=1 sets it. */
+#define TERN_CTX_HMEM (1ULL << 2)
 
 /**
  * Open a progress context.
@@ -145,6 +150,13 @@ struct tern_ctx_info {
 	/** With TERN_CTX_PIN: "cores 0-23 (NUMA node 0, the NIC's node)";
 	 * else "". */
 	const char *pinned;
+	/** 1: CUDA regions are registered zero-copy (TERN_CTX_HMEM was
+	 * asked and every rail's provider offers FI_HMEM); 0: staged. */
+	int hmem;
+	/** Staging copies queued between GPU and host shadows, and their
+	 * bytes, since the ctx opened (tern/hmem.h). */
+	uint64_t stage_copies;
+	uint64_t stage_bytes;
 };
 
 /**

@@ -83,6 +83,11 @@ struct tern_req {
 		uint8_t state;
 		uint8_t ready;
 		uint8_t sop; /* a striped write or read: its operation */
+		uint8_t xflags;
+		uint32_t ndone;	 /* staged: chunks finished */
+		uint32_t rflags; /* staged: the remote descriptor's flags */
+		uint64_t rbase;	 /* staged: the remote descriptor's base */
+		uint64_t rlen;	 /* staged: ... and length */
 		uint64_t rkeys[TERN_MAX_RAILS]; /* striped: key per rail */
 	} _priv;
 };

@@ -16,5 +16,6 @@
 #include <tern/loop.h>
 #include <tern/info.h>
 #include <tern/boot.h>
+#include <tern/hmem.h>
 
 #endif /* TERN_TERN_H */

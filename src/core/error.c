@@ -19,6 +19,9 @@ static const char *const tern_errstr[] = {
 	[TERN_ENOTSUP - TERN_EBASE] = "operation not supported by provider",
 	[TERN_ECLOSED - TERN_EBASE] = "ctx closed by a callback",
 	[TERN_EPEERGONE - TERN_EBASE] = "peer gone",
+	[TERN_ENOCUDA -
+		TERN_EBASE] = "CUDA not available (no libcuda.so.1 or no GPU)",
+	[TERN_EHMEM - TERN_EBASE] = "GPU memory copy or CUDA call failed",
 };
 
 const char *tern_strerror(int ret)

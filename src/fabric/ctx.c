@@ -13,6 +13,7 @@
 #include <rdma/fi_errno.h>
 
 #include "fabric.h"
+#include "../hmem/stage.h"
 #include "../topo/topo.h"
 
 /* The API version tern asks for: the one it was built against. */
@@ -68,6 +69,8 @@ static struct fi_info *make_hints(const char *prov, const char *domain,
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY |
 				      FI_MR_ENDPOINT;
+	if (extra_caps & FI_HMEM)
+		hints->domain_attr->mr_mode |= FI_MR_HMEM;
 	hints->domain_attr->threading = FI_THREAD_DOMAIN;
 	hints->domain_attr->resource_mgmt = FI_RM_ENABLED;
 	if (prov != NULL)
@@ -152,16 +155,36 @@ static int getinfo_caps(const char *prov, const char *node, const char *domain,
 	return *info_p != NULL ? 0 : -ENOMEM;
 }
 
-/* Atomics are wanted, not required: ask with them first, then without. */
+/* Atomics are wanted, not required: ask with them first, then without.
+ * With @hmem, first ask for a provider that reaches GPU memory. */
 static int getinfo_one(const char *prov, const char *node, const char *domain,
-		       const char *want, uint32_t fmt, struct fi_info **info_p)
+		       const char *want, uint32_t fmt, int hmem,
+		       struct fi_info **info_p)
 {
-	int ret = getinfo_caps(prov, node, domain, want, fmt, FI_ATOMIC,
-			       info_p);
+	int ret;
 
+	if (hmem) {
+		ret = getinfo_caps(prov, node, domain, want, fmt,
+				   FI_ATOMIC | FI_HMEM, info_p);
+		if (ret == -TERN_ENOPROV)
+			ret = getinfo_caps(prov, node, domain, want, fmt,
+					   FI_HMEM, info_p);
+		if (ret != -TERN_ENOPROV)
+			return ret;
+		tern_info("provider %s offers no FI_HMEM here: CUDA regions "
+			  "will be staged through host memory",
+			  prov);
+	}
+	ret = getinfo_caps(prov, node, domain, want, fmt, FI_ATOMIC, info_p);
 	if (ret == -TERN_ENOPROV)
 		ret = getinfo_caps(prov, node, domain, want, fmt, 0, info_p);
 	return ret;
+}
+
+static int want_hmem(const struct tern_ctx_attr *attr)
+{
+	return (attr->flags & TERN_CTX_HMEM) != 0 ||
+	       tern__env_long("TERN_HMEM", 0, 0, 1) != 0;
 }
 
 static int choose_info(const struct tern_ctx_attr *attr,
@@ -182,7 +205,8 @@ static int choose_info(const struct tern_ctx_attr *attr,
 				  node);
 			node = NULL;
 		}
-		ret = getinfo_one(prov, node, attr->domain, NULL, 0, info_p);
+		ret = getinfo_one(prov, node, attr->domain, NULL, 0,
+				  want_hmem(attr), info_p);
 		if (ret == -TERN_ENOPROV)
 			tern_warn("provider '%s' is not available here%s%s "
 				  "(see `tern info`)",
@@ -191,7 +215,7 @@ static int choose_info(const struct tern_ctx_attr *attr,
 	}
 	for (size_t i = 0; i < TERN_ARRAY_SIZE(auto_providers); i++) {
 		ret = getinfo_one(auto_providers[i], node, attr->domain, NULL,
-				  0, info_p);
+				  0, want_hmem(attr), info_p);
 		if (ret != -TERN_ENOPROV)
 			return ret;
 	}
@@ -264,13 +288,15 @@ static int choose_rails(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
 
 	if (prov != NULL && strcmp(prov, "auto") != 0) {
 		prov = tern__provider_canonical(prov);
-		ret = getinfo_one(prov, NULL, NULL, names[0], 0, &ctx->info);
+		ret = getinfo_one(prov, NULL, NULL, names[0], 0,
+				  want_hmem(attr), &ctx->info);
 	} else {
 		for (size_t i = 0; i < TERN_ARRAY_SIZE(auto_providers) &&
 				   ret == -TERN_ENOPROV;
 		     i++)
 			ret = getinfo_one(auto_providers[i], NULL, NULL,
-					  names[0], 0, &ctx->info);
+					  names[0], 0, want_hmem(attr),
+					  &ctx->info);
 	}
 	if (ret != 0) {
 		tern_warn("rail 0: no %s domain '%s' here (see `tern info`)",
@@ -280,7 +306,7 @@ static int choose_rails(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
 	for (unsigned int i = 1; i < n; i++) {
 		ret = getinfo_one(ctx->info->fabric_attr->prov_name, NULL, NULL,
 				  names[i], ctx->info->addr_format,
-				  &ctx->rails[i].info);
+				  want_hmem(attr), &ctx->rails[i].info);
 		if (ret != 0) {
 			tern_warn("rail %u: no %s domain '%s' with the address "
 				  "format of rail 0's here (see `tern info`)",
@@ -573,7 +599,8 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	if (attr == NULL)
 		attr = &defaults;
 	if (ctx_p == NULL ||
-	    (attr->flags & ~(TERN_CTX_BUSY_POLL | TERN_CTX_PIN)) != 0 ||
+	    (attr->flags &
+	     ~(TERN_CTX_BUSY_POLL | TERN_CTX_PIN | TERN_CTX_HMEM)) != 0 ||
 	    attr->rails > TERN_MAX_RAILS || attr->log_level > TERN_LOG_DEBUG ||
 	    attr->post_batch > 4096 ||
 	    (attr->stripe_chunk != 0 && attr->stripe_chunk < 4096))
@@ -663,6 +690,11 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		}
 	}
 	ctx->atomic_fadd = atomic_ok(ctx, FI_SUM, FI_FETCH_ATOMIC);
+	ctx->hmem = 1;
+	for (unsigned int k = 0; k < ctx->nrails; k++) {
+		if (!(rail_info(ctx, &ctx->rails[k])->caps & FI_HMEM))
+			ctx->hmem = 0;
+	}
 	ctx->atomic_cswap = atomic_ok(ctx, FI_CSWAP, FI_COMPARE_ATOMIC);
 	ret = scratch_open(ctx);
 	if (ret != 0)
@@ -760,6 +792,7 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	 * queued ones now, posted receives through fi_cancel, and whatever
 	 * the provider still holds once its endpoints are closed. */
 	tern__loop_drain(ctx);
+	tern__stage_quiesce(ctx); /* no copy into a shadow about to go */
 	/* Endpoints first: what the provider still holds is dropped with
 	 * them, before the regions and addresses it refers to go (verbs;
 	 * ofi_rxm crashes closing an endpoint whose queued sends name a
@@ -778,6 +811,7 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	for (unsigned int i = 0; i < ctx->nrails; i++)
 		rail_close(&ctx->rails[i]);
 	tern__loop_cancel_posted(ctx);
+	tern__stage_close(ctx);
 	loop_handles_stop(ctx); /* anything a last callback started */
 	tern__loop_fini(ctx);
 	close_fabrics(ctx);
@@ -814,6 +848,9 @@ int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info)
 		.atomic_cswap = ctx->atomic_cswap,
 		.wait_fd = ctx->can_wait,
 		.pinned = ctx->pinned,
+		.hmem = ctx->hmem,
+		.stage_copies = ctx->stage_copies,
+		.stage_bytes = ctx->stage_bytes,
 	};
 	return 0;
 }

@@ -22,6 +22,7 @@ struct fid_ep;
 struct fid_cq;
 struct fid_av;
 struct fid_mr;
+struct tern__stage;
 
 /* Operations a request can carry (req->_priv.op). */
 enum tern__op {
@@ -36,7 +37,11 @@ enum tern__op {
 	TERN__OP_PIECES,
 	TERN__OP_FADD,
 	TERN__OP_CSWAP,
+	TERN__OP_SYNC, /* tern_mr_sync(): copies only (src/hmem/) */
 };
+
+/* req->_priv.xflags */
+#define TERN__XF_DELIVER (1U << 0) /* ask for FI_DELIVERY_COMPLETE */
 
 /* Where a request is (req->_priv.state). */
 enum tern__state {
@@ -44,6 +49,7 @@ enum tern__state {
 	TERN__ST_QUEUED,  /* on a rail's txq/rxq */
 	TERN__ST_POSTED,  /* handed to the provider, on ctx->posted */
 	TERN__ST_WAITING, /* an imm expectation in the imm table */
+	TERN__ST_STAGING, /* on a staged region: in ctx->stage (src/hmem/) */
 	TERN__ST_DONE,
 };
 
@@ -108,6 +114,14 @@ struct tern_mr {
 	struct fid_mr *fmr[TERN_MAX_RAILS];
 	void *desc[TERN_MAX_RAILS];
 	uint64_t key[TERN_MAX_RAILS];
+	int kind;   /* enum tern_mem_kind */
+	int device; /* CUDA device, -1 for host */
+	int path;   /* enum tern_mr_path */
+	int hidden; /* tern's own (a shadow): not in ctx->mrs */
+	/* Staged: the pinned host shadow's region (holds the keys). */
+	struct tern_mr *smr;
+	int dmabuf_fd; /* zero-copy, while registering: the export, or -1 */
+	uint64_t dmabuf_off;
 };
 
 struct tern__imm_slot {
@@ -187,6 +201,10 @@ struct tern_ctx {
 	unsigned long nios;
 	int nevs, cur_ev; /* the epoll batch being dispatched */
 	void *evs;	  /* struct epoll_event[TERN__EVS] */
+	int hmem; /* every rail's provider reaches GPU memory (FI_HMEM) */
+	struct tern__stage *stage; /* src/hmem/stage.c, made on first need */
+	uint64_t stage_copies;	   /* staging copies queued, ever */
+	uint64_t stage_bytes;
 	char prov_name[64];
 	char fabric_name[128];
 	char domain_name[128];

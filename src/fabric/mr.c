@@ -2,6 +2,7 @@
 /* Memory registration on every rail, and the MR descriptor wire format. */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
@@ -9,6 +10,8 @@
 #include <rdma/fi_errno.h>
 
 #include "fabric.h"
+#include "../hmem/cuda.h"
+#include "../hmem/stage.h"
 
 #define TERN_MR_DESC_MAGIC   0x444d5254u /* "TRMD" little-endian */
 #define TERN_MR_DESC_VERSION 1
@@ -42,13 +45,40 @@ static int reg_rail(struct tern_mr *mr, struct tern_rail *r)
 		.access = fi_access(mr->access),
 		.requested_key = ctx->prov_key ? 0 : ctx->next_key++,
 	};
+	uint64_t flags = 0;
 	struct fid_mr *fmr;
 	int ret;
 
-	ret = fi_mr_regattr(r->domain, &attr, 0, &fmr);
+	if (mr->path == TERN_MR_PATH_ZCOPY) {
+		/* The provider reaches the GPU: tell it whose memory. */
+		attr.iface = FI_HMEM_CUDA;
+		attr.device.cuda = mr->device;
+#ifdef FI_MR_DMABUF
+		struct fi_mr_dmabuf dmabuf = {
+			.fd = mr->dmabuf_fd,
+			.offset = mr->dmabuf_off,
+			.len = mr->len,
+			.base_addr = (char *)mr->buf - mr->dmabuf_off,
+		};
+
+		if (mr->dmabuf_fd >= 0) {
+			attr.dmabuf = &dmabuf;
+			flags |= FI_MR_DMABUF;
+		}
+#endif
+	}
+	ret = fi_mr_regattr(r->domain, &attr, flags, &fmr);
 	if (ret != 0) {
-		tern_warn("rail %u: registering %zu bytes at %p: %s", r->idx,
-			  mr->len, mr->buf, fi_strerror(-ret));
+		tern_warn("rail %u: registering %zu bytes of %s memory at %p: "
+			  "%s%s",
+			  r->idx, mr->len,
+			  mr->path == TERN_MR_PATH_ZCOPY ? "CUDA" : "host",
+			  mr->buf, fi_strerror(-ret),
+			  mr->path == TERN_MR_PATH_ZCOPY && ret == -FI_EFAULT
+				  ? " (no GPUDirect path to the NIC: is the "
+				    "dmabuf or nvidia-peermem support "
+				    "loaded?)"
+				  : "");
 		return -TERN_EPROV;
 	}
 	if (ctx->mr_endpoint) {
@@ -76,49 +106,25 @@ static void dereg(struct tern_mr *mr)
 	}
 }
 
-int tern_mr_reg(struct tern_ctx *ctx, void *buf, size_t len, uint64_t access,
-		struct tern_mr **mr_p)
+static int args_ok(const struct tern_ctx *ctx, const void *buf, size_t len,
+		   uint64_t access, struct tern_mr **mr_p)
 {
-	uint64_t t0 = tern__now_ns();
-	struct tern_mr *mr;
-	int ret;
+	return ctx != NULL && buf != NULL && len != 0 && mr_p != NULL &&
+	       (access & TERN_ACCESS_ALL) != 0 &&
+	       (access & ~TERN_ACCESS_ALL) == 0;
+}
 
-	if (ctx == NULL || buf == NULL || len == 0 || mr_p == NULL ||
-	    (access & TERN_ACCESS_ALL) == 0 || (access & ~TERN_ACCESS_ALL) != 0)
-		return -EINVAL;
-	mr = calloc(1, sizeof(*mr));
-	if (mr == NULL)
-		return -ENOMEM;
-	mr->ctx = ctx;
-	mr->buf = buf;
-	mr->len = len;
-	mr->access = access;
-	for (unsigned int i = 0; i < ctx->nrails; i++) {
-		ret = reg_rail(mr, &ctx->rails[i]);
-		if (ret != 0)
-			goto err_dereg;
-	}
+static void link_mr(struct tern_ctx *ctx, struct tern_mr *mr)
+{
 	ctx->nmr++;
 	mr->next = ctx->mrs;
 	if (ctx->mrs != NULL)
 		ctx->mrs->prev = mr;
 	ctx->mrs = mr;
-	tern_debug("registered %zu bytes at %p on %u rail(s) in %.3f ms", len,
-		   buf, ctx->nrails, (double)(tern__now_ns() - t0) / 1e6);
-	*mr_p = mr;
-	return 0;
-
-err_dereg:
-	dereg(mr);
-	free(mr);
-	return ret;
 }
 
-int tern_mr_close(struct tern_mr *mr)
+static void unlink_mr(struct tern_mr *mr)
 {
-	if (mr == NULL)
-		return 0;
-	dereg(mr);
 	mr->ctx->nmr--;
 	if (mr->prev != NULL)
 		mr->prev->next = mr->next;
@@ -126,14 +132,239 @@ int tern_mr_close(struct tern_mr *mr)
 		mr->ctx->mrs = mr->next;
 	if (mr->next != NULL)
 		mr->next->prev = mr->prev;
+	mr->next = mr->prev = NULL;
+}
+
+static struct tern_mr *mr_new(struct tern_ctx *ctx, void *buf, size_t len,
+			      uint64_t access, int kind, int device, int path)
+{
+	struct tern_mr *mr = calloc(1, sizeof(*mr));
+
+	if (mr == NULL)
+		return NULL;
+	mr->ctx = ctx;
+	mr->buf = buf;
+	mr->len = len;
+	mr->access = access;
+	mr->kind = kind;
+	mr->device = device;
+	mr->path = path;
+	mr->dmabuf_fd = -1;
+	return mr;
+}
+
+/* Register @mr (its path set) on every rail and link it. */
+static int reg_all(struct tern_mr *mr)
+{
+	struct tern_ctx *ctx = mr->ctx;
+	uint64_t t0 = tern__now_ns();
+	int ret;
+
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		ret = reg_rail(mr, &ctx->rails[i]);
+		if (ret != 0) {
+			dereg(mr);
+			return ret;
+		}
+	}
+	link_mr(ctx, mr);
+	tern_debug("registered %zu bytes of %s at %p on %u rail(s) in %.3f ms",
+		   mr->len, tern_mr_path_str(mr->path), mr->buf, ctx->nrails,
+		   (double)(tern__now_ns() - t0) / 1e6);
+	return 0;
+}
+
+int tern_mr_reg(struct tern_ctx *ctx, void *buf, size_t len, uint64_t access,
+		struct tern_mr **mr_p)
+{
+	struct tern_mr *mr;
+	int ret;
+
+	if (!args_ok(ctx, buf, len, access, mr_p))
+		return -EINVAL;
+	mr = mr_new(ctx, buf, len, access, TERN_MEM_HOST, -1,
+		    TERN_MR_PATH_HOST);
+	if (mr == NULL)
+		return -ENOMEM;
+	ret = reg_all(mr);
+	if (ret != 0) {
+		free(mr);
+		return ret;
+	}
+	*mr_p = mr;
+	return 0;
+}
+
+/* A staged region: a pinned host shadow of the same size is what the
+ * provider sees (and what peers address); @mr keeps the device range. */
+static int reg_staged(struct tern_mr *mr, const struct tern__cu *cu)
+{
+	struct tern_ctx *ctx = mr->ctx;
+	void *shadow = NULL;
+	tern_cu_result r;
+	int ret;
+
+	if (mr->access & TERN_ACCESS_REMOTE_ATOMIC) {
+		tern_warn("CUDA region at %p: remote atomics need a provider "
+			  "that reaches GPU memory (FI_HMEM); staged, they "
+			  "would act on the host shadow",
+			  mr->buf);
+		return -TERN_ENOTSUP;
+	}
+	if (tern__stage_device(ctx) >= 0 &&
+	    tern__stage_device(ctx) != mr->device) {
+		tern_warn("CUDA region on device %d: this ctx stages for "
+			  "device %d (open one ctx per GPU)",
+			  mr->device, tern__stage_device(ctx));
+		return -TERN_ENOTSUP;
+	}
+	ret = tern__stage_open(ctx, cu, mr->device);
+	if (ret != 0)
+		return ret;
+	r = cu->MemHostAlloc(&shadow, mr->len, TERN_CU_HOSTALLOC_PORTABLE);
+	if (r != TERN_CU_SUCCESS) {
+		tern_warn("CUDA region of %zu bytes: no pinned host shadow: %s",
+			  mr->len, tern__cu_errstr(cu, r));
+		return -ENOMEM;
+	}
+	ret = tern_mr_reg(ctx, shadow, mr->len, mr->access, &mr->smr);
+	if (ret != 0) {
+		cu->MemFreeHost(shadow);
+		return ret;
+	}
+	/* tern's own: not the user's to count or close. */
+	unlink_mr(mr->smr);
+	mr->smr->hidden = 1;
+	link_mr(ctx, mr);
+	tern_info("CUDA region of %zu bytes on device %d: staged through "
+		  "host memory (%s offers no FI_HMEM%s)",
+		  mr->len, mr->device, ctx->prov_name,
+		  ctx->hmem ? "; staging was asked" : " on this ctx");
+	return 0;
+}
+
+int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
+		    struct tern_mr **mr_p)
+{
+	const struct tern__cu *cu;
+	struct tern_mr *mr;
+	char why[160];
+	int dev = -1, ret;
+
+	if (attr == NULL ||
+	    !args_ok(ctx, attr->buf, attr->len, attr->access, mr_p) ||
+	    (attr->flags & ~TERN_MR_F_STAGED) != 0)
+		return -EINVAL;
+	if (attr->kind == TERN_MEM_HOST)
+		return tern_mr_reg(ctx, attr->buf, attr->len, attr->access,
+				   mr_p);
+	if (attr->kind != TERN_MEM_CUDA)
+		return -EINVAL;
+	cu = tern__cu_get(why, sizeof(why));
+	if (cu == NULL) {
+		tern_warn("CUDA region at %p: %s", attr->buf, why);
+		return -TERN_ENOCUDA;
+	}
+	ret = tern__cu_ptr_device(attr->buf, &dev);
+	if (ret == 1 &&
+	    tern__cu_ptr_device((const char *)attr->buf + attr->len - 1,
+				&ret) == 1 &&
+	    ret == dev)
+		ret = 1;
+	else if (ret >= 0)
+		ret = 0;
+	if (ret < 0)
+		return ret;
+	if (ret == 0 || (attr->device >= 0 && attr->device != dev)) {
+		tern_warn("CUDA region at %p (%zu bytes): %s", attr->buf,
+			  attr->len,
+			  ret == 0 ? "not device memory from end to end"
+				   : "on another device than the one given");
+		return -EINVAL;
+	}
+	ret = tern__cu_ctx_ensure(cu, dev);
+	if (ret != 0)
+		return ret;
+	mr = mr_new(ctx, attr->buf, attr->len, attr->access, TERN_MEM_CUDA, dev,
+		    ctx->hmem && !cu->fake && !(attr->flags & TERN_MR_F_STAGED)
+			    ? TERN_MR_PATH_ZCOPY
+			    : TERN_MR_PATH_STAGED);
+	if (mr == NULL)
+		return -ENOMEM;
+	if (mr->path == TERN_MR_PATH_ZCOPY) {
+		/* dmabuf where both ends know it (libfabric >= 1.20), else
+		 * libfabric's own way to the GPU (iface and device). */
+#ifdef FI_MR_DMABUF
+		tern__cu_dmabuf(cu, mr->buf, mr->len, &mr->dmabuf_fd,
+				&mr->dmabuf_off);
+#endif
+		ret = reg_all(mr);
+		if (mr->dmabuf_fd >= 0)
+			close(mr->dmabuf_fd);
+		mr->dmabuf_fd = -1;
+		if (ret == 0)
+			tern_info("CUDA region of %zu bytes on device %d: "
+				  "zero-copy",
+				  mr->len, dev);
+	} else {
+		ret = reg_staged(mr, cu);
+	}
+	if (ret != 0) {
+		free(mr);
+		return ret;
+	}
+	*mr_p = mr;
+	return 0;
+}
+
+int tern_mr_close(struct tern_mr *mr)
+{
+	const struct tern__cu *cu;
+
+	if (mr == NULL)
+		return 0;
+	if (mr->smr != NULL) {
+		void *shadow = mr->smr->buf;
+
+		/* No copy may still be writing the shadow. */
+		tern__stage_quiesce(mr->ctx);
+		mr->smr->hidden = 0;
+		link_mr(mr->ctx, mr->smr);
+		tern_mr_close(mr->smr);
+		cu = tern__cu_get(NULL, 0);
+		if (cu != NULL)
+			cu->MemFreeHost(shadow);
+	}
+	dereg(mr);
+	unlink_mr(mr);
 	free(mr);
 	return 0;
+}
+
+enum tern_mr_path tern_mr_path(const struct tern_mr *mr)
+{
+	return mr != NULL ? (enum tern_mr_path)mr->path : TERN_MR_PATH_HOST;
+}
+
+const char *tern_mr_path_str(enum tern_mr_path path)
+{
+	switch (path) {
+	case TERN_MR_PATH_ZCOPY:
+		return "cuda zero-copy";
+	case TERN_MR_PATH_STAGED:
+		return "cuda staged";
+	default:
+		return "host";
+	}
 }
 
 int tern_mr_desc(const struct tern_mr *mr, struct tern_mr_desc *desc)
 {
 	if (mr == NULL || desc == NULL)
 		return -EINVAL;
+	/* Staged: peers address the shadow, whose keys these are. */
+	if (mr->smr != NULL)
+		mr = mr->smr;
 	*desc = (struct tern_mr_desc){
 		.base = (uint64_t)(uintptr_t)mr->buf,
 		.len = mr->len,

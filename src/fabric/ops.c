@@ -136,6 +136,8 @@ static ssize_t post_rma(struct tern_rail *rail, struct tern_req *req, void *buf,
 		.data = req->_priv.imm,
 	};
 
+	if (req->_priv.xflags & TERN__XF_DELIVER)
+		flags |= FI_DELIVERY_COMPLETE;
 	if (req->_priv.op == TERN__OP_READ || req->_priv.sop == TERN__OP_READ)
 		return fi_readmsg(rail->ep, &msg, flags);
 	return fi_writemsg(rail->ep, &msg, flags);

@@ -8,6 +8,7 @@
 #include <rdma/fi_errno.h>
 
 #include "fabric.h"
+#include "../hmem/stage.h"
 
 #include "../core/card.h"
 
@@ -171,6 +172,7 @@ int tern_peer_remove(struct tern_peer *peer)
 	 * above), so walk each queue again from its head after every
 	 * cancellation; the peer is freed only after the walk. */
 	peer->removing = 1;
+	tern__stage_cancel_peer(ctx, peer);
 	while (again) {
 		again = 0;
 		for (unsigned int i = 0; i < ctx->nrails && !again; i++) {

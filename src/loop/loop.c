@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../fabric/fabric.h"
+#include "../hmem/stage.h"
 
 /* Events taken from epoll at once. */
 #define TERN__EVS 64
@@ -490,7 +491,8 @@ int tern__loop_block(struct tern_ctx *ctx, int64_t timeout_ns)
 int tern__loop_alive(const struct tern_ctx *ctx)
 {
 	if (ctx->posted.len || ctx->nexpect || ctx->imm_ready.len ||
-	    ctx->ntimers || ctx->nios || ctx->defer_head)
+	    ctx->ntimers || ctx->nios || ctx->defer_head ||
+	    tern__stage_alive(ctx))
 		return 1;
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		if (ctx->rails[i].txq.len || ctx->rails[i].rxq.len)
@@ -569,7 +571,7 @@ int tern_run(struct tern_ctx *ctx, enum tern_run_mode mode)
 		}
 		if (mode == TERN_RUN_DEFAULT && !tern__loop_alive(ctx))
 			break;
-		if (n > 0 || ctx->busy_poll) {
+		if (n > 0 || ctx->busy_poll || tern__stage_busy(ctx)) {
 			ctx->idle = 0;
 			ctx->poll_ns = 0;
 			if (ctx->nios != 0 && ++spins % TERN__IO_EVERY == 0) {

@@ -8,9 +8,11 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../fabric/fabric.h"
 #include "stripe.h"
+#include "../hmem/stage.h"
 
 /* Completions read per rail per progress pass. */
 #define TERN_POLL_BATCH 64
@@ -35,6 +37,7 @@ void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data)
 	req->_priv.op = 0;
 	req->_priv.state = 0;
 	req->_priv.ready = 0;
+	req->_priv.xflags = 0;
 }
 
 void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status)
@@ -309,6 +312,9 @@ int tern_progress(struct tern_ctx *ctx)
 	if (ctx->timer_head != NULL || ctx->defer_head != NULL)
 		done += tern__loop_due(ctx);
 	tern__imm_poll(ctx);
+	/* Staged chunks whose copies are done go out in this pass. */
+	if (tern__stage_alive(ctx))
+		done += tern__stage_progress(ctx);
 	for (unsigned int i = 0; i < ctx->nrails && ret >= 0; i++) {
 		ret = progress_rail(ctx, &ctx->rails[i]);
 		if (ret > 0)
@@ -349,7 +355,8 @@ int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms)
 		if (deadline != 0 && (++spins % 64 == 0 || idle >= 200) &&
 		    tern__now_ns() >= deadline)
 			return -ETIMEDOUT;
-		if (n > 0 || ctx->busy_poll) {
+		/* GPU copies running (staging) have no fd to sleep on. */
+		if (n > 0 || ctx->busy_poll || tern__stage_busy(ctx)) {
 			idle = 0;
 			ctx->poll_ns = 0;
 			continue;
@@ -424,6 +431,7 @@ static int prep(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 	req->_priv.ctx = ctx;
 	req->_priv.op = op;
 	req->_priv.sop = 0; /* rma_common() sets it for a striped one */
+	req->_priv.xflags = 0;
 	req->_priv.peer = peer;
 	req->_priv.mr = mr;
 	req->_priv.buf = (void *)(uintptr_t)buf;
@@ -433,6 +441,17 @@ static int prep(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 	if (op != TERN__OP_SEND && op != TERN__OP_SEND_IMM &&
 	    op != TERN__OP_RECV)
 		req->_priv.rail = (uint8_t)(ctx->next_rail++ % ctx->nrails);
+	return 0;
+}
+
+/* A prepared request goes to a rail's queue, or, on a staged region, to
+ * the staging pipeline (src/hmem/stage.c). */
+static int submit(struct tern_ctx *ctx, struct tern_req *req)
+{
+	if (req->_priv.mr->smr != NULL)
+		tern__stage_submit(ctx, req);
+	else
+		tern__queue(ctx, req);
 	return 0;
 }
 
@@ -446,8 +465,7 @@ int tern_send(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
 	ret = prep(peer->ctx, req, TERN__OP_SEND, peer, mr, buf, len);
 	if (ret != 0)
 		return ret;
-	tern__queue(peer->ctx, req);
-	return 0;
+	return submit(peer->ctx, req);
 }
 
 int tern_recv(struct tern_ctx *ctx, struct tern_mr *mr, void *buf, size_t len,
@@ -457,8 +475,7 @@ int tern_recv(struct tern_ctx *ctx, struct tern_mr *mr, void *buf, size_t len,
 
 	if (ret != 0)
 		return ret;
-	tern__queue(ctx, req);
-	return 0;
+	return submit(ctx, req);
 }
 
 /* Check a remote range against a descriptor the peer sent us. */
@@ -492,6 +509,26 @@ static int rma_common(struct tern_peer *peer, struct tern_mr *mr,
 					       : TERN_MR_DESC_REMOTE_WRITE);
 	if (ret != 0)
 		return ret;
+	if (mr != NULL && mr->smr != NULL) {
+		/* Staged: cut in chunks there, so any length goes. */
+		ret = prep(ctx, req, op, peer, mr, buf, 0);
+		if (ret != 0)
+			return ret;
+		if (len > mr->len ||
+		    (size_t)((const char *)buf - (const char *)mr->buf) >
+			    mr->len - len)
+			return -TERN_EBOUNDS;
+		req->len = len;
+		req->_priv.operand = roff;
+		req->_priv.imm = imm;
+		req->_priv.rbase = rdesc->base;
+		req->_priv.rlen = rdesc->len;
+		req->_priv.rflags = rdesc->flags;
+		req->_priv.nregions = rdesc->nkeys;
+		memcpy(req->_priv.rkeys, rdesc->keys, sizeof(rdesc->keys));
+		tern__stage_submit(ctx, req);
+		return 0;
+	}
 	if (op != TERN__OP_WRITE_IMM && ctx->nrails > 1 &&
 	    ctx->stripe_chunk != 0 && len > ctx->stripe_chunk &&
 	    tern__stripe_count(len, ctx->stripe_chunk) <= UINT32_MAX) {
@@ -559,8 +596,7 @@ int tern_send_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
 	if (ret != 0)
 		return ret;
 	req->_priv.imm = imm;
-	tern__queue(peer->ctx, req);
-	return 0;
+	return submit(peer->ctx, req);
 }
 
 int tern_read(struct tern_peer *peer, struct tern_mr *mr, void *buf, size_t len,
@@ -608,8 +644,7 @@ int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
 	req->_priv.err = 0;
 	req->_priv.count = (flags & TERN_PIECES_IMM) != 0;
 	req->_priv.imm = imm;
-	tern__queue(peer->ctx, req);
-	return 0;
+	return submit(peer->ctx, req);
 }
 
 static int atomic_common(struct tern_peer *peer,
@@ -677,6 +712,7 @@ void tern__loop_drain(struct tern_ctx *ctx)
 	uint64_t deadline = tern__now_ns() + 2000000000ULL;
 	struct tern_req *req;
 
+	tern__stage_cancel_peer(ctx, NULL);
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		cancel_queue(ctx, &ctx->rails[i].rxq);
 		cancel_queue(ctx, &ctx->rails[i].txq);
@@ -688,7 +724,8 @@ void tern__loop_drain(struct tern_ctx *ctx)
 		if (req->_priv.op == TERN__OP_RECV)
 			tern__rail_cancel(&ctx->rails[req->_priv.rail], req);
 	}
-	while (ctx->posted.len > 0 && tern__now_ns() < deadline) {
+	while ((ctx->posted.len > 0 || tern__stage_alive(ctx)) &&
+	       tern__now_ns() < deadline) {
 		if (tern_progress(ctx) < 0)
 			break;
 	}
@@ -726,6 +763,9 @@ static int req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 		return 0;
 	case TERN__ST_WAITING:
 		tern__imm_cancel(ctx, req);
+		return 0;
+	case TERN__ST_STAGING:
+		tern__stage_cancel(ctx, req);
 		return 0;
 	case TERN__ST_POSTED:
 		if (req->_priv.op != TERN__OP_RECV)

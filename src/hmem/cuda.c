@@ -1,0 +1,592 @@
+/* SPDX-License-Identifier: MIT */
+/* Loading the CUDA driver at run time, and the fake driver tests use. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <tern/tern.h>
+
+#include "../core/core.h"
+#include "cuda.h"
+
+#ifdef TERN_HAVE_CUDA_H
+#include <cuda.h>
+_Static_assert(TERN_CU_ERROR_NOT_READY == CUDA_ERROR_NOT_READY, "cuda.h");
+_Static_assert(TERN_CU_ERROR_NO_DEVICE == CUDA_ERROR_NO_DEVICE, "cuda.h");
+_Static_assert(TERN_CU_PTR_ATTR_MEMTYPE == CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+	       "cuda.h");
+_Static_assert(TERN_CU_PTR_ATTR_ORDINAL == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+	       "cuda.h");
+_Static_assert(TERN_CU_MEMTYPE_DEVICE == CU_MEMORYTYPE_DEVICE, "cuda.h");
+_Static_assert(TERN_CU_HANDLE_DMABUF_FD == CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+	       "cuda.h");
+#endif
+
+static struct tern__cu g_cu;
+static char g_why[160];
+static int g_ok;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+/* --- the fake driver ($TERN_FAKE_CUDA) -------------------------------- */
+
+#define FAKE_ALLOCS 4096
+#define FAKE_DEVS   8
+
+struct fake_op {
+	struct fake_op *next;
+	void *dst;
+	const void *src;
+	size_t len;
+	uint64_t seq;
+	int fail;
+};
+
+struct tern_cu_stream_st {
+	struct fake_op *head, *tail;
+	uint64_t enq, done, last_rec;
+	uint64_t failed; /* seq of the last copy that failed, 0: none */
+};
+
+struct tern_cu_event_st {
+	struct tern_cu_stream_st *s;
+	uint64_t from, seq; /* the copies this event covers */
+};
+
+struct tern_cu_ctx_st {
+	int dev;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct {
+		char *base;
+		size_t len;
+		int dev;
+	} alloc[FAKE_ALLOCS];
+	struct tern_cu_ctx_st ctx[FAKE_DEVS];
+	uint64_t ncopies, bytes, pending, max_pending, fail_at;
+	int ndev;
+} g_fake = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static __thread struct tern_cu_ctx_st *g_fake_cur;
+
+static tern_cu_result fk_init(unsigned int flags)
+{
+	(void)flags;
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_version(int *v)
+{
+	*v = 12000;
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_count(int *n)
+{
+	*n = g_fake.ndev;
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_dev(tern_cu_device *d, int i)
+{
+	if (i < 0 || i >= g_fake.ndev)
+		return TERN_CU_ERROR_INVALID;
+	*d = i;
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_name(char *buf, int len, tern_cu_device d)
+{
+	snprintf(buf, (size_t)len, "tern fake GPU %d", d);
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_retain(tern_cu_ctx *c, tern_cu_device d)
+{
+	if (d < 0 || d >= g_fake.ndev)
+		return TERN_CU_ERROR_INVALID;
+	g_fake.ctx[d].dev = d;
+	*c = &g_fake.ctx[d];
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_release(tern_cu_device d)
+{
+	(void)d;
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_getcur(tern_cu_ctx *c)
+{
+	*c = g_fake_cur;
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_setcur(tern_cu_ctx c)
+{
+	g_fake_cur = c;
+	return TERN_CU_SUCCESS;
+}
+
+static int fake_find(const void *p)
+{
+	const char *c = p;
+
+	for (int i = 0; i < FAKE_ALLOCS; i++) {
+		if (g_fake.alloc[i].base != NULL && c >= g_fake.alloc[i].base &&
+		    c < g_fake.alloc[i].base + g_fake.alloc[i].len)
+			return i;
+	}
+	return -1;
+}
+
+static tern_cu_result fk_attr(void *data, int attr, tern_cu_ptr p)
+{
+	int i;
+
+	pthread_mutex_lock(&g_fake.lock);
+	i = fake_find((const void *)(uintptr_t)p);
+	pthread_mutex_unlock(&g_fake.lock);
+	if (i < 0)
+		return TERN_CU_ERROR_INVALID; /* as CUDA says of malloc'd memory
+					       */
+	switch (attr) {
+	case TERN_CU_PTR_ATTR_MEMTYPE:
+		*(unsigned int *)data = TERN_CU_MEMTYPE_DEVICE;
+		return TERN_CU_SUCCESS;
+	case TERN_CU_PTR_ATTR_ORDINAL:
+		*(int *)data = g_fake.alloc[i].dev;
+		return TERN_CU_SUCCESS;
+	case TERN_CU_PTR_ATTR_CONTEXT:
+		*(tern_cu_ctx *)data = &g_fake.ctx[g_fake.alloc[i].dev];
+		return TERN_CU_SUCCESS;
+	default:
+		return TERN_CU_ERROR_INVALID;
+	}
+}
+
+static tern_cu_result fk_alloc(tern_cu_ptr *p, size_t len)
+{
+	void *m;
+	int dev = g_fake_cur != NULL ? g_fake_cur->dev : -1;
+
+	if (dev < 0)
+		return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (m == MAP_FAILED)
+		return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+	pthread_mutex_lock(&g_fake.lock);
+	for (int i = 0; i < FAKE_ALLOCS; i++) {
+		if (g_fake.alloc[i].base == NULL) {
+			g_fake.alloc[i].base = m;
+			g_fake.alloc[i].len = len;
+			g_fake.alloc[i].dev = dev;
+			pthread_mutex_unlock(&g_fake.lock);
+			*p = (tern_cu_ptr)(uintptr_t)m;
+			return TERN_CU_SUCCESS;
+		}
+	}
+	pthread_mutex_unlock(&g_fake.lock);
+	munmap(m, len);
+	return 2;
+}
+
+static tern_cu_result fk_free(tern_cu_ptr p)
+{
+	int i;
+
+	pthread_mutex_lock(&g_fake.lock);
+	i = fake_find((const void *)(uintptr_t)p);
+	if (i < 0 || g_fake.alloc[i].base != (char *)(uintptr_t)p) {
+		pthread_mutex_unlock(&g_fake.lock);
+		return TERN_CU_ERROR_INVALID;
+	}
+	munmap(g_fake.alloc[i].base, g_fake.alloc[i].len);
+	g_fake.alloc[i].base = NULL;
+	pthread_mutex_unlock(&g_fake.lock);
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_hostalloc(void **p, size_t len, unsigned int flags)
+{
+	(void)flags;
+	if (posix_memalign(p, 4096, len) != 0)
+		return 2;
+	memset(*p, 0, len);
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_freehost(void *p)
+{
+	free(p);
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_memcpy(tern_cu_ptr d, tern_cu_ptr s, size_t len)
+{
+	memcpy((void *)(uintptr_t)d, (const void *)(uintptr_t)s, len);
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_memcpy_async(tern_cu_ptr d, tern_cu_ptr s, size_t len,
+				      tern_cu_stream st)
+{
+	struct fake_op *op = calloc(1, sizeof(*op));
+
+	if (op == NULL)
+		return 2;
+	op->dst = (void *)(uintptr_t)d;
+	op->src = (const void *)(uintptr_t)s;
+	op->len = len;
+	op->seq = ++st->enq;
+	pthread_mutex_lock(&g_fake.lock);
+	op->fail = ++g_fake.ncopies == g_fake.fail_at;
+	g_fake.bytes += len;
+	if (++g_fake.pending > g_fake.max_pending)
+		g_fake.max_pending = g_fake.pending;
+	pthread_mutex_unlock(&g_fake.lock);
+	if (st->tail != NULL)
+		st->tail->next = op;
+	else
+		st->head = op;
+	st->tail = op;
+	return TERN_CU_SUCCESS;
+}
+
+/* The copy engine: run the stream's oldest queued copy. */
+static void fake_run_one(struct tern_cu_stream_st *st)
+{
+	struct fake_op *op = st->head;
+
+	if (op == NULL)
+		return;
+	st->head = op->next;
+	if (st->head == NULL)
+		st->tail = NULL;
+	if (op->fail)
+		st->failed = op->seq;
+	else
+		memcpy(op->dst, op->src, op->len);
+	st->done = op->seq;
+	pthread_mutex_lock(&g_fake.lock);
+	g_fake.pending--;
+	pthread_mutex_unlock(&g_fake.lock);
+	free(op);
+}
+
+static tern_cu_result fk_stream_create(tern_cu_stream *s, unsigned int flags)
+{
+	(void)flags;
+	*s = calloc(1, sizeof(**s));
+	return *s != NULL ? TERN_CU_SUCCESS : 2;
+}
+
+static tern_cu_result fk_stream_sync(tern_cu_stream s)
+{
+	while (s->head != NULL)
+		fake_run_one(s);
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_stream_destroy(tern_cu_stream s)
+{
+	fk_stream_sync(s);
+	free(s);
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_event_create(tern_cu_event *e, unsigned int flags)
+{
+	(void)flags;
+	*e = calloc(1, sizeof(**e));
+	return *e != NULL ? TERN_CU_SUCCESS : 2;
+}
+
+static tern_cu_result fk_event_destroy(tern_cu_event e)
+{
+	free(e);
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_event_record(tern_cu_event e, tern_cu_stream s)
+{
+	/* The copies since the stream's previous record are this event's. */
+	e->s = s;
+	e->from = s->last_rec + 1;
+	e->seq = s->last_rec = s->enq;
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_event_query(tern_cu_event e)
+{
+	struct tern_cu_stream_st *s = e->s;
+
+	if (s == NULL)
+		return TERN_CU_SUCCESS;
+	if (s->done < e->seq)
+		fake_run_one(s);
+	if (s->done < e->seq)
+		return TERN_CU_ERROR_NOT_READY;
+	if (s->failed != 0 && s->failed <= e->seq && s->failed >= e->from)
+		return 700; /* CUDA_ERROR_ILLEGAL_ADDRESS */
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_errstr(tern_cu_result r, const char **s)
+{
+	switch (r) {
+	case 1:
+		*s = "invalid argument";
+		break;
+	case 2:
+		*s = "out of memory";
+		break;
+	case 201:
+		*s = "invalid device context";
+		break;
+	case 700:
+		*s = "an illegal memory access was encountered (injected)";
+		break;
+	default:
+		*s = "unknown error";
+		break;
+	}
+	return TERN_CU_SUCCESS;
+}
+
+static int load_fake(const char *env)
+{
+	const char *fail = getenv("TERN_FAKE_CUDA_FAIL");
+	int n = atoi(env);
+
+	g_fake.ndev = n < 1 ? 1 : n > FAKE_DEVS ? FAKE_DEVS : n;
+	g_fake.fail_at = fail != NULL ? strtoull(fail, NULL, 10) : 0;
+	g_cu = (struct tern__cu){
+		.fake = 1,
+		.Init = fk_init,
+		.DriverGetVersion = fk_version,
+		.DeviceGetCount = fk_count,
+		.DeviceGet = fk_dev,
+		.DeviceGetName = fk_name,
+		.DevicePrimaryCtxRetain = fk_retain,
+		.DevicePrimaryCtxRelease = fk_release,
+		.CtxGetCurrent = fk_getcur,
+		.CtxSetCurrent = fk_setcur,
+		.PointerGetAttribute = fk_attr,
+		.MemAlloc = fk_alloc,
+		.MemFree = fk_free,
+		.MemHostAlloc = fk_hostalloc,
+		.MemFreeHost = fk_freehost,
+		.Memcpy = fk_memcpy,
+		.MemcpyAsync = fk_memcpy_async,
+		.StreamCreate = fk_stream_create,
+		.StreamDestroy = fk_stream_destroy,
+		.StreamSynchronize = fk_stream_sync,
+		.EventCreate = fk_event_create,
+		.EventDestroy = fk_event_destroy,
+		.EventRecord = fk_event_record,
+		.EventQuery = fk_event_query,
+		.GetErrorString = fk_errstr,
+	};
+	return 0;
+}
+
+void tern__cu_fake_stats(struct tern__cu_fake_stats *s)
+{
+	pthread_mutex_lock(&g_fake.lock);
+	s->copies = g_fake.ncopies;
+	s->bytes = g_fake.bytes;
+	s->max_pending = g_fake.max_pending;
+	pthread_mutex_unlock(&g_fake.lock);
+}
+
+void tern__cu_fake_fail(uint64_t n)
+{
+	pthread_mutex_lock(&g_fake.lock);
+	g_fake.fail_at = n != 0 ? g_fake.ncopies + n : 0;
+	pthread_mutex_unlock(&g_fake.lock);
+}
+
+/* --- the real driver -------------------------------------------------- */
+
+static int load_real(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	tern_cu_result r;
+
+	if (h == NULL) {
+		snprintf(g_why, sizeof(g_why),
+			 "CUDA driver not found (dlopen libcuda.so.1: %s)",
+			 dlerror());
+		return -TERN_ENOCUDA;
+	}
+#define SYM(field, name)                                                    \
+	do {                                                                \
+		*(void **)&g_cu.field = dlsym(h, name);                     \
+		if (g_cu.field == NULL) {                                   \
+			snprintf(g_why, sizeof(g_why),                      \
+				 "libcuda.so.1 lacks %s (driver too old?)", \
+				 name);                                     \
+			return -TERN_ENOCUDA;                               \
+		}                                                           \
+	} while (0)
+	SYM(Init, "cuInit");
+	SYM(DriverGetVersion, "cuDriverGetVersion");
+	SYM(DeviceGetCount, "cuDeviceGetCount");
+	SYM(DeviceGet, "cuDeviceGet");
+	SYM(DeviceGetName, "cuDeviceGetName");
+	SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+	SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+	SYM(CtxGetCurrent, "cuCtxGetCurrent");
+	SYM(CtxSetCurrent, "cuCtxSetCurrent");
+	SYM(PointerGetAttribute, "cuPointerGetAttribute");
+	SYM(MemAlloc, "cuMemAlloc_v2");
+	SYM(MemFree, "cuMemFree_v2");
+	SYM(MemHostAlloc, "cuMemHostAlloc");
+	SYM(MemFreeHost, "cuMemFreeHost");
+	SYM(Memcpy, "cuMemcpy");
+	SYM(MemcpyAsync, "cuMemcpyAsync");
+	SYM(StreamCreate, "cuStreamCreate");
+	SYM(StreamDestroy, "cuStreamDestroy_v2");
+	SYM(StreamSynchronize, "cuStreamSynchronize");
+	SYM(EventCreate, "cuEventCreate");
+	SYM(EventDestroy, "cuEventDestroy_v2");
+	SYM(EventRecord, "cuEventRecord");
+	SYM(EventQuery, "cuEventQuery");
+	SYM(GetErrorString, "cuGetErrorString");
+#undef SYM
+	/* Optional: dmabuf export (CUDA 11.7+). */
+	*(void **)&g_cu.MemGetHandleForAddressRange = dlsym(
+		h, "cuMemGetHandleForAddressRange");
+	r = g_cu.Init(0);
+	if (r != TERN_CU_SUCCESS) {
+		snprintf(g_why, sizeof(g_why), "cuInit: %s",
+			 tern__cu_errstr(&g_cu, r));
+		return -TERN_ENOCUDA;
+	}
+	/* The handle stays open for the process's life. */
+	return 0;
+}
+
+static void load_once(void)
+{
+	const char *fake = getenv("TERN_FAKE_CUDA");
+	int ret;
+
+	if (fake != NULL && *fake != '\0' && strcmp(fake, "0") != 0)
+		ret = load_fake(fake);
+	else
+		ret = load_real();
+	if (ret == 0 && g_cu.DeviceGetCount(&g_cu.ndev) != TERN_CU_SUCCESS)
+		g_cu.ndev = 0;
+	if (ret == 0 && g_cu.ndev == 0) {
+		snprintf(g_why, sizeof(g_why), "CUDA driver found, no device");
+		ret = -TERN_ENOCUDA;
+	}
+	if (ret == 0)
+		g_cu.DriverGetVersion(&g_cu.version);
+	g_ok = ret == 0;
+	if (g_ok)
+		tern_debug("CUDA: %s driver %d, %d device(s)",
+			   g_cu.fake ? "fake" : "libcuda.so.1", g_cu.version,
+			   g_cu.ndev);
+	else
+		tern_debug("CUDA: %s", g_why);
+}
+
+const struct tern__cu *tern__cu_get(char *why, size_t whylen)
+{
+	pthread_once(&g_once, load_once);
+	if (!g_ok) {
+		if (why != NULL && whylen > 0)
+			snprintf(why, whylen, "%s", g_why);
+		return NULL;
+	}
+	return &g_cu;
+}
+
+const char *tern__cu_errstr(const struct tern__cu *cu, tern_cu_result r)
+{
+	const char *s = NULL;
+
+	if (cu == NULL || cu->GetErrorString == NULL ||
+	    cu->GetErrorString(r, &s) != TERN_CU_SUCCESS || s == NULL)
+		return "unknown CUDA error";
+	return s;
+}
+
+int tern__cu_ptr_device(const void *p, int *dev_p)
+{
+	const struct tern__cu *cu = tern__cu_get(NULL, 0);
+	unsigned int type = 0;
+	int dev = -1;
+
+	if (cu == NULL)
+		return -TERN_ENOCUDA;
+	if (cu->PointerGetAttribute(&type, TERN_CU_PTR_ATTR_MEMTYPE,
+				    (tern_cu_ptr)(uintptr_t)p) !=
+	    TERN_CU_SUCCESS)
+		return 0; /* memory CUDA does not know: host */
+	if (type != TERN_CU_MEMTYPE_DEVICE && type != TERN_CU_MEMTYPE_UNIFIED)
+		return 0;
+	if (cu->PointerGetAttribute(&dev, TERN_CU_PTR_ATTR_ORDINAL,
+				    (tern_cu_ptr)(uintptr_t)p) !=
+	    TERN_CU_SUCCESS)
+		return -TERN_EHMEM;
+	*dev_p = dev;
+	return 1;
+}
+
+int tern__cu_ctx_ensure(const struct tern__cu *cu, int dev)
+{
+	tern_cu_ctx cur = NULL, pctx;
+	tern_cu_device d;
+	tern_cu_result r;
+
+	if (cu->CtxGetCurrent(&cur) == TERN_CU_SUCCESS && cur != NULL)
+		return 0;
+	r = cu->DeviceGet(&d, dev);
+	if (r == TERN_CU_SUCCESS)
+		r = cu->DevicePrimaryCtxRetain(&pctx, d);
+	if (r == TERN_CU_SUCCESS)
+		r = cu->CtxSetCurrent(pctx);
+	if (r != TERN_CU_SUCCESS) {
+		tern_warn("CUDA device %d: making its primary context current "
+			  "on this thread: %s",
+			  dev, tern__cu_errstr(cu, r));
+		return -TERN_EHMEM;
+	}
+	tern_debug("CUDA device %d: primary context made current", dev);
+	return 0;
+}
+
+void tern__cu_dmabuf(const struct tern__cu *cu, const void *buf, size_t len,
+		     int *fd_p, uint64_t *off_p)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = (uintptr_t)buf & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)buf + len + page - 1) & ~(page - 1);
+	tern_cu_result r;
+	int fd = -1;
+
+	*fd_p = -1;
+	*off_p = 0;
+	if (cu->MemGetHandleForAddressRange == NULL)
+		return;
+	r = cu->MemGetHandleForAddressRange(&fd, (tern_cu_ptr)lo, hi - lo,
+					    TERN_CU_HANDLE_DMABUF_FD, 0);
+	if (r != TERN_CU_SUCCESS) {
+		tern_debug("CUDA: no dmabuf for %p (+%zu): %s", buf, len,
+			   tern__cu_errstr(cu, r));
+		return;
+	}
+	*fd_p = fd;
+	*off_p = (uint64_t)((uintptr_t)buf - lo);
+}

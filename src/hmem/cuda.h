@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CUDA driver API, loaded at run time (dlopen "libcuda.so.1"): tern
+ * builds and runs without CUDA, and says so when a CUDA buffer is used
+ * where it is absent. Only the few calls tern needs are declared here; with
+ * CUDA's own cuda.h at build time (TERN_HAVE_CUDA_H) the constants are
+ * checked against it.
+ *
+ * $TERN_FAKE_CUDA=N (tests only) loads a fake driver instead: N "devices"
+ * whose memory is host memory tern tracks, and a copy engine that runs one
+ * queued copy per event query, in stream order, so a pipeline that posts
+ * before its copy is done sends stale bytes and a test sees it.
+ * $TERN_FAKE_CUDA_FAIL=K makes the K-th asynchronous copy of the process
+ * fail.
+ */
+#ifndef TERN_HMEM_CUDA_H
+#define TERN_HMEM_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int tern_cu_result;
+typedef int tern_cu_device;
+typedef unsigned long long tern_cu_ptr;
+typedef struct tern_cu_ctx_st *tern_cu_ctx;
+typedef struct tern_cu_stream_st *tern_cu_stream;
+typedef struct tern_cu_event_st *tern_cu_event;
+
+#define TERN_CU_SUCCESS		   0
+#define TERN_CU_ERROR_INVALID	   1
+#define TERN_CU_ERROR_NOT_INIT	   3
+#define TERN_CU_ERROR_NO_DEVICE	   100
+#define TERN_CU_ERROR_NOT_READY	   600
+#define TERN_CU_ERROR_UNKNOWN	   999
+#define TERN_CU_PTR_ATTR_CONTEXT   1
+#define TERN_CU_PTR_ATTR_MEMTYPE   2
+#define TERN_CU_PTR_ATTR_ORDINAL   9
+#define TERN_CU_MEMTYPE_HOST	   1
+#define TERN_CU_MEMTYPE_DEVICE	   2
+#define TERN_CU_MEMTYPE_UNIFIED	   4
+#define TERN_CU_STREAM_NONBLOCK	   1
+#define TERN_CU_EVENT_NO_TIMING	   2
+#define TERN_CU_HOSTALLOC_PORTABLE 1
+#define TERN_CU_HANDLE_DMABUF_FD   1
+
+/* The driver entry points tern calls (names in libcuda.so.1 in comments). */
+struct tern__cu {
+	int fake;    /* the test driver of $TERN_FAKE_CUDA */
+	int version; /* cuDriverGetVersion, e.g. 12040 */
+	int ndev;
+	tern_cu_result (*Init)(unsigned int);		    /* cuInit */
+	tern_cu_result (*DriverGetVersion)(int *);	    /* ... */
+	tern_cu_result (*DeviceGetCount)(int *);	    /* ... */
+	tern_cu_result (*DeviceGet)(tern_cu_device *, int); /* ... */
+	tern_cu_result (*DeviceGetName)(char *, int, tern_cu_device);
+	tern_cu_result (*DevicePrimaryCtxRetain)(tern_cu_ctx *, tern_cu_device);
+	tern_cu_result (*DevicePrimaryCtxRelease)(tern_cu_device); /* _v2 */
+	tern_cu_result (*CtxGetCurrent)(tern_cu_ctx *);
+	tern_cu_result (*CtxSetCurrent)(tern_cu_ctx);
+	tern_cu_result (*PointerGetAttribute)(void *, int, tern_cu_ptr);
+	tern_cu_result (*MemAlloc)(tern_cu_ptr *, size_t); /* _v2 */
+	tern_cu_result (*MemFree)(tern_cu_ptr);		   /* _v2 */
+	tern_cu_result (*MemHostAlloc)(void **, size_t, unsigned int);
+	tern_cu_result (*MemFreeHost)(void *);
+	tern_cu_result (*Memcpy)(tern_cu_ptr, tern_cu_ptr, size_t);
+	tern_cu_result (*MemcpyAsync)(tern_cu_ptr, tern_cu_ptr, size_t,
+				      tern_cu_stream);
+	tern_cu_result (*StreamCreate)(tern_cu_stream *, unsigned int);
+	tern_cu_result (*StreamDestroy)(tern_cu_stream); /* _v2 */
+	tern_cu_result (*StreamSynchronize)(tern_cu_stream);
+	tern_cu_result (*EventCreate)(tern_cu_event *, unsigned int);
+	tern_cu_result (*EventDestroy)(tern_cu_event); /* _v2 */
+	tern_cu_result (*EventRecord)(tern_cu_event, tern_cu_stream);
+	tern_cu_result (*EventQuery)(tern_cu_event);
+	tern_cu_result (*GetErrorString)(tern_cu_result, const char **);
+	/* Optional (CUDA >= 11.7): export a range as a dmabuf fd. */
+	tern_cu_result (*MemGetHandleForAddressRange)(void *, tern_cu_ptr,
+						      size_t, int,
+						      unsigned long long);
+};
+
+/*
+ * The driver, loaded and initialised once per process (the only process-wide
+ * state of tern: a table of function pointers, immutable once loaded).
+ * @return the table, or NULL with the reason in @why.
+ */
+const struct tern__cu *tern__cu_get(char *why, size_t whylen);
+
+/* "CUDA_ERROR_..." text of a result, never NULL. */
+const char *tern__cu_errstr(const struct tern__cu *cu, tern_cu_result r);
+
+/*
+ * Is @p a CUDA device pointer? @return 1 with its device in @dev_p, 0 for
+ * host memory, or a negative error (CUDA absent: -TERN_ENOCUDA).
+ */
+int tern__cu_ptr_device(const void *p, int *dev_p);
+
+/* Make the primary context of @dev current on this thread (retaining it:
+ * users' top failure is a thread with no context). @return 0 or -errno. */
+int tern__cu_ctx_ensure(const struct tern__cu *cu, int dev);
+
+/* Export [buf, buf+len) as a dmabuf where the driver can (CUDA >= 11.7
+ * and a kernel with dmabuf): *fd_p and the offset of @buf in it, else
+ * *fd_p = -1 (libfabric then finds its own way to the GPU). */
+void tern__cu_dmabuf(const struct tern__cu *cu, const void *buf, size_t len,
+		     int *fd_p, uint64_t *off_p);
+
+/* Fake driver introspection for tests: copies queued so far, and the most
+ * ever queued and not yet run. */
+struct tern__cu_fake_stats {
+	uint64_t copies;
+	uint64_t bytes;
+	uint64_t max_pending;
+};
+void tern__cu_fake_stats(struct tern__cu_fake_stats *s);
+/* Make the @n-th asynchronous copy from now fail (0: none). */
+void tern__cu_fake_fail(uint64_t n);
+
+#endif /* TERN_HMEM_CUDA_H */

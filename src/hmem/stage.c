@@ -1,0 +1,641 @@
+/* SPDX-License-Identifier: MIT */
+/* Staging CUDA memory through a pinned host shadow, in pipelined chunks. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../fabric/fabric.h"
+#include "../loop/stripe.h"
+#include "cuda.h"
+#include "stage.h"
+
+enum {
+	CH_FREE = 0,
+	CH_COPY_OUT, /* GPU -> shadow running; the post follows */
+	CH_HELD,     /* copied; a write's immediate waits for the others */
+	CH_NET,	     /* the inner operation is with tern */
+	CH_COPY_IN,  /* shadow -> GPU running; then the chunk is done */
+};
+
+struct tern__stage_chunk {
+	struct tern_req req; /* the inner operation, on the shadow */
+	struct tern_req *parent;
+	struct tern__stage *st;
+	uint64_t off; /* in the region */
+	uint64_t len;
+	uint64_t roff; /* in the remote region (writes, reads) */
+	uint32_t idx;
+	int phase;
+	int has_ev; /* a copy was queued and ev recorded after it */
+	tern_cu_event ev;
+};
+
+struct tern__stage {
+	struct tern_ctx *ctx;
+	const struct tern__cu *cu; /* NULL: host regions only */
+	int device;
+	tern_cu_stream stream;
+	uint64_t chunk;
+	unsigned int nchunks;
+	unsigned int nfree;
+	unsigned int ncopy; /* chunks with a copy running */
+	unsigned long completed;
+	struct tern__stage_chunk *chunks;
+	struct tern__reqq ops; /* user requests, in the order posted */
+};
+
+static uint64_t env_u64(const char *name, uint64_t dflt, uint64_t lo,
+			uint64_t hi)
+{
+	const char *s = getenv(name);
+	unsigned long long v;
+	char *end;
+
+	if (s == NULL || *s == '\0')
+		return dflt;
+	v = strtoull(s, &end, 0);
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	if (*end != '\0' || v < lo || v > hi) {
+		tern_warn("%s=%s ignored (want %llu..%llu)", name, s,
+			  (unsigned long long)lo, (unsigned long long)hi);
+		return dflt;
+	}
+	return v;
+}
+
+int tern__stage_open(struct tern_ctx *ctx, const struct tern__cu *cu,
+		     int device)
+{
+	struct tern__stage *st = ctx->stage;
+	tern_cu_result r;
+
+	if (st == NULL) {
+		unsigned int depth = (unsigned int)env_u64(
+			"TERN_STAGE_DEPTH", TERN_STAGE_DEPTH_DEFAULT, 1,
+			TERN_STAGE_DEPTH_MAX);
+
+		st = calloc(1, sizeof(*st));
+		if (st == NULL)
+			return -ENOMEM;
+		st->chunks = calloc(depth, sizeof(*st->chunks));
+		if (st->chunks == NULL) {
+			free(st);
+			return -ENOMEM;
+		}
+		st->ctx = ctx;
+		st->device = -1;
+		st->nchunks = st->nfree = depth;
+		st->chunk = env_u64("TERN_STAGE_CHUNK",
+				    TERN_STAGE_CHUNK_DEFAULT, 4096, 1ULL << 30);
+		for (unsigned int i = 0; i < depth; i++)
+			st->chunks[i].st = st;
+		ctx->stage = st;
+	}
+	if (cu == NULL || st->cu != NULL)
+		return 0;
+	/* The copy stream and one event per chunk, made once. */
+	r = cu->StreamCreate(&st->stream, TERN_CU_STREAM_NONBLOCK);
+	for (unsigned int i = 0; r == TERN_CU_SUCCESS && i < st->nchunks; i++)
+		r = cu->EventCreate(&st->chunks[i].ev, TERN_CU_EVENT_NO_TIMING);
+	if (r != TERN_CU_SUCCESS) {
+		tern_warn("CUDA device %d: creating the staging stream: %s",
+			  device, tern__cu_errstr(cu, r));
+		for (unsigned int i = 0; i < st->nchunks; i++) {
+			if (st->chunks[i].ev != NULL)
+				cu->EventDestroy(st->chunks[i].ev);
+			st->chunks[i].ev = NULL;
+		}
+		if (st->stream != NULL)
+			cu->StreamDestroy(st->stream);
+		st->stream = NULL;
+		return -TERN_EHMEM;
+	}
+	st->cu = cu;
+	st->device = device;
+	tern_debug("staging on CUDA device %d: %u chunk(s) of %llu bytes in "
+		   "flight",
+		   device, st->nchunks, (unsigned long long)st->chunk);
+	return 0;
+}
+
+int tern__stage_device(const struct tern_ctx *ctx)
+{
+	return ctx->stage != NULL && ctx->stage->cu != NULL ? ctx->stage->device
+							    : -1;
+}
+
+/* --- one request ------------------------------------------------------ */
+
+static int is_source(const struct tern_req *req)
+{
+	switch (req->_priv.op) {
+	case TERN__OP_SEND:
+	case TERN__OP_SEND_IMM:
+	case TERN__OP_WRITE:
+	case TERN__OP_WRITE_IMM:
+	case TERN__OP_PIECES:
+		return 1;
+	case TERN__OP_SYNC:
+		return req->_priv.imm == TERN_MR_SYNC_OUT;
+	default:
+		return 0;
+	}
+}
+
+/* The request is over once nothing of it is active and either every chunk
+ * finished or an error stopped it. */
+static void op_maybe_done(struct tern__stage *st, struct tern_req *req)
+{
+	if (req->_priv.inflight != 0)
+		return;
+	if (req->_priv.err == 0 && req->_priv.ndone < req->_priv.npieces)
+		return;
+	tern__reqq_remove(&st->ops, req);
+	st->completed++;
+	tern__req_complete(st->ctx, req, req->_priv.err);
+}
+
+static void set_err(struct tern_req *req, int err)
+{
+	if (req->_priv.err == 0)
+		req->_priv.err = err;
+}
+
+static void chunk_finish(struct tern__stage_chunk *ch, int status)
+{
+	struct tern_req *req = ch->parent;
+	struct tern__stage *st = ch->st;
+
+	ch->phase = CH_FREE;
+	ch->parent = NULL;
+	st->nfree++;
+	req->_priv.inflight--;
+	if (status != 0)
+		set_err(req, status);
+	else
+		req->_priv.ndone++;
+	op_maybe_done(st, req);
+}
+
+static char *shadow(const struct tern_req *req)
+{
+	return req->_priv.mr->smr->buf;
+}
+
+static char *device(const struct tern_req *req)
+{
+	return req->_priv.mr->buf;
+}
+
+/* Queue a copy of the chunk on the stream, in @out's direction. */
+static int chunk_copy(struct tern__stage_chunk *ch, int out, uint64_t len)
+{
+	struct tern__stage *st = ch->st;
+	const struct tern__cu *cu = st->cu;
+	const struct tern_req *req = ch->parent;
+	char *h = shadow(req) + ch->off, *d = device(req) + ch->off;
+	tern_cu_result r;
+
+	ch->phase = out ? CH_COPY_OUT : CH_COPY_IN;
+	ch->has_ev = 0;
+	if (len == 0)
+		return 0;
+	r = cu->MemcpyAsync((tern_cu_ptr)(uintptr_t)(out ? h : d),
+			    (tern_cu_ptr)(uintptr_t)(out ? d : h), len,
+			    st->stream);
+	if (r == TERN_CU_SUCCESS)
+		r = cu->EventRecord(ch->ev, st->stream);
+	if (r != TERN_CU_SUCCESS) {
+		tern_warn("staging copy of %llu bytes %s GPU: %s",
+			  (unsigned long long)len, out ? "from" : "to",
+			  tern__cu_errstr(cu, r));
+		return -TERN_EHMEM;
+	}
+	ch->has_ev = 1;
+	st->ncopy++;
+	st->ctx->stage_copies++;
+	st->ctx->stage_bytes += len;
+	return 0;
+}
+
+static void net_done(struct tern_req *inner);
+
+/* The remote region the request targets, as the descriptor it came with. */
+static void remote_desc(const struct tern_req *req, struct tern_mr_desc *rd)
+{
+	rd->base = req->_priv.rbase;
+	rd->len = req->_priv.rlen;
+	rd->flags = req->_priv.rflags;
+	rd->nkeys = req->_priv.nregions;
+	memcpy(rd->keys, req->_priv.rkeys, sizeof(rd->keys));
+}
+
+/* Hand the chunk's operation on the shadow to tern. */
+static int chunk_post(struct tern__stage_chunk *ch)
+{
+	struct tern_req *req = ch->parent, *in = &ch->req;
+	struct tern_peer *peer = req->_priv.peer;
+	struct tern_mr *smr = req->_priv.mr->smr;
+	char *h = shadow(req) + ch->off;
+	struct tern_mr_desc rd;
+	const struct tern_piece *pc;
+	const struct tern_mr_desc *regions;
+	int ret;
+
+	tern_req_init(in, net_done, ch);
+	ch->phase = CH_NET;
+	switch (req->_priv.op) {
+	case TERN__OP_SEND:
+		return tern_send(peer, smr, h, ch->len, in);
+	case TERN__OP_SEND_IMM:
+		return tern_send_imm(peer, smr, h, ch->len, req->_priv.imm, in);
+	case TERN__OP_RECV:
+		return tern_recv(req->_priv.ctx, smr, h, ch->len, in);
+	case TERN__OP_READ:
+		remote_desc(req, &rd);
+		return tern_read(peer, smr, h, ch->len, &rd, ch->roff, in);
+	case TERN__OP_WRITE:
+		remote_desc(req, &rd);
+		return tern_write(peer, smr, h, ch->len, &rd, ch->roff, in);
+	case TERN__OP_WRITE_IMM:
+		remote_desc(req, &rd);
+		if (ch->idx + 1 == req->_priv.npieces)
+			return tern_write_imm(peer, smr, h, ch->len, &rd,
+					      ch->roff, req->_priv.imm, in);
+		/* The immediate goes with the last chunk, posted once the
+		 * others completed: they must have landed by then, on any
+		 * rail, so ask for delivery, not just transmission. */
+		ret = tern_write(peer, smr, h, ch->len, &rd, ch->roff, in);
+		if (ret == 0)
+			in->_priv.xflags |= TERN__XF_DELIVER;
+		return ret;
+	case TERN__OP_PIECES:
+		pc = (const struct tern_piece *)req->_priv.pieces + ch->idx;
+		regions = req->_priv.regions;
+		if (req->_priv.count) /* TERN_PIECES_IMM */
+			return tern_write_imm(peer, smr, h, ch->len,
+					      &regions[pc->region], pc->roff,
+					      req->_priv.imm, in);
+		return tern_write(peer, smr, h, ch->len, &regions[pc->region],
+				  pc->roff, in);
+	default:
+		return -EINVAL;
+	}
+}
+
+static void chunk_net(struct tern__stage_chunk *ch)
+{
+	struct tern_req *req = ch->parent;
+	int ret;
+
+	if (req->_priv.err != 0) {
+		chunk_finish(ch, req->_priv.err);
+		return;
+	}
+	if (req->_priv.op == TERN__OP_WRITE_IMM &&
+	    ch->idx + 1 == req->_priv.npieces &&
+	    req->_priv.ndone + 1 < req->_priv.npieces) {
+		ch->phase = CH_HELD;
+		return;
+	}
+	ret = chunk_post(ch);
+	if (ret != 0)
+		chunk_finish(ch, ret);
+}
+
+/* The inner operation completed (inside tern's progress). */
+static void net_done(struct tern_req *in)
+{
+	struct tern__stage_chunk *ch = in->data;
+	struct tern_req *req = ch->parent;
+	int ret;
+
+	if (in->status != 0) {
+		if (req->errmsg[0] == '\0' && in->errmsg[0] != '\0') {
+			memcpy(req->errmsg, in->errmsg, sizeof(req->errmsg));
+			req->prov_errno = in->prov_errno;
+		}
+		if (req->_priv.op == TERN__OP_RECV)
+			req->len = in->len;
+		chunk_finish(ch, in->status);
+		return;
+	}
+	if (is_source(req)) {
+		chunk_finish(ch, 0);
+		return;
+	}
+	/* A sink: the bytes are in the shadow; now to the GPU. */
+	if (req->_priv.op == TERN__OP_RECV) {
+		req->len = in->len;
+		req->imm = in->imm;
+		req->flags = in->flags;
+	}
+	ret = chunk_copy(ch, 0,
+			 req->_priv.op == TERN__OP_RECV ? in->len : ch->len);
+	if (ret != 0)
+		chunk_finish(ch, ret);
+	else if (!ch->has_ev)
+		chunk_finish(ch, 0);
+}
+
+static struct tern__stage_chunk *chunk_get(struct tern__stage *st)
+{
+	for (unsigned int i = 0; i < st->nchunks; i++) {
+		if (st->chunks[i].phase == CH_FREE &&
+		    st->chunks[i].parent == NULL)
+			return &st->chunks[i];
+	}
+	return NULL;
+}
+
+/* Start the request's next chunk in a free slot. */
+static void chunk_start(struct tern__stage *st, struct tern_req *req)
+{
+	struct tern__stage_chunk *ch = chunk_get(st);
+	uint32_t i = req->_priv.next_piece++;
+	uint64_t base = (uint64_t)((char *)req->_priv.buf - device(req));
+	int ret;
+
+	st->nfree--;
+	req->_priv.inflight++;
+	ch->parent = req;
+	ch->idx = i;
+	ch->roff = 0;
+	if (req->_priv.op == TERN__OP_PIECES) {
+		const struct tern_piece *pc =
+			(const struct tern_piece *)req->_priv.pieces + i;
+
+		ch->off = pc->loff;
+		ch->len = pc->len;
+	} else if (req->_priv.op == TERN__OP_SEND ||
+		   req->_priv.op == TERN__OP_SEND_IMM ||
+		   req->_priv.op == TERN__OP_RECV) {
+		ch->off = base; /* a message is never cut */
+		ch->len = req->len;
+	} else {
+		tern__stripe_chunk(req->len, st->chunk, i, &ch->off, &ch->len);
+		ch->roff = req->_priv.operand + ch->off;
+		ch->off += base;
+	}
+	if (req->_priv.op == TERN__OP_SYNC) {
+		ret = chunk_copy(ch, req->_priv.imm == TERN_MR_SYNC_OUT,
+				 ch->len);
+		if (ret != 0 || !ch->has_ev)
+			chunk_finish(ch, ret);
+		return;
+	}
+	if (is_source(req)) {
+		ret = chunk_copy(ch, 1, ch->len);
+		if (ret != 0)
+			chunk_finish(ch, ret);
+		else if (!ch->has_ev)
+			chunk_net(ch);
+		return;
+	}
+	ret = chunk_post(ch);
+	if (ret != 0)
+		chunk_finish(ch, ret);
+}
+
+void tern__stage_submit(struct tern_ctx *ctx, struct tern_req *req)
+{
+	struct tern__stage *st = ctx->stage;
+
+	req->_priv.state = TERN__ST_STAGING;
+	req->_priv.next_piece = 0;
+	req->_priv.inflight = 0;
+	req->_priv.ndone = 0;
+	req->_priv.err = 0;
+	switch (req->_priv.op) {
+	case TERN__OP_PIECES: /* one chunk per piece, set by the caller */
+		break;
+	case TERN__OP_SEND:
+	case TERN__OP_SEND_IMM:
+	case TERN__OP_RECV:
+		req->_priv.npieces = 1;
+		break;
+	case TERN__OP_SYNC: /* nothing to copy on a host region */
+		req->_priv.npieces = req->_priv.mr->smr == NULL || req->len == 0
+					     ? 0
+					     : (uint32_t)tern__stripe_count(
+						       req->len, st->chunk);
+		break;
+	default:
+		req->_priv.npieces = req->len == 0
+					     ? 1
+					     : (uint32_t)tern__stripe_count(
+						       req->len, st->chunk);
+		break;
+	}
+	if (req->_priv.peer != NULL)
+		req->_priv.peer->inflight++;
+	tern__reqq_push(&st->ops, req);
+}
+
+/* Start chunks, oldest request first; a request's chunks start in order,
+ * and a later request starts only once the earlier ones all have (receives
+ * stay in the order they were posted). */
+static void start_chunks(struct tern__stage *st)
+{
+	struct tern_req *req;
+	int again = 1;
+
+	while (again) {
+		again = 0;
+		for (req = st->ops.head; req != NULL; req = req->_priv.next) {
+			if (req->_priv.err == 0 &&
+			    req->_priv.next_piece < req->_priv.npieces) {
+				if (st->nfree == 0)
+					return;
+				/* May complete it (and run callbacks that
+				 * change the list): walk again. */
+				chunk_start(st, req);
+				again = 1;
+				break;
+			}
+			if (req->_priv.inflight == 0) {
+				/* Nothing to start, nothing active: over
+				 * (a sync of a host region, or 0 bytes). */
+				op_maybe_done(st, req);
+				again = 1;
+				break;
+			}
+		}
+	}
+}
+
+int tern__stage_progress(struct tern_ctx *ctx)
+{
+	struct tern__stage *st = ctx->stage;
+	int done;
+
+	for (unsigned int i = 0; st->ncopy != 0 && i < st->nchunks; i++) {
+		struct tern__stage_chunk *ch = &st->chunks[i];
+		tern_cu_result r;
+
+		if (!ch->has_ev ||
+		    (ch->phase != CH_COPY_OUT && ch->phase != CH_COPY_IN))
+			continue;
+		r = st->cu->EventQuery(ch->ev);
+		if (r == TERN_CU_ERROR_NOT_READY)
+			continue;
+		ch->has_ev = 0;
+		st->ncopy--;
+		if (r != TERN_CU_SUCCESS) {
+			tern_warn("staging copy %s GPU failed: %s",
+				  ch->phase == CH_COPY_OUT ? "from" : "to",
+				  tern__cu_errstr(st->cu, r));
+			snprintf(ch->parent->errmsg, sizeof(ch->parent->errmsg),
+				 "CUDA copy: %s", tern__cu_errstr(st->cu, r));
+			chunk_finish(ch, -TERN_EHMEM);
+		} else if (ch->phase == CH_COPY_OUT &&
+			   ch->parent->_priv.op != TERN__OP_SYNC) {
+			chunk_net(ch);
+		} else {
+			chunk_finish(ch, 0);
+		}
+	}
+	for (unsigned int i = 0; i < st->nchunks; i++) {
+		struct tern__stage_chunk *ch = &st->chunks[i];
+
+		if (ch->phase == CH_HELD &&
+		    (ch->parent->_priv.err != 0 ||
+		     ch->parent->_priv.ndone + 1 == ch->parent->_priv.npieces))
+			chunk_net(ch);
+	}
+	start_chunks(st);
+	done = (int)st->completed;
+	st->completed = 0;
+	return done;
+}
+
+int tern__stage_busy(const struct tern_ctx *ctx)
+{
+	return ctx->stage != NULL && ctx->stage->ncopy != 0;
+}
+
+int tern__stage_alive(const struct tern_ctx *ctx)
+{
+	return ctx->stage != NULL && ctx->stage->ops.len != 0;
+}
+
+void tern__stage_cancel(struct tern_ctx *ctx, struct tern_req *req)
+{
+	struct tern__stage *st = ctx->stage;
+
+	set_err(req, -ECANCELED);
+	req->_priv.next_piece = req->_priv.npieces; /* start no more */
+	for (unsigned int i = 0; i < st->nchunks; i++) {
+		struct tern__stage_chunk *ch = &st->chunks[i];
+
+		if (ch->parent != req)
+			continue;
+		if (ch->phase == CH_HELD)
+			chunk_finish(ch, -ECANCELED);
+		else if (ch->phase == CH_NET && req->_priv.op == TERN__OP_RECV)
+			tern_req_cancel(ctx, &ch->req);
+	}
+	/* Still linked (not completed by a chunk above)? */
+	if (req->_priv.state == TERN__ST_STAGING)
+		op_maybe_done(st, req);
+}
+
+void tern__stage_cancel_peer(struct tern_ctx *ctx, struct tern_peer *peer)
+{
+	struct tern__stage *st = ctx->stage;
+	struct tern_req *req;
+	int again = 1;
+
+	if (st == NULL)
+		return;
+	/* Callbacks may change the list: walk again after each. */
+	while (again) {
+		again = 0;
+		for (req = st->ops.head; req != NULL; req = req->_priv.next) {
+			/* Not yet cancelled: may still start or succeed. */
+			if ((peer == NULL || req->_priv.peer == peer) &&
+			    (req->_priv.err == 0 ||
+			     req->_priv.next_piece < req->_priv.npieces)) {
+				tern__stage_cancel(ctx, req);
+				again = 1;
+				break;
+			}
+		}
+	}
+}
+
+void tern__stage_quiesce(struct tern_ctx *ctx)
+{
+	struct tern__stage *st = ctx->stage;
+
+	if (st != NULL && st->cu != NULL && st->stream != NULL)
+		st->cu->StreamSynchronize(st->stream);
+}
+
+void tern__stage_close(struct tern_ctx *ctx)
+{
+	struct tern__stage *st = ctx->stage;
+	struct tern_req *req;
+
+	if (st == NULL)
+		return;
+	tern__stage_quiesce(ctx);
+	/* Inner operations were cancelled with the endpoints; whatever is
+	 * still linked ends now. */
+	while ((req = tern__reqq_pop(&st->ops)) != NULL) {
+		req->_priv.inflight = 0;
+		tern__req_complete(ctx, req, -ECANCELED);
+	}
+	if (st->cu != NULL) {
+		for (unsigned int i = 0; i < st->nchunks; i++)
+			st->cu->EventDestroy(st->chunks[i].ev);
+		st->cu->StreamDestroy(st->stream);
+	}
+	free(st->chunks);
+	free(st);
+	ctx->stage = NULL;
+}
+
+int tern_mr_sync(struct tern_mr *mr, uint64_t off, uint64_t len,
+		 unsigned int dir, struct tern_req *req)
+{
+	struct tern_ctx *ctx;
+	int ret;
+
+	if (mr == NULL || req == NULL ||
+	    (dir != TERN_MR_SYNC_IN && dir != TERN_MR_SYNC_OUT))
+		return -EINVAL;
+	ctx = mr->ctx;
+	if (off > mr->len || len > mr->len - off)
+		return -TERN_EBOUNDS;
+	if (ctx->closing)
+		return -ECANCELED;
+	if (ctx->stage == NULL) {
+		ret = tern__stage_open(ctx, NULL, -1);
+		if (ret != 0)
+			return ret;
+	}
+	req->done = 0;
+	req->status = 0;
+	req->len = len;
+	req->imm = 0;
+	req->value = 0;
+	req->flags = 0;
+	req->prov_errno = 0;
+	req->errmsg[0] = '\0';
+	req->_priv.ctx = ctx;
+	req->_priv.op = TERN__OP_SYNC;
+	req->_priv.sop = 0;
+	req->_priv.xflags = 0;
+	req->_priv.peer = NULL;
+	req->_priv.mr = mr;
+	req->_priv.buf = (char *)mr->buf + off;
+	req->_priv.operand = 0;
+	req->_priv.imm = dir;
+	tern__stage_submit(ctx, req);
+	return 0;
+}

@@ -92,6 +92,13 @@ struct tern_bench_context {
 	double mr_reg_ms; /* registering the benchmark's buffers */
 	uint64_t mr_bytes;
 	int verify;
+	/* Where each side's buffers live ("host", "cuda:0") and the path
+	 * its region takes (tern_mr_path_str(): "host", "cuda zero-copy",
+	 * "cuda staged"); "" when not known. */
+	char mem_local[16];
+	char mem_peer[16];
+	char path_local[24];
+	char path_peer[24];
 	char command[512]; /* the command line, for the record */
 };
 

@@ -44,6 +44,40 @@ int tern_bench_op_parse(const char *s)
 	return -EINVAL;
 }
 
+int tern_bench_mem_parse(const char *s, struct tern_bench_mem *m)
+{
+	char *end;
+	long dev;
+
+	if (strcmp(s, "host") == 0) {
+		*m = (struct tern_bench_mem){ .kind = TERN_MEM_HOST };
+		return 0;
+	}
+	if (strcmp(s, "cuda") == 0) {
+		*m = (struct tern_bench_mem){ .kind = TERN_MEM_CUDA };
+		return 0;
+	}
+	if (strncmp(s, "cuda:", 5) != 0 || s[5] < '0' || s[5] > '9')
+		return -EINVAL;
+	errno = 0;
+	dev = strtol(s + 5, &end, 10);
+	if (errno != 0 || *end != '\0' || dev > 1023)
+		return -EINVAL;
+	*m = (struct tern_bench_mem){ .kind = TERN_MEM_CUDA,
+				      .device = (int)dev };
+	return 0;
+}
+
+const char *tern_bench_mem_name(const struct tern_bench_mem *m, char *buf,
+				size_t len)
+{
+	if (m == NULL || m->kind == TERN_MEM_HOST)
+		snprintf(buf, len, "host");
+	else
+		snprintf(buf, len, "cuda:%d", m->device);
+	return buf;
+}
+
 /* HELLO params of a bench: u32 op, u32 window, u64 max_size, u64 seed,
  * u32 verify, u32 0. BYE params: u64 messages sent. ACK of a BYE: u64
  * messages received, u64 of them wrong. */
@@ -56,6 +90,27 @@ struct bench_params {
 };
 
 #define PARAMS_LEN 32
+
+/*
+ * The ACK of a bench HELLO carries the target region's memory: u32 kind
+ * (enum tern_mem_kind), u32 CUDA device, u32 path (enum tern_mr_path),
+ * u32 0; none from a responder older than GPU memory: host.
+ *
+ * With a CUDA region, writes land in its host shadow when staged: the
+ * initiator checks them with a CHECK, a bench HELLO amid the session whose
+ * params are u64 length, u64 0. The responder syncs [0, length) in
+ * (tern_mr_sync(SYNC_IN)), compares the GPU's bytes with the pattern and
+ * answers an ACK of u32 1 (equal) or 0, u32 errno (0, or why it could not
+ * check).
+ */
+#define MEMINFO_LEN 16
+#define CHECK_LEN   16
+#define CHECKED_LEN 8
+
+/* What --op atomic meets on a staged region (tern_mr_regattr()). */
+#define ATOMIC_CUDA_WHY                                                    \
+	"--op atomic needs host memory on the target, or a provider with " \
+	"FI_HMEM"
 
 static void params_encode(const struct bench_params *p, uint8_t *b)
 {
@@ -111,6 +166,57 @@ static void mt_fill(void *buf, size_t len, uint64_t seed)
 	tern_mt64_fill(&rng, buf, len);
 }
 
+/* Fill @len bytes at @buf, memory of @kind, with MT(@seed) (@pattern) or
+ * zeros. GPU memory is never touched from the host: it is filled through
+ * a bounce buffer with tern_mem_copy(). */
+static int mem_fill(enum tern_mem_kind kind, void *buf, size_t len, int pattern,
+		    uint64_t seed)
+{
+	const size_t chunk = 1 << 20; /* a multiple of 8: one MT stream */
+	struct tern_mt64 rng;
+	uint8_t *tmp;
+	int ret = 0;
+
+	if (kind == TERN_MEM_HOST) {
+		if (pattern)
+			mt_fill(buf, len, seed);
+		else
+			memset(buf, 0, len);
+		return 0;
+	}
+	tmp = alloc_aligned(TERN_MIN(len, chunk));
+	if (tmp == NULL)
+		return -ENOMEM;
+	memset(tmp, 0, TERN_MIN(len, chunk));
+	tern_mt64_seed(&rng, seed);
+	for (size_t off = 0; off < len && ret == 0; off += chunk) {
+		size_t n = TERN_MIN(chunk, len - off);
+
+		if (pattern)
+			tern_mt64_fill(&rng, tmp, n);
+		ret = tern_mem_copy((uint8_t *)buf + off, tmp, n);
+	}
+	free(tmp);
+	return ret;
+}
+
+/* tern_mr_sync() of [0, @len) of @mr in direction @dir, waited for. */
+static int mr_sync_wait(struct tern_ctx *ctx, struct tern_mr *mr, uint64_t len,
+			unsigned int dir)
+{
+	struct tern_req req;
+	int ret;
+
+	tern_req_init(&req, NULL, NULL);
+	ret = tern_mr_sync(mr, 0, len, dir, &req);
+	if (ret != 0)
+		return ret;
+	ret = tern_wait(ctx, &req, CTRL_TIMEOUT_MS);
+	if (ret != 0 && !req.done && tern_req_cancel(ctx, &req) >= 0)
+		tern_wait(ctx, &req, 2000);
+	return ret != 0 ? ret : req.status;
+}
+
 /* --- responder -------------------------------------------------------------
  */
 
@@ -124,9 +230,12 @@ struct responder {
 	struct tern_msgbox *mb;
 	struct tern_peer *peer;
 	struct bench_params p;
-	uint8_t *region;
+	struct tern_bench_mem mem; /* of the region */
+	uint8_t *region;	   /* a device pointer for CUDA */
+	size_t region_len;
 	struct tern_mr *mr;
-	uint8_t *pattern; /* MT(seed), for checking sends */
+	uint8_t *pattern; /* MT(seed), for checking sends and CHECKs */
+	uint8_t *chk;	  /* host copy of GPU bytes being checked */
 	struct rx_slot *rx;
 	size_t nrx;
 	uint64_t received, bad, expected;
@@ -137,6 +246,16 @@ static int post_rx(struct responder *r, struct rx_slot *s)
 {
 	tern_req_init(&s->req, NULL, NULL);
 	return tern_recv(r->ctx, r->mr, s->buf, r->p.max_size, &s->req);
+}
+
+/* Whether the @len bytes at @buf, in the region, are the pattern's
+ * first. */
+static int region_matches(struct responder *r, const uint8_t *buf, size_t len)
+{
+	if (r->mem.kind == TERN_MEM_HOST)
+		return memcmp(buf, r->pattern, len) == 0;
+	return tern_mem_copy(r->chk, buf, len) == 0 &&
+	       memcmp(r->chk, r->pattern, len) == 0;
 }
 
 /* Sends: count and check every message; the BYE arrives among them. */
@@ -162,7 +281,7 @@ static int drain_rx(struct responder *r)
 		} else {
 			r->received++;
 			if (r->p.verify &&
-			    memcmp(s->buf, r->pattern, s->req.len) != 0)
+			    !region_matches(r, s->buf, s->req.len))
 				r->bad++;
 		}
 		ret = post_rx(r, s);
@@ -179,15 +298,19 @@ static void responder_free(struct responder *r)
 	}
 	free(r->rx);
 	tern_mr_close(r->mr);
-	free(r->region);
+	tern_mem_free(r->mem.kind, r->region);
 	free(r->pattern);
+	free(r->chk);
 	tern_peer_remove(r->peer);
 }
 
-static int responder_setup(struct responder *r)
+static int responder_setup(struct responder *r, char *why, size_t whylen)
 {
 	size_t len = r->p.max_size;
 	uint64_t access = TERN_ACCESS_REMOTE_WRITE | TERN_ACCESS_REMOTE_READ;
+	int cuda = r->mem.kind == TERN_MEM_CUDA;
+	char name[TERN_BENCH_MEM_NAME];
+	void *region = NULL;
 	int ret;
 
 	switch (r->p.op) {
@@ -206,20 +329,67 @@ static int responder_setup(struct responder *r)
 	default:
 		break;
 	}
-	r->region = alloc_aligned(len);
-	if (r->region == NULL)
-		return -ENOMEM;
-	memset(r->region, 0, len);
-	if (r->p.op == TERN_BENCH_READ)
-		mt_fill(r->region, len, r->p.seed);
-	ret = tern_mr_reg(r->ctx, r->region, len, access, &r->mr);
-	if (ret != 0 || r->p.op != TERN_BENCH_SEND)
+	tern_bench_mem_name(&r->mem, name, sizeof(name));
+	ret = tern_mem_alloc(r->mem.kind, r->mem.device, len, &region);
+	if (ret != 0) {
+		snprintf(why, whylen, "allocating %zu bytes of %s memory: %s",
+			 len, name, tern_strerror(ret));
 		return ret;
+	}
+	r->region = region;
+	r->region_len = len;
+	/* Zeros, so that bytes a session left behind never pass a check;
+	 * reads find the pattern. */
+	ret = mem_fill(r->mem.kind, r->region, len, r->p.op == TERN_BENCH_READ,
+		       r->p.seed);
+	if (ret != 0) {
+		snprintf(why, whylen, "filling %s memory: %s", name,
+			 tern_strerror(ret));
+		return ret;
+	}
+	ret = tern_mr_regattr(
+		r->ctx,
+		&(struct tern_mr_attr){ .buf = r->region,
+					.len = len,
+					.access = access,
+					.kind = r->mem.kind,
+					.device = cuda ? r->mem.device : -1 },
+		&r->mr);
+	if (ret == -TERN_ENOTSUP && r->p.op == TERN_BENCH_ATOMIC && cuda)
+		snprintf(why, whylen, ATOMIC_CUDA_WHY);
+	else if (ret != 0)
+		snprintf(why, whylen, "registering %zu bytes of %s memory: %s",
+			 len, name, tern_strerror(ret));
+	if (ret != 0)
+		return ret;
+	/* Reads come from what the region publishes: a staged region's
+	 * shadow, filled from the GPU before the first read. */
+	if (r->p.op == TERN_BENCH_READ && cuda) {
+		ret = mr_sync_wait(r->ctx, r->mr, len, TERN_MR_SYNC_OUT);
+		if (ret != 0) {
+			snprintf(why, whylen, "tern_mr_sync(SYNC_OUT): %s",
+				 tern_strerror(ret));
+			return ret;
+		}
+	}
+	if (r->p.op == TERN_BENCH_SEND || (r->p.verify && cuda &&
+					   (r->p.op == TERN_BENCH_WRITE ||
+					    r->p.op == TERN_BENCH_WRITEDATA))) {
+		r->pattern = alloc_aligned(r->p.max_size);
+		if (r->pattern == NULL)
+			return -ENOMEM;
+		mt_fill(r->pattern, r->p.max_size, r->p.seed);
+		if (cuda) {
+			r->chk = alloc_aligned(r->p.max_size);
+			if (r->chk == NULL)
+				return -ENOMEM;
+		}
+	}
+	if (r->p.op != TERN_BENCH_SEND)
+		return 0;
 	r->rx = calloc(r->nrx, sizeof(*r->rx));
-	r->pattern = alloc_aligned(r->p.max_size);
-	if (r->rx == NULL || r->pattern == NULL)
+	if (r->rx == NULL)
 		return -ENOMEM;
-	mt_fill(r->pattern, r->p.max_size, r->p.seed);
 	for (size_t i = 0; i < r->nrx; i++) {
 		r->rx[i].buf = r->region + i * r->p.max_size;
 		r->rx[i].req.done = 1;
@@ -228,6 +398,56 @@ static int responder_setup(struct responder *r)
 			return ret;
 	}
 	return 0;
+}
+
+/* Refuse a session whose setup failed, with the reason: ERROR. */
+static void responder_refuse(struct responder *r, const char *why)
+{
+	struct tern_hello err = { .kind = TERN_HELLO_ERROR };
+	ssize_t n;
+
+	err.params = (const uint8_t *)why;
+	err.params_len = strlen(why);
+	n = tern_hello_encode(r->mb->sbuf, TERN_MSGBOX_MAX, &err);
+	if (n > 0)
+		tern_msgbox_send(r->mb, r->peer, (size_t)n, CTRL_TIMEOUT_MS);
+}
+
+/*
+ * A CHECK of [0, @len): the GPU gets what landed in the shadow (SYNC_IN),
+ * and its bytes are compared with the pattern. As the initiator's
+ * read-back, it tries again for up to 2 s: a write's local completion
+ * does not promise its bytes are visible here yet.
+ */
+static int responder_check(struct responder *r, uint64_t len)
+{
+	struct tern_hello ack = { .kind = TERN_HELLO_ACK };
+	uint64_t until = tern__now_ns() + 2000000000ULL;
+	uint8_t params[CHECKED_LEN];
+	int equal = 0, ret = 0;
+	ssize_t n;
+
+	if (len == 0 || len > r->p.max_size || r->pattern == NULL ||
+	    (r->mem.kind != TERN_MEM_HOST && r->chk == NULL))
+		ret = -EINVAL;
+	while (ret == 0) {
+		ret = mr_sync_wait(r->ctx, r->mr, len, TERN_MR_SYNC_IN);
+		if (ret == 0)
+			equal = region_matches(r, r->region, (size_t)len);
+		if (ret != 0 || equal || tern__now_ns() >= until)
+			break;
+		ret = tern_wait(r->ctx, NULL, 1);
+		if (ret == -ETIMEDOUT)
+			ret = 0;
+	}
+	tern__put_u32(params, (uint32_t)equal);
+	tern__put_u32(params + 4, (uint32_t)-ret);
+	ack.params = params;
+	ack.params_len = sizeof(params);
+	n = tern_hello_encode(r->mb->sbuf, TERN_MSGBOX_MAX, &ack);
+	return n < 0 ? (int)n
+		     : tern_msgbox_send(r->mb, r->peer, (size_t)n,
+					CTRL_TIMEOUT_MS);
 }
 
 /* Answer a BYE with what arrived: ACK {received, bad}. */
@@ -276,15 +496,18 @@ static int responder_session(struct responder *r, volatile sig_atomic_t *stop)
 			continue;
 		if (n < 0)
 			return (int)n;
-		if (tern_hello_decode(r->mb->rbuf, (size_t)n, &h) == 0 &&
-		    h.kind == TERN_HELLO_BYE)
+		if (tern_hello_decode(r->mb->rbuf, (size_t)n, &h) != 0)
+			continue;
+		if (h.kind == TERN_HELLO_BYE)
 			break;
+		if (h.kind == TERN_HELLO_BENCH && h.params_len == CHECK_LEN)
+			ret = responder_check(r, tern__get_u64(h.params));
 	}
 	return ret == 0 && !*stop ? responder_bye(r) : ret;
 }
 
 int tern_bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
-		     int once, FILE *log)
+		     int once, const struct tern_bench_mem *mem, FILE *log)
 {
 	struct tern_msgbox mb;
 	int ret = tern_msgbox_open(ctx, &mb);
@@ -295,7 +518,10 @@ int tern_bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		struct tern_hello h, ack = { .kind = TERN_HELLO_ACK };
 		struct responder r = { .ctx = ctx, .mb = &mb };
 		ssize_t n = tern_msgbox_recv(&mb, 200);
-		char why[160];
+		char why[160] = "", name[TERN_BENCH_MEM_NAME];
+		uint8_t meminfo[MEMINFO_LEN];
+		enum tern_mr_path path;
+		int told;
 
 		if (n == -ETIMEDOUT)
 			continue;
@@ -309,23 +535,42 @@ int tern_bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 				    sizeof(why));
 		if (ret == 0)
 			ret = tern_peer_add(ctx, h.card, h.card_len, &r.peer);
+		if (mem != NULL)
+			r.mem = *mem;
 		if (ret == 0)
-			ret = responder_setup(&r);
+			ret = responder_setup(&r, why, sizeof(why));
 		if (ret != 0) {
 			fprintf(log, "bench: cannot serve: %s\n",
-				ret == -TERN_EREFUSED ? why
-						      : tern_strerror(ret));
+				why[0] ? why : tern_strerror(ret));
+			fflush(log);
+			/* A peer to tell: it learns why at once, and a
+			 * one-session server is done. */
+			if (r.peer != NULL)
+				responder_refuse(
+					&r, why[0] ? why : tern_strerror(ret));
+			told = r.peer != NULL;
 			responder_free(&r);
+			if (told && once)
+				break;
 			continue;
 		}
 		ack.has_desc = 1;
 		tern_mr_desc(r.mr, &ack.desc);
+		path = tern_mr_path(r.mr);
+		tern__put_u32(meminfo, (uint32_t)r.mem.kind);
+		tern__put_u32(meminfo + 4, (uint32_t)r.mem.device);
+		tern__put_u32(meminfo + 8, (uint32_t)path);
+		tern__put_u32(meminfo + 12, 0);
+		ack.params = meminfo;
+		ack.params_len = sizeof(meminfo);
 		n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &ack);
 		fprintf(log,
 			"bench: serving %s, window %u, up to %" PRIu64
-			" bytes%s\n",
+			" bytes%s, memory %s (%s)\n",
 			tern_bench_op_name((int)r.p.op), r.p.window,
-			r.p.max_size, r.p.verify ? ", verifying" : "");
+			r.p.max_size, r.p.verify ? ", verifying" : "",
+			tern_bench_mem_name(&r.mem, name, sizeof(name)),
+			tern_mr_path_str(path));
 		fflush(log);
 		tern_ctx_set_busy_poll(ctx, 1);
 		ret = tern_msgbox_send(&mb, r.peer, (size_t)n, CTRL_TIMEOUT_MS);
@@ -364,10 +609,13 @@ struct runner {
 	struct tern_ctx *ctx;
 	struct tern_peer *peer;
 	const struct tern_bench_opts *o;
+	struct tern_msgbox *mb;
 	struct tern_mr *mr;
-	uint8_t *buf;
+	uint8_t *buf;	  /* a device pointer for CUDA */
+	uint8_t *pattern; /* MT(seed), host memory, with --verify */
 	struct tern_mr_desc remote;
-	struct bop *w;	       /* the window */
+	struct tern_bench_mem peer_mem; /* of the target region */
+	struct bop *w;			/* the window */
 	struct bop *free_bops; /* its entries not in flight: completions
 				* come in any order (striping, EFA) */
 	/* the size being measured */
@@ -558,10 +806,54 @@ static int one_op(struct runner *r, struct tern_req *req)
 	return ret != 0 ? ret : req->status;
 }
 
-/* After a size: read the target back (writes), compare what we read
- * (reads), or read the counter (atomics). */
+/* Writes into a GPU region: the responder syncs them in and compares
+ * (CHECK); 0 with pt->verified set, or an error with @why. */
+static int check_remote(struct runner *r, struct tern_bench_point *pt,
+			char *why, size_t whylen)
+{
+	struct tern_hello h = { .kind = TERN_HELLO_BENCH }, ack;
+	uint8_t params[CHECK_LEN];
+	uint32_t err;
+	ssize_t n;
+	int ret;
+
+	tern__put_u64(params, r->size);
+	tern__put_u64(params + 8, 0);
+	h.params = params;
+	h.params_len = sizeof(params);
+	n = tern_hello_encode(r->mb->sbuf, TERN_MSGBOX_MAX, &h);
+	ret = n < 0 ? (int)n
+		    : tern_msgbox_send(r->mb, r->peer, (size_t)n,
+				       CTRL_TIMEOUT_MS);
+	if (ret == 0) {
+		n = tern_msgbox_recv(r->mb, 2 * CTRL_TIMEOUT_MS);
+		ret = n < 0 ? (int)n
+			    : tern_hello_decode(r->mb->rbuf, (size_t)n, &ack);
+	}
+	if (ret == 0 &&
+	    (ack.kind != TERN_HELLO_ACK || ack.params_len != CHECKED_LEN))
+		ret = -TERN_EPROTO;
+	if (ret != 0) {
+		snprintf(why, whylen, "checking the GPU region: %s",
+			 tern_strerror(ret));
+		return ret;
+	}
+	err = tern__get_u32(ack.params + 4);
+	if (err != 0) {
+		snprintf(why, whylen,
+			 "the responder could not check its GPU region: %s",
+			 tern_strerror(-(int)err));
+		return -(int)err;
+	}
+	pt->verified = tern__get_u32(ack.params) == 1 ? 1 : -1;
+	return 0;
+}
+
+/* After a size: read the target back (writes; a GPU target checks its
+ * own), compare what we read (reads), or read the counter (atomics). */
 static int verify_size(struct runner *r, struct tern_mr *chkmr, uint8_t *chk,
-		       uint64_t atomics_so_far, struct tern_bench_point *pt)
+		       uint64_t atomics_so_far, struct tern_bench_point *pt,
+		       char *why, size_t whylen)
 {
 	size_t len = (size_t)r->size;
 	struct tern_req req;
@@ -571,6 +863,8 @@ static int verify_size(struct runner *r, struct tern_mr *chkmr, uint8_t *chk,
 	switch (r->o->op) {
 	case TERN_BENCH_WRITE:
 	case TERN_BENCH_WRITEDATA: {
+		if (r->peer_mem.kind != TERN_MEM_HOST)
+			return check_remote(r, pt, why, whylen);
 		/* A write's local completion does not promise the data is
 		 * visible at the target yet (shm copies small writes on the
 		 * target's progress; EFA is unordered): read back until it
@@ -584,7 +878,7 @@ static int verify_size(struct runner *r, struct tern_mr *chkmr, uint8_t *chk,
 			if (ret == 0)
 				ret = one_op(r, &req);
 			if (ret == 0)
-				pt->verified = memcmp(chk, r->buf, len) == 0
+				pt->verified = memcmp(chk, r->pattern, len) == 0
 						       ? 1
 						       : -1;
 		} while (ret == 0 && pt->verified < 0 &&
@@ -592,8 +886,12 @@ static int verify_size(struct runner *r, struct tern_mr *chkmr, uint8_t *chk,
 		break;
 	}
 	case TERN_BENCH_READ:
-		mt_fill(chk, len, r->o->seed);
-		pt->verified = memcmp(chk, r->buf, len) == 0 ? 1 : -1;
+		/* The buffer was zeros: only the reads put the pattern
+		 * there. */
+		ret = tern_mem_copy(chk, r->buf, len);
+		if (ret == 0)
+			pt->verified = memcmp(chk, r->pattern, len) == 0 ? 1
+									 : -1;
 		break;
 	case TERN_BENCH_ATOMIC:
 		ret = tern_atomic_fetch_add(r->peer, &r->remote, 0, 0, &req);
@@ -635,11 +933,12 @@ static void fill_context(struct tern_ctx *ctx, const struct tern_bench_opts *o,
 	c->duration_s = o->iters ? 0 : o->duration_s;
 	c->warmup = o->warmup == TERN_BENCH_AUTO ? 0 : o->warmup;
 	c->verify = o->verify;
+	tern_bench_mem_name(&o->mem, c->mem_local, sizeof(c->mem_local));
 }
 
 /* HELLO the responder; on ACK its region's descriptor. */
 static int hello(struct runner *r, struct tern_msgbox *mb, uint64_t max_size,
-		 char *why, size_t whylen)
+		 enum tern_mr_path *peer_path, char *why, size_t whylen)
 {
 	uint8_t card[TERN_CARD_MAX], params[PARAMS_LEN];
 	struct bench_params bp = {
@@ -666,12 +965,43 @@ static int hello(struct runner *r, struct tern_msgbox *mb, uint64_t max_size,
 		ret = n < 0 ? (int)n
 			    : tern_hello_decode(mb->rbuf, (size_t)n, &ack);
 	}
+	if (ret == 0 && ack.kind == TERN_HELLO_ERROR) {
+		size_t k = TERN_MIN(ack.params_len, (size_t)200);
+		char text[201];
+
+		for (size_t i = 0; i < k; i++)
+			text[i] = ack.params[i] >= 0x20 && ack.params[i] < 0x7f
+					  ? (char)ack.params[i]
+					  : '?';
+		text[k] = '\0';
+		snprintf(why, whylen, "the bench responder refused: %s", text);
+		return -TERN_EREFUSED;
+	}
 	if (ret != 0 || ack.kind != TERN_HELLO_ACK || !ack.has_desc) {
 		snprintf(why, whylen, "the bench responder did not answer: %s",
 			 ret ? tern_strerror(ret) : "unexpected reply");
 		return ret ? ret : -TERN_EPROTO;
 	}
 	r->remote = ack.desc;
+	r->peer_mem = (struct tern_bench_mem){ .kind = TERN_MEM_HOST };
+	*peer_path = TERN_MR_PATH_HOST;
+	if (ack.params_len == MEMINFO_LEN) {
+		uint32_t kind = tern__get_u32(ack.params);
+		uint32_t dev = tern__get_u32(ack.params + 4);
+		uint32_t path = tern__get_u32(ack.params + 8);
+
+		if (kind > TERN_MEM_CUDA || dev > 1023 ||
+		    path > TERN_MR_PATH_STAGED) {
+			snprintf(why, whylen,
+				 "the bench responder's memory: kind %u, "
+				 "device %u, path %u",
+				 kind, dev, path);
+			return -TERN_EPROTO;
+		}
+		r->peer_mem.kind = (enum tern_mem_kind)kind;
+		r->peer_mem.device = (int)dev;
+		*peer_path = (enum tern_mr_path)path;
+	}
 	return 0;
 }
 
@@ -733,10 +1063,14 @@ int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 		   struct tern_bench_report *rep, char *why, size_t whylen)
 {
 	struct runner r = { .ctx = ctx, .o = o };
+	int cuda = o->mem.kind == TERN_MEM_CUDA;
+	enum tern_mr_path path = TERN_MR_PATH_HOST;
+	char name[TERN_BENCH_MEM_NAME];
 	struct tern_mr *chkmr = NULL;
 	struct tern_msgbox mb;
 	uint64_t max_size = 8, t0, atomics = 0;
 	uint8_t *chk = NULL;
+	void *buf = NULL;
 	int ret;
 
 	memset(rep, 0, sizeof(*rep));
@@ -747,34 +1081,70 @@ int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	ret = tern_msgbox_open(ctx, &mb);
 	if (ret != 0)
 		return ret;
+	r.mb = &mb;
+	tern_bench_mem_name(&o->mem, name, sizeof(name));
 	r.w = calloc(o->window, sizeof(*r.w));
 	for (size_t i = 0; r.w != NULL && i < o->window; i++) {
 		r.w[i].next_free = r.free_bops;
 		r.free_bops = &r.w[i];
 	}
-	r.buf = alloc_aligned(max_size);
 	chk = alloc_aligned(max_size);
-	if (r.w == NULL || r.buf == NULL || chk == NULL) {
+	if (o->verify)
+		r.pattern = alloc_aligned(max_size);
+	if (r.w == NULL || chk == NULL || (o->verify && r.pattern == NULL)) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	mt_fill(r.buf, max_size, o->seed);
+	if (o->verify)
+		mt_fill(r.pattern, max_size, o->seed);
+	ret = tern_mem_alloc(o->mem.kind, o->mem.device, max_size, &buf);
+	if (ret != 0) {
+		snprintf(why, whylen, "allocating %" PRIu64 " bytes of %s: %s",
+			 max_size, name, tern_strerror(ret));
+		goto out;
+	}
+	r.buf = buf;
+	/* Sources carry the pattern; a read's sink starts as zeros, so that
+	 * only the reads can put the pattern there. */
+	ret = mem_fill(o->mem.kind, r.buf, max_size, o->op != TERN_BENCH_READ,
+		       o->seed);
+	if (ret != 0) {
+		snprintf(why, whylen, "filling %s memory: %s", name,
+			 tern_strerror(ret));
+		goto out;
+	}
 	t0 = tern__now_ns();
-	ret = tern_mr_reg(ctx, r.buf, max_size, TERN_ACCESS_LOCAL, &r.mr);
+	ret = tern_mr_regattr(
+		ctx,
+		&(struct tern_mr_attr){ .buf = r.buf,
+					.len = max_size,
+					.access = TERN_ACCESS_LOCAL,
+					.kind = o->mem.kind,
+					.device = cuda ? o->mem.device : -1 },
+		&r.mr);
 	rep->ctx.mr_reg_ms = (double)(tern__now_ns() - t0) / 1e6;
 	rep->ctx.mr_bytes = max_size;
-	if (ret == 0)
-		ret = tern_mr_reg(ctx, chk, max_size, TERN_ACCESS_LOCAL,
-				  &chkmr);
+	if (ret != 0) {
+		snprintf(why, whylen, "registering %" PRIu64 " bytes of %s: %s",
+			 max_size, name, tern_strerror(ret));
+		goto out;
+	}
+	snprintf(rep->ctx.path_local, sizeof(rep->ctx.path_local), "%s",
+		 tern_mr_path_str(tern_mr_path(r.mr)));
+	ret = tern_mr_reg(ctx, chk, max_size, TERN_ACCESS_LOCAL, &chkmr);
 	if (ret == 0)
 		ret = tern_peer_add(ctx, card, card_len, &r.peer);
 	if (ret != 0) {
 		snprintf(why, whylen, "setup: %s", tern_strerror(ret));
 		goto out;
 	}
-	ret = hello(&r, &mb, max_size, why, whylen);
+	ret = hello(&r, &mb, max_size, &path, why, whylen);
 	if (ret != 0)
 		goto out;
+	tern_bench_mem_name(&r.peer_mem, rep->ctx.mem_peer,
+			    sizeof(rep->ctx.mem_peer));
+	snprintf(rep->ctx.path_peer, sizeof(rep->ctx.path_peer), "%s",
+		 tern_mr_path_str(path));
 	tern_ctx_set_busy_poll(ctx, 1);
 	for (size_t i = 0; i < o->nsizes && ret == 0; i++) {
 		struct tern_bench_point *pt = &rep->points[rep->npoints++];
@@ -790,7 +1160,8 @@ int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 			break;
 		}
 		if (o->verify)
-			ret = verify_size(&r, chkmr, chk, atomics, pt);
+			ret = verify_size(&r, chkmr, chk, atomics, pt, why,
+					  whylen);
 		if (ret == 0 && pt->verified < 0) {
 			snprintf(why, whylen,
 				 "verification failed at %" PRIu64 " bytes",
@@ -811,6 +1182,7 @@ int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 			 CTRL_TIMEOUT_MS / 1000);
 		tern_peer_remove(r.peer);
 		tern_msgbox_close(&mb);
+		free(r.pattern);
 		return -ETIMEDOUT;
 	}
 out:
@@ -818,7 +1190,8 @@ out:
 	tern_mr_close(chkmr);
 	tern_mr_close(r.mr);
 	free(chk);
-	free(r.buf);
+	tern_mem_free(o->mem.kind, r.buf);
+	free(r.pattern);
 	free(r.w);
 	tern_msgbox_close(&mb);
 	return ret;

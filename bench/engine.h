@@ -26,6 +26,14 @@ enum tern_bench_op {
 /* iters 0 and duration 0: scaled by size; warmup AUTO: iters / 10. */
 #define TERN_BENCH_AUTO UINT64_MAX
 
+/* Where a side's buffers live: --mem host|cuda|cuda:N. */
+struct tern_bench_mem {
+	enum tern_mem_kind kind;
+	int device; /* CUDA device; 0 for host */
+};
+
+#define TERN_BENCH_MEM_NAME 16 /* "host", "cuda:N" */
+
 struct tern_bench_opts {
 	int op;
 	size_t nsizes;
@@ -36,12 +44,19 @@ struct tern_bench_opts {
 	uint64_t warmup;   /* untimed ops per size, or TERN_BENCH_AUTO */
 	int verify;
 	uint64_t seed;
+	struct tern_bench_mem mem;   /* this side's buffers */
 	int progress;		     /* a live line on stderr */
 	volatile sig_atomic_t *stop; /* Ctrl-C, or NULL */
 };
 
 const char *tern_bench_op_name(int op);
 int tern_bench_op_parse(const char *s);
+
+/* "host", "cuda" (device 0) or "cuda:N": 0, or -EINVAL. */
+int tern_bench_mem_parse(const char *s, struct tern_bench_mem *m);
+/* "host" or "cuda:N" into @buf (TERN_BENCH_MEM_NAME bytes). */
+const char *tern_bench_mem_name(const struct tern_bench_mem *m, char *buf,
+				size_t len);
 
 /*
  * Run the benchmark against a responder whose card is given; fills the
@@ -52,8 +67,9 @@ int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 		   const struct tern_bench_opts *o,
 		   struct tern_bench_report *rep, char *why, size_t whylen);
 
-/* Serve bench sessions until *stop (or, with @once, after one). */
+/* Serve bench sessions until *stop (or, with @once, after one), the
+ * target regions in memory @mem (NULL: host). */
 int tern_bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
-		     int once, FILE *log);
+		     int once, const struct tern_bench_mem *mem, FILE *log);
 
 #endif /* TERN_BENCH_ENGINE_H */

@@ -214,6 +214,21 @@ static void table_field(FILE *f, const char *name, const char *s, size_t cap)
 	fputc('\n', f);
 }
 
+/* "cuda:0 (cuda staged)"; "?" for what is not known. */
+static void table_mem(FILE *f, const char *mem, size_t memcap, const char *path,
+		      size_t pathcap)
+{
+	if (field_len(mem, memcap) == 0)
+		fputc('?', f);
+	else
+		table_str(f, mem, memcap);
+	if (field_len(path, pathcap) != 0) {
+		fputs(" (", f);
+		table_str(f, path, pathcap);
+		fputc(')', f);
+	}
+}
+
 void tern_bench_print_table(FILE *f, const struct tern_bench_report *r)
 {
 	const struct tern_bench_context *c = &r->ctx;
@@ -249,6 +264,15 @@ void tern_bench_print_table(FILE *f, const struct tern_bench_report *r)
 			"by size, 100000 at 8 B to 200 at 16 MiB; warmup a "
 			"tenth");
 	fprintf(f, "  %-14s %s\n", "verify", c->verify != 0 ? "on" : "off");
+	if (c->mem_local[0] != '\0' || c->mem_peer[0] != '\0') {
+		fprintf(f, "  %-14s local ", "memory");
+		table_mem(f, c->mem_local, sizeof(c->mem_local), c->path_local,
+			  sizeof(c->path_local));
+		fputs(", peer ", f);
+		table_mem(f, c->mem_peer, sizeof(c->mem_peer), c->path_peer,
+			  sizeof(c->path_peer));
+		fputc('\n', f);
+	}
 	if (isfinite(c->mr_reg_ms))
 		fmt_fixed(c->mr_reg_ms, 3, a, sizeof(a));
 	else
@@ -402,6 +426,10 @@ static void json_context(FILE *f, const struct tern_bench_context *c)
 	json_dbl(f, &first, pre, "mr_reg_ms", c->mr_reg_ms);
 	json_u64(f, &first, pre, "mr_bytes", c->mr_bytes);
 	json_int(f, &first, pre, "verify", c->verify);
+	JSON_STR(f, &first, pre, c, mem_local);
+	JSON_STR(f, &first, pre, c, mem_peer);
+	JSON_STR(f, &first, pre, c, path_local);
+	JSON_STR(f, &first, pre, c, path_peer);
 	JSON_STR(f, &first, pre, c, command);
 	fputs("\n  }", f);
 }

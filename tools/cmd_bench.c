@@ -34,6 +34,8 @@ static void usage(FILE *f)
 		"P] [--node "
 		"ADDR] "
 		"[--verify]\n"
+		"                  [--mem host|cuda[:N]] [--peer-mem "
+		"host|cuda[:N]]\n"
 		"                  [--json FILE] [--csv FILE] [--plot "
 		"FILE.svg]\n\n"
 		"Measure bandwidth (Gbit/s and GB/s, 10^9), %% of the link "
@@ -59,6 +61,18 @@ static void usage(FILE *f)
 		"      --verify         fill sources from MT19937-64 and "
 		"check the\n"
 		"                       destination after each size\n"
+		"      --mem M          this side's buffers: host (default), "
+		"cuda (GPU 0)\n"
+		"                       or cuda:N; with --listen, the target "
+		"region. GPU\n"
+		"                       memory goes zero-copy where the "
+		"provider has\n"
+		"                       FI_HMEM, else staged through host "
+		"memory (the\n"
+		"                       table says which)\n"
+		"      --peer-mem M     the local peer's target region, as "
+		"--mem (a\n"
+		"                       --listen peer takes its own --mem)\n"
 		"      --json FILE      every figure and the run's context\n"
 		"      --csv FILE       one line per size\n"
 		"      --plot FILE.svg  bandwidth and p99 latency against "
@@ -182,7 +196,7 @@ static void split_cpus(int peer)
 
 /* Start `tern bench --listen --once` as a second process; its card. */
 static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
-			char *hex, size_t hexlen)
+			const char *mem, char *hex, size_t hexlen)
 {
 	char path[32];
 	int p[2];
@@ -208,8 +222,8 @@ static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 			dup2(devnull, 1);
 		execl("/proc/self/exe", "tern", "bench", "--listen", "--once",
 		      "--provider", prov ? prov : "auto", "--node",
-		      node ? node : "", "--rails", rails, "--card-file", path,
-		      (char *)NULL);
+		      node ? node : "", "--rails", rails, "--mem", mem,
+		      "--card-file", path, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
@@ -223,6 +237,34 @@ static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 	fclose(f);
 	hex[strcspn(hex, "\r\n")] = '\0';
 	return pid;
+}
+
+/* --mem/--peer-mem @val: parse it, and where it is CUDA, check that CUDA
+ * is there with the device. @return 0 or -1 (said why). */
+static int parse_mem(const char *opt, const char *val, struct tern_bench_mem *m)
+{
+	struct tern_mem_info mi;
+
+	if (tern_bench_mem_parse(val, m) != 0) {
+		cli_err("bench",
+			"%s '%s': expected host, cuda or cuda:N (N a CUDA "
+			"device number)",
+			opt, val);
+		return -1;
+	}
+	if (m->kind != TERN_MEM_CUDA)
+		return 0;
+	if (tern_mem_probe(TERN_MEM_CUDA, &mi) != 0 || !mi.available) {
+		cli_err("bench", "%s %s: CUDA not available: %s", opt, val,
+			mi.why[0] ? mi.why : "unknown reason");
+		return -1;
+	}
+	if (m->device >= mi.devices) {
+		cli_err("bench", "%s %s: no such device (%d CUDA device%s)",
+			opt, val, mi.devices, mi.devices == 1 ? "" : "s");
+		return -1;
+	}
+	return 0;
 }
 
 int cmd_bench(int argc, char **argv)
@@ -241,7 +283,9 @@ int cmd_bench(int argc, char **argv)
 		OPT_CARD,
 		OPT_RAILS,
 		OPT_PIN,
-		OPT_LOG
+		OPT_LOG,
+		OPT_MEM,
+		OPT_PEER_MEM
 	};
 	static const struct option lo[] = {
 		{ "op", required_argument, NULL, 'o' },
@@ -264,6 +308,8 @@ int cmd_bench(int argc, char **argv)
 		{ "provider", required_argument, NULL, 'p' },
 		{ "node", required_argument, NULL, OPT_NODE },
 		{ "log", required_argument, NULL, OPT_LOG },
+		{ "mem", required_argument, NULL, OPT_MEM },
+		{ "peer-mem", required_argument, NULL, OPT_PEER_MEM },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -277,6 +323,9 @@ int cmd_bench(int argc, char **argv)
 	const char *prov = NULL, *node = NULL, *peer_hex = NULL;
 	const char *json = NULL, *csv = NULL, *plot = NULL, *card_file = NULL;
 	const char *listen_addr = NULL, *token = NULL, *domains = NULL;
+	const char *peer_mem_s = NULL;
+	struct tern_bench_mem peer_mem = { .kind = TERN_MEM_HOST };
+	uint64_t ctx_flags;
 	struct tern_boot_server *boot = NULL;
 	struct tern_boot_info theirs;
 	int boot_fd = -1;
@@ -378,6 +427,13 @@ int cmd_bench(int argc, char **argv)
 		case OPT_LOG:
 			ret = cli_log("bench", optarg);
 			break;
+		case OPT_MEM:
+			ret = parse_mem("--mem", optarg, &o.mem);
+			break;
+		case OPT_PEER_MEM:
+			peer_mem_s = optarg;
+			ret = parse_mem("--peer-mem", optarg, &peer_mem);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -401,6 +457,18 @@ int cmd_bench(int argc, char **argv)
 				 "checked in the TCP handshake)");
 		return 2;
 	}
+	if (peer_mem_s != NULL && (listen || peer_hex != NULL)) {
+		cli_err("bench", "--peer-mem sets the local peer's memory: a "
+				 "--listen peer takes its own --mem");
+		return 2;
+	}
+	/* GPU memory: ask the provider to reach it (FI_HMEM); without, tern
+	 * stages it. Atomics on a GPU target need FI_HMEM: asked here to
+	 * learn whether the provider has it. */
+	ctx_flags = pin ? TERN_CTX_PIN : 0;
+	if (o.mem.kind == TERN_MEM_CUDA ||
+	    (o.op == TERN_BENCH_ATOMIC && peer_mem.kind == TERN_MEM_CUDA))
+		ctx_flags |= TERN_CTX_HMEM;
 	token = cli_token(token);
 	stop = cli_catch_signals();
 	bench_stop = stop;
@@ -410,7 +478,7 @@ int cmd_bench(int argc, char **argv)
 			.node = node,
 			.rails = (unsigned)rails,
 			.domains = domains,
-			.flags = pin ? TERN_CTX_PIN : 0,
+			.flags = ctx_flags,
 		};
 
 		ret = cli_boot_client("bench", peer_hex, token, 10000, &attr,
@@ -426,8 +494,7 @@ int cmd_bench(int argc, char **argv)
 						 .node = node,
 						 .rails = (unsigned)rails,
 						 .domains = domains,
-						 .flags = pin ? TERN_CTX_PIN
-							      : 0 },
+						 .flags = ctx_flags },
 			&ctx);
 		if (ret != 0) {
 			cli_err("bench", "cannot open a ctx: %s",
@@ -457,7 +524,7 @@ int cmd_bench(int argc, char **argv)
 			tern_ctx_close(ctx);
 			return 1;
 		}
-		ret = tern_bench_serve(ctx, stop, once, stdout);
+		ret = tern_bench_serve(ctx, stop, once, &o.mem, stdout);
 		tern_boot_server_close(boot);
 		tern_ctx_close(ctx);
 		return ret == 0 ? 0 : 1;
@@ -468,7 +535,22 @@ int cmd_bench(int argc, char **argv)
 		tern_io_start(ctx, &live, boot_fd, TERN_IO_READ, peer_left,
 			      NULL);
 	} else if (peer_hex == NULL) {
-		peer_pid = spawn_peer(prov, node, rails_s, hex, sizeof(hex));
+		struct tern_ctx_info ci;
+
+		tern_ctx_query(ctx, &ci);
+		if (o.op == TERN_BENCH_ATOMIC &&
+		    peer_mem.kind == TERN_MEM_CUDA && !ci.hmem) {
+			cli_err("bench",
+				"--peer-mem %s: --op atomic needs host memory "
+				"on the target, or a provider with FI_HMEM "
+				"(%s has none here)",
+				peer_mem_s, ci.provider);
+			tern_ctx_close(ctx);
+			return 2;
+		}
+		peer_pid = spawn_peer(prov, node, rails_s,
+				      peer_mem_s ? peer_mem_s : "host", hex,
+				      sizeof(hex));
 		if (peer_pid < 0) {
 			cli_err("bench", "could not start the local peer");
 			tern_ctx_close(ctx);

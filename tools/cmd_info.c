@@ -19,7 +19,10 @@ static void usage(FILE *f)
 		"RDMA: link speed, queue\ndepths, message and inject sizes, "
 		"remote CQ data, MR modes, RMA,\natomics and device memory "
 		"(HMEM). By default only providers tern can\nuse are shown "
-		"(efa, verbs;ofi_rxm, tcp;ofi_rxm, shm).\n"
+		"(efa, verbs;ofi_rxm, tcp;ofi_rxm, shm). It also says whether "
+		"CUDA\nis there and how each provider would move GPU buffers: "
+		"zero-copy where\nit offers FI_HMEM, else staged through "
+		"pinned host memory.\n"
 		"\n"
 		"  -p, --provider NAME  only this provider (tcp and verbs mean "
 		"their ;ofi_rxm forms)\n"
@@ -54,10 +57,17 @@ static void json_str(const char *key, const char *v, int comma)
 	printf("\"%s", comma ? ", " : "");
 }
 
-static void print_json(const struct tern_prov_info *l, size_t n)
+static void print_json(const struct tern_prov_info *l, size_t n,
+		       const struct tern_mem_info *cuda)
 {
-	printf("{\"tern\": \"%s\", \"libfabric\": \"%s\", \"providers\": [",
-	       tern_version(), tern_fabric_version());
+	printf("{\"tern\": \"%s\", \"libfabric\": \"%s\", ", tern_version(),
+	       tern_fabric_version());
+	printf("\"cuda\": {\"available\": %s, \"devices\": %d, "
+	       "\"driver_version\": %d, \"fake\": %s, ",
+	       cuda->available ? "true" : "false", cuda->devices,
+	       cuda->driver_version, cuda->fake ? "true" : "false");
+	json_str("why", cuda->why, 0);
+	printf("}, \"providers\": [");
 	for (size_t i = 0; i < n; i++) {
 		const struct tern_prov_info *p = &l[i];
 
@@ -86,6 +96,7 @@ static void print_json(const struct tern_prov_info *l, size_t n)
 		       p->rx_cq_data ? "true" : "false",
 		       p->usable ? "true" : "false",
 		       p->wait_fd ? "true" : "false");
+		json_str("gpu_path", p->hmem ? "zero-copy" : "staged", 1);
 		json_str("why_not", p->why_not, 0);
 		printf("}");
 	}
@@ -110,11 +121,18 @@ static const char *big(uint64_t v, char *buf, size_t len)
 	return tern_format_size(v, buf, len);
 }
 
-static void print_table(const struct tern_prov_info *l, size_t n)
+static void print_table(const struct tern_prov_info *l, size_t n,
+			const struct tern_mem_info *cuda)
 {
-	printf("libfabric %s (tern %s built with %s)\n\n",
-	       tern_fabric_version(), tern_version(),
-	       tern_fabric_build_version());
+	printf("libfabric %s (tern %s built with %s)\n", tern_fabric_version(),
+	       tern_version(), tern_fabric_build_version());
+	if (cuda->available)
+		printf("CUDA %s driver %d.%d, %d device(s)\n\n",
+		       cuda->fake ? "FAKE ($TERN_FAKE_CUDA)" : "",
+		       cuda->driver_version / 1000,
+		       cuda->driver_version % 1000 / 10, cuda->devices);
+	else
+		printf("CUDA not available: %s\n\n", cuda->why);
 	for (size_t i = 0; i < n; i++) {
 		const struct tern_prov_info *p = &l[i];
 		char s1[32], s2[32], s3[32];
@@ -141,6 +159,12 @@ static void print_table(const struct tern_prov_info *l, size_t n)
 		       p->tagged ? "yes" : "no",
 		       p->rx_cq_data ? ", needs receives for CQ data" : "");
 		if (p->usable)
+			printf("  GPU buffers    %s\n",
+			       p->hmem ? "zero-copy (FI_HMEM; open the ctx "
+					 "with TERN_CTX_HMEM)"
+				       : "staged through pinned host memory "
+					 "(no FI_HMEM)");
+		if (p->usable)
 			printf("  idle wait      %s\n",
 			       p->wait_fd ? "sleeps on completion-queue fds"
 					  : "no wait fd: polls, sleeping up to "
@@ -161,6 +185,7 @@ int cmd_info(int argc, char **argv)
 	};
 	const char *provider = NULL;
 	struct tern_prov_info *list;
+	struct tern_mem_info cuda;
 	int json = 0, all = 0, c, ret;
 	size_t n, kept = 0;
 
@@ -196,10 +221,11 @@ int cmd_info(int argc, char **argv)
 		if (all || provider != NULL || interesting(&list[i]))
 			list[kept++] = list[i];
 	}
+	tern_mem_probe(TERN_MEM_CUDA, &cuda);
 	if (json)
-		print_json(list, kept);
+		print_json(list, kept, &cuda);
 	else
-		print_table(list, kept);
+		print_table(list, kept, &cuda);
 	if (kept == 0 && !json)
 		printf("no %s%soffering found: is the provider built into "
 		       "libfabric and its device present\n(for efa and "

@@ -163,6 +163,12 @@ static int getinfo_one(const char *prov, const char *node, const char *domain,
 {
 	int ret;
 
+	/* Only NICs that reach GPU memory themselves (GPUDirect RDMA) make
+	 * it zero-copy. shm offers FI_HMEM too, but there it means the
+	 * provider's own host-side copies (and in Debian's build, without
+	 * CUDA, it only slows shm down): tern's staging does that job. */
+	if (hmem && strcmp(prov, "efa") != 0 && strncmp(prov, "verbs", 5) != 0)
+		hmem = 0;
 	if (hmem) {
 		ret = getinfo_caps(prov, node, domain, want, fmt,
 				   FI_ATOMIC | FI_HMEM, info_p);

@@ -198,16 +198,20 @@ int tern_info_list(const char *provider, struct tern_prov_info **list_p,
 	}
 	fi_freeinfo(info);
 	/* Default listings leave out capabilities nobody asked for, such as
-	 * atomics on tcp;ofi_rxm: ask again for those. */
-	if (query(provider, FI_ATOMIC, &info) == 0) {
+	 * atomics on tcp;ofi_rxm or device memory: ask again for those. */
+	for (int k = 0; k < 2; k++) {
+		if (query(provider, k == 0 ? FI_ATOMIC : FI_HMEM, &info) != 0)
+			continue;
 		for (fi = info; fi != NULL; fi = fi->next) {
 			ssize_t j = fi->fabric_attr->name &&
 						    fi->domain_attr->name
 					    ? find(list, n, fi)
 					    : -1;
 
-			if (j >= 0)
+			if (j >= 0 && k == 0)
 				list[j].atomic = 1;
+			else if (j >= 0)
+				list[j].hmem = 1;
 		}
 		fi_freeinfo(info);
 	}

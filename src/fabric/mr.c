@@ -302,10 +302,20 @@ int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
 		if (mr->dmabuf_fd >= 0)
 			close(mr->dmabuf_fd);
 		mr->dmabuf_fd = -1;
-		if (ret == 0)
+		if (ret == 0) {
 			tern_info("CUDA region of %zu bytes on device %d: "
 				  "zero-copy",
 				  mr->len, dev);
+		} else {
+			/* A provider that says FI_HMEM but was built
+			 * without CUDA refuses here: stage instead. */
+			tern_warn("CUDA region of %zu bytes on device %d: "
+				  "zero-copy registration refused; staging "
+				  "through host memory",
+				  mr->len, dev);
+			mr->path = TERN_MR_PATH_STAGED;
+			ret = reg_staged(mr, cu);
+		}
 	} else {
 		ret = reg_staged(mr, cu);
 	}

@@ -103,6 +103,7 @@ static void dereg(struct tern_mr *mr)
 	for (unsigned int i = 0; i < mr->ctx->nrails; i++) {
 		if (mr->fmr[i] != NULL)
 			fi_close(&mr->fmr[i]->fid);
+		mr->fmr[i] = NULL;
 	}
 }
 

@@ -148,10 +148,11 @@ static int fake_find(const void *p)
 
 static tern_cu_result fk_attr(void *data, int attr, tern_cu_ptr p)
 {
-	int i;
+	int i, dev;
 
 	pthread_mutex_lock(&g_fake.lock);
 	i = fake_find((const void *)(uintptr_t)p);
+	dev = i >= 0 ? g_fake.alloc[i].dev : -1;
 	pthread_mutex_unlock(&g_fake.lock);
 	if (i < 0)
 		return TERN_CU_ERROR_INVALID; /* as CUDA says of malloc'd memory
@@ -161,10 +162,10 @@ static tern_cu_result fk_attr(void *data, int attr, tern_cu_ptr p)
 		*(unsigned int *)data = TERN_CU_MEMTYPE_DEVICE;
 		return TERN_CU_SUCCESS;
 	case TERN_CU_PTR_ATTR_ORDINAL:
-		*(int *)data = g_fake.alloc[i].dev;
+		*(int *)data = dev;
 		return TERN_CU_SUCCESS;
 	case TERN_CU_PTR_ATTR_CONTEXT:
-		*(tern_cu_ctx *)data = &g_fake.ctx[g_fake.alloc[i].dev];
+		*(tern_cu_ctx *)data = &g_fake.ctx[dev];
 		return TERN_CU_SUCCESS;
 	default:
 		return TERN_CU_ERROR_INVALID;

@@ -80,13 +80,14 @@ struct tern__cu {
 };
 
 /*
- * The driver, loaded and initialised once per process (the only process-wide
- * state of tern: a table of function pointers, immutable once loaded).
+ * The driver, loaded and initialised once per process (process-wide, as a
+ * driver is: a table of function pointers, immutable once loaded; the fake
+ * driver's allocations and counters sit behind a mutex).
  * @return the table, or NULL with the reason in @why.
  */
 const struct tern__cu *tern__cu_get(char *why, size_t whylen);
 
-/* "CUDA_ERROR_..." text of a result, never NULL. */
+/* CUDA's description of a result (cuGetErrorString), never NULL. */
 const char *tern__cu_errstr(const struct tern__cu *cu, tern_cu_result r);
 
 /*

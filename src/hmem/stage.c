@@ -37,9 +37,10 @@ struct tern__stage {
 	int device;
 	tern_cu_stream stream;
 	uint64_t chunk;
-	unsigned int nchunks;
-	unsigned int nfree;
-	unsigned int ncopy; /* chunks with a copy running */
+	unsigned int nchunks; /* depth data chunks, then TERN_STAGE_RECVS */
+	unsigned int depth;
+	unsigned int nfree[2]; /* free data chunks, free receive chunks */
+	unsigned int ncopy;    /* chunks with a copy running */
 	unsigned long completed;
 	struct tern__stage_chunk *chunks;
 	struct tern__reqq ops; /* user requests, in the order posted */
@@ -81,17 +82,22 @@ int tern__stage_open(struct tern_ctx *ctx, const struct tern__cu *cu,
 		st = calloc(1, sizeof(*st));
 		if (st == NULL)
 			return -ENOMEM;
-		st->chunks = calloc(depth, sizeof(*st->chunks));
+		/* Receives wait for messages as long as they like: they get
+		 * chunks of their own, so they never starve other work. */
+		st->chunks = calloc(depth + TERN_STAGE_RECVS,
+				    sizeof(*st->chunks));
 		if (st->chunks == NULL) {
 			free(st);
 			return -ENOMEM;
 		}
 		st->ctx = ctx;
 		st->device = -1;
-		st->nchunks = st->nfree = depth;
+		st->depth = st->nfree[0] = depth;
+		st->nfree[1] = TERN_STAGE_RECVS;
+		st->nchunks = depth + TERN_STAGE_RECVS;
 		st->chunk = env_u64("TERN_STAGE_CHUNK",
 				    TERN_STAGE_CHUNK_DEFAULT, 4096, 1ULL << 30);
-		for (unsigned int i = 0; i < depth; i++)
+		for (unsigned int i = 0; i < st->nchunks; i++)
 			st->chunks[i].st = st;
 		ctx->stage = st;
 	}
@@ -172,7 +178,7 @@ static void chunk_finish(struct tern__stage_chunk *ch, int status)
 
 	ch->phase = CH_FREE;
 	ch->parent = NULL;
-	st->nfree++;
+	st->nfree[req->_priv.op == TERN__OP_RECV]++;
 	req->_priv.inflight--;
 	if (status != 0)
 		set_err(req, status);
@@ -204,6 +210,9 @@ static int chunk_copy(struct tern__stage_chunk *ch, int out, uint64_t len)
 	ch->has_ev = 0;
 	if (len == 0)
 		return 0;
+	/* Progress may run on another thread than the registering one. */
+	if (tern__cu_ctx_ensure(cu, st->device) != 0)
+		return -TERN_EHMEM;
 	r = cu->MemcpyAsync((tern_cu_ptr)(uintptr_t)(out ? h : d),
 			    (tern_cu_ptr)(uintptr_t)(out ? d : h), len,
 			    st->stream);
@@ -213,6 +222,8 @@ static int chunk_copy(struct tern__stage_chunk *ch, int out, uint64_t len)
 		tern_warn("staging copy of %llu bytes %s GPU: %s",
 			  (unsigned long long)len, out ? "from" : "to",
 			  tern__cu_errstr(cu, r));
+		snprintf(ch->parent->errmsg, sizeof(ch->parent->errmsg),
+			 "CUDA copy: %s", tern__cu_errstr(cu, r));
 		return -TERN_EHMEM;
 	}
 	ch->has_ev = 1;
@@ -292,7 +303,8 @@ static void chunk_net(struct tern__stage_chunk *ch)
 	struct tern_req *req = ch->parent;
 	int ret;
 
-	if (req->_priv.err != 0) {
+	if (req->_priv.err != 0 &&
+	    (req->_priv.op != TERN__OP_PIECES || req->_priv.sop != 0)) {
 		chunk_finish(ch, req->_priv.err);
 		return;
 	}
@@ -342,9 +354,12 @@ static void net_done(struct tern_req *in)
 		chunk_finish(ch, 0);
 }
 
-static struct tern__stage_chunk *chunk_get(struct tern__stage *st)
+static struct tern__stage_chunk *chunk_get(struct tern__stage *st, int recv)
 {
-	for (unsigned int i = 0; i < st->nchunks; i++) {
+	unsigned int lo = recv ? st->depth : 0;
+	unsigned int hi = recv ? st->nchunks : st->depth;
+
+	for (unsigned int i = lo; i < hi; i++) {
 		if (st->chunks[i].phase == CH_FREE &&
 		    st->chunks[i].parent == NULL)
 			return &st->chunks[i];
@@ -355,12 +370,13 @@ static struct tern__stage_chunk *chunk_get(struct tern__stage *st)
 /* Start the request's next chunk in a free slot. */
 static void chunk_start(struct tern__stage *st, struct tern_req *req)
 {
-	struct tern__stage_chunk *ch = chunk_get(st);
+	int recv = req->_priv.op == TERN__OP_RECV;
+	struct tern__stage_chunk *ch = chunk_get(st, recv);
 	uint32_t i = req->_priv.next_piece++;
 	uint64_t base = (uint64_t)((char *)req->_priv.buf - device(req));
 	int ret;
 
-	st->nfree--;
+	st->nfree[recv]--;
 	req->_priv.inflight++;
 	ch->parent = req;
 	ch->idx = i;
@@ -406,6 +422,7 @@ void tern__stage_submit(struct tern_ctx *ctx, struct tern_req *req)
 	struct tern__stage *st = ctx->stage;
 
 	req->_priv.state = TERN__ST_STAGING;
+	req->_priv.sop = 0; /* 1 once cancelled */
 	req->_priv.next_piece = 0;
 	req->_priv.inflight = 0;
 	req->_priv.ndone = 0;
@@ -445,12 +462,24 @@ static void start_chunks(struct tern__stage *st)
 	int again = 1;
 
 	while (again) {
+		int blocked[2] = { 0, 0 };
+
 		again = 0;
 		for (req = st->ops.head; req != NULL; req = req->_priv.next) {
-			if (req->_priv.err == 0 &&
+			int recv = req->_priv.op == TERN__OP_RECV;
+
+			/* A batch's other pieces still run after one failed
+			 * (unless cancelled); anything else stops at its
+			 * error. */
+			if ((req->_priv.err == 0 ||
+			     (req->_priv.op == TERN__OP_PIECES &&
+			      req->_priv.sop == 0)) &&
 			    req->_priv.next_piece < req->_priv.npieces) {
-				if (st->nfree == 0)
-					return;
+				/* In posting order within each pool. */
+				if (blocked[recv] || st->nfree[recv] == 0) {
+					blocked[recv] = 1;
+					continue;
+				}
 				/* May complete it (and run callbacks that
 				 * change the list): walk again. */
 				chunk_start(st, req);
@@ -527,8 +556,19 @@ void tern__stage_cancel(struct tern_ctx *ctx, struct tern_req *req)
 {
 	struct tern__stage *st = ctx->stage;
 
+	/* A receive whose message already landed completes normally (the
+	 * message is consumed): as on host regions, the message won. */
+	for (unsigned int i = st->depth; i < st->nchunks; i++) {
+		if (st->chunks[i].parent == req &&
+		    st->chunks[i].phase == CH_COPY_IN)
+			return;
+	}
 	set_err(req, -ECANCELED);
+	req->_priv.sop = 1; /* cancelled: nothing more is posted */
 	req->_priv.next_piece = req->_priv.npieces; /* start no more */
+	/* Hold it: a chunk finishing below must not complete it (its
+	 * callback may free or reuse it) before the walk is over. */
+	req->_priv.inflight++;
 	for (unsigned int i = 0; i < st->nchunks; i++) {
 		struct tern__stage_chunk *ch = &st->chunks[i];
 
@@ -539,9 +579,8 @@ void tern__stage_cancel(struct tern_ctx *ctx, struct tern_req *req)
 		else if (ch->phase == CH_NET && req->_priv.op == TERN__OP_RECV)
 			tern_req_cancel(ctx, &ch->req);
 	}
-	/* Still linked (not completed by a chunk above)? */
-	if (req->_priv.state == TERN__ST_STAGING)
-		op_maybe_done(st, req);
+	req->_priv.inflight--;
+	op_maybe_done(st, req);
 }
 
 void tern__stage_cancel_peer(struct tern_ctx *ctx, struct tern_peer *peer)
@@ -558,8 +597,7 @@ void tern__stage_cancel_peer(struct tern_ctx *ctx, struct tern_peer *peer)
 		for (req = st->ops.head; req != NULL; req = req->_priv.next) {
 			/* Not yet cancelled: may still start or succeed. */
 			if ((peer == NULL || req->_priv.peer == peer) &&
-			    (req->_priv.err == 0 ||
-			     req->_priv.next_piece < req->_priv.npieces)) {
+			    req->_priv.sop == 0) {
 				tern__stage_cancel(ctx, req);
 				again = 1;
 				break;

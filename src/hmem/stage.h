@@ -20,6 +20,9 @@ struct tern__cu;
 #define TERN_STAGE_CHUNK_DEFAULT (1ULL << 20)
 #define TERN_STAGE_DEPTH_DEFAULT 8
 #define TERN_STAGE_DEPTH_MAX	 64
+/* Staged receives waiting for a message at once, per ctx (more wait in
+ * order for one of these). */
+#define TERN_STAGE_RECVS 64
 
 /* The ctx's staging state; @cu NULL: no CUDA (tern_mr_sync() on host
  * regions only). CUDA's stream is made on first need. @return 0 or

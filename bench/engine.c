@@ -400,17 +400,25 @@ static int responder_setup(struct responder *r, char *why, size_t whylen)
 	return 0;
 }
 
+/* Answer with a hello of @kind carrying @params. */
+static int responder_reply(struct responder *r, int kind, const void *params,
+			   size_t len)
+{
+	struct tern_hello h = { .kind = kind };
+	ssize_t n;
+
+	h.params = params;
+	h.params_len = len;
+	n = tern_hello_encode(r->mb->sbuf, TERN_MSGBOX_MAX, &h);
+	return n < 0 ? (int)n
+		     : tern_msgbox_send(r->mb, r->peer, (size_t)n,
+					CTRL_TIMEOUT_MS);
+}
+
 /* Refuse a session whose setup failed, with the reason: ERROR. */
 static void responder_refuse(struct responder *r, const char *why)
 {
-	struct tern_hello err = { .kind = TERN_HELLO_ERROR };
-	ssize_t n;
-
-	err.params = (const uint8_t *)why;
-	err.params_len = strlen(why);
-	n = tern_hello_encode(r->mb->sbuf, TERN_MSGBOX_MAX, &err);
-	if (n > 0)
-		tern_msgbox_send(r->mb, r->peer, (size_t)n, CTRL_TIMEOUT_MS);
+	responder_reply(r, TERN_HELLO_ERROR, why, strlen(why));
 }
 
 /*
@@ -421,11 +429,9 @@ static void responder_refuse(struct responder *r, const char *why)
  */
 static int responder_check(struct responder *r, uint64_t len)
 {
-	struct tern_hello ack = { .kind = TERN_HELLO_ACK };
 	uint64_t until = tern__now_ns() + 2000000000ULL;
 	uint8_t params[CHECKED_LEN];
 	int equal = 0, ret = 0;
-	ssize_t n;
 
 	if (len == 0 || len > r->p.max_size || r->pattern == NULL ||
 	    (r->mem.kind != TERN_MEM_HOST && r->chk == NULL))
@@ -442,29 +448,17 @@ static int responder_check(struct responder *r, uint64_t len)
 	}
 	tern__put_u32(params, (uint32_t)equal);
 	tern__put_u32(params + 4, (uint32_t)-ret);
-	ack.params = params;
-	ack.params_len = sizeof(params);
-	n = tern_hello_encode(r->mb->sbuf, TERN_MSGBOX_MAX, &ack);
-	return n < 0 ? (int)n
-		     : tern_msgbox_send(r->mb, r->peer, (size_t)n,
-					CTRL_TIMEOUT_MS);
+	return responder_reply(r, TERN_HELLO_ACK, params, sizeof(params));
 }
 
 /* Answer a BYE with what arrived: ACK {received, bad}. */
 static int responder_bye(struct responder *r)
 {
-	struct tern_hello ack = { .kind = TERN_HELLO_ACK };
 	uint8_t params[16];
-	ssize_t n;
 
 	tern__put_u64(params, r->received);
 	tern__put_u64(params + 8, r->bad);
-	ack.params = params;
-	ack.params_len = sizeof(params);
-	n = tern_hello_encode(r->mb->sbuf, TERN_MSGBOX_MAX, &ack);
-	return n < 0 ? (int)n
-		     : tern_msgbox_send(r->mb, r->peer, (size_t)n,
-					CTRL_TIMEOUT_MS);
+	return responder_reply(r, TERN_HELLO_ACK, params, sizeof(params));
 }
 
 static int responder_session(struct responder *r, volatile sig_atomic_t *stop)

@@ -247,6 +247,10 @@ void tern__peer_release(struct tern_peer *peer);
 /* src/loop/: queues and completions. */
 void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status);
 void tern__queue(struct tern_ctx *ctx, struct tern_req *req);
+/* Clear a request's results and set what every operation carries. */
+void tern__req_fill(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
+		    struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+		    size_t len);
 void tern__req_abort(struct tern_ctx *ctx, struct tern__reqq *q,
 		     struct tern_req *req, int status);
 void tern__loop_drain(struct tern_ctx *ctx);

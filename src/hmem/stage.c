@@ -657,21 +657,8 @@ int tern_mr_sync(struct tern_mr *mr, uint64_t off, uint64_t len,
 		if (ret != 0)
 			return ret;
 	}
-	req->done = 0;
-	req->status = 0;
-	req->len = len;
-	req->imm = 0;
-	req->value = 0;
-	req->flags = 0;
-	req->prov_errno = 0;
-	req->errmsg[0] = '\0';
-	req->_priv.ctx = ctx;
-	req->_priv.op = TERN__OP_SYNC;
-	req->_priv.sop = 0;
-	req->_priv.xflags = 0;
-	req->_priv.peer = NULL;
-	req->_priv.mr = mr;
-	req->_priv.buf = (char *)mr->buf + off;
+	tern__req_fill(ctx, req, TERN__OP_SYNC, NULL, mr, (char *)mr->buf + off,
+		       len);
 	req->_priv.operand = 0;
 	req->_priv.imm = dir;
 	tern__stage_submit(ctx, req);

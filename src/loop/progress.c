@@ -420,6 +420,20 @@ static int prep(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 		return -TERN_EACCESS;
 	if (len > ctx->max_msg_size)
 		return -EMSGSIZE;
+	tern__req_fill(ctx, req, op, peer, mr, buf, len);
+	/* Messages use rail 0 on both sides, so a receive always sits where
+	 * the message lands; one-sided operations spread over the rails. */
+	req->_priv.rail = 0;
+	if (op != TERN__OP_SEND && op != TERN__OP_SEND_IMM &&
+	    op != TERN__OP_RECV)
+		req->_priv.rail = (uint8_t)(ctx->next_rail++ % ctx->nrails);
+	return 0;
+}
+
+void tern__req_fill(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
+		    struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+		    size_t len)
+{
 	req->done = 0;
 	req->status = 0;
 	req->len = len;
@@ -435,12 +449,22 @@ static int prep(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 	req->_priv.peer = peer;
 	req->_priv.mr = mr;
 	req->_priv.buf = (void *)(uintptr_t)buf;
-	/* Messages use rail 0 on both sides, so a receive always sits where
-	 * the message lands; one-sided operations spread over the rails. */
-	req->_priv.rail = 0;
-	if (op != TERN__OP_SEND && op != TERN__OP_SEND_IMM &&
-	    op != TERN__OP_RECV)
-		req->_priv.rail = (uint8_t)(ctx->next_rail++ % ctx->nrails);
+}
+
+/* prep() for a write or read that is cut in chunks (striped or staged):
+ * no one message carries it all, so any length inside @mr goes. */
+static int prep_long(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
+		     struct tern_peer *peer, struct tern_mr *mr,
+		     const void *buf, size_t len)
+{
+	int ret = prep(ctx, req, op, peer, mr, buf, 0);
+
+	if (ret != 0)
+		return ret;
+	if (len > mr->len ||
+	    (size_t)((const char *)buf - (const char *)mr->buf) > mr->len - len)
+		return -TERN_EBOUNDS;
+	req->len = len;
 	return 0;
 }
 
@@ -510,15 +534,9 @@ static int rma_common(struct tern_peer *peer, struct tern_mr *mr,
 	if (ret != 0)
 		return ret;
 	if (mr != NULL && mr->smr != NULL) {
-		/* Staged: cut in chunks there, so any length goes. */
-		ret = prep(ctx, req, op, peer, mr, buf, 0);
+		ret = prep_long(ctx, req, op, peer, mr, buf, len);
 		if (ret != 0)
 			return ret;
-		if (len > mr->len ||
-		    (size_t)((const char *)buf - (const char *)mr->buf) >
-			    mr->len - len)
-			return -TERN_EBOUNDS;
-		req->len = len;
 		req->_priv.operand = roff;
 		req->_priv.imm = imm;
 		req->_priv.rbase = rdesc->base;
@@ -535,14 +553,9 @@ static int rma_common(struct tern_peer *peer, struct tern_mr *mr,
 		/* Chunks over every rail, posted like a batch's pieces;
 		 * each is at most a chunk, so the whole may exceed the
 		 * provider's largest message. */
-		ret = prep(ctx, req, op, peer, mr, buf, 0);
+		ret = prep_long(ctx, req, op, peer, mr, buf, len);
 		if (ret != 0)
 			return ret;
-		if (len > mr->len ||
-		    (size_t)((const char *)buf - (const char *)mr->buf) >
-			    mr->len - len)
-			return -TERN_EBOUNDS;
-		req->len = len;
 		req->_priv.op = TERN__OP_PIECES;
 		req->_priv.sop = op;
 		req->_priv.operand = ctx->stripe_chunk;

@@ -59,59 +59,96 @@ field() { # field NAME LINE -> value of NAME=value
 
 echo "tern $("$tern" version | cut -d' ' -f2-)"
 echo "host $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%M:%SZ), $rounds rounds, CPUs initiator,peer: ${TERN_BENCH_CPUS:-not pinned}"
+
+tern_write() { # tern_write PROV SIZE -> appends to $tmp/PROV.tern.{gbps,mpps}.SIZE
+	local it line
+	it=$(iters_for "$2")
+	"$tern" bench --provider "$1" "${node[@]}" --op write \
+		--sizes "$2" --window 64 --iters "$it" \
+		--warmup $((it / 10)) --csv "$tmp/t.csv" >/dev/null
+	line=$(tail -n 1 "$tmp/t.csv")
+	echo "$line" | cut -d, -f5 >>"$tmp/$1.tern.gbps.$2"
+	echo "$line" | cut -d, -f8 >>"$tmp/$1.tern.mpps.$2"
+}
+
+raw_write() {
+	local it line
+	it=$(iters_for "$2")
+	line=$("$raw" --provider "$1" "${node[@]}" --op write \
+		--sizes "$2" --window 64 --iters "$it" \
+		--warmup $((it / 10)) | grep "size=$2 ")
+	field gbps "$line" >>"$tmp/$1.raw.gbps.$2"
+	field mpps "$line" >>"$tmp/$1.raw.mpps.$2"
+}
+
+tern_ping() { # latency: ping-pong at 8 bytes, send/recv
+	"${pin_peer[@]}" "$tern" ping serve --provider "$1" "${node[@]}" \
+		--card-file "$tmp/card" >/dev/null 2>&1 &
+	local spid=$!
+	for _ in $(seq 100); do [ -s "$tmp/card" ] && break; sleep 0.05; done
+	"${pin_init[@]}" "$tern" ping --card-file "$tmp/card" --provider "$1" "${node[@]}" \
+		--size 8 --iters 20000 --warmup 2000 |
+		awk '$1 == 8 { print $3 }' >>"$tmp/$1.tern.p50"
+	kill -INT $spid; wait $spid || true
+	rm -f "$tmp/card"
+}
+
+raw_ping() {
+	local line
+	line=$("$raw" --provider "$1" "${node[@]}" --op pingpong \
+		--sizes 8 --iters 20000 --warmup 2000 | grep "size=8 ")
+	field p50_us "$line" >>"$tmp/$1.raw.p50"
+}
+
+# pair A B: run A then B in odd rounds, B then A in even ones (ABBA), so
+# a drift of the machine during a round weighs on both alike.
+pair() {
+	if (($1 % 2)); then "$2" "${@:4}"; "$3" "${@:4}"; else "$3" "${@:4}"; "$2" "${@:4}"; fi
+}
+
+# paired FILE-TERN FILE-RAW ratio|diff -> "min median max" of the per-round
+# ratios tern/raw (or differences tern - raw): each round's two runs sat
+# side by side in time, so this is what the noise moves least.
+paired() {
+	paste -d' ' "$1" "$2" | awk -v m="$3" '{ print (m == "ratio" ? $1 / $2 : $1 - $2) }' >"$tmp/paired"
+	stats "$tmp/paired"
+}
+
 for prov in "${providers[@]}"; do
 	node=()
 	[ "$prov" = tcp ] && node=(--node 127.0.0.1)
 	sizes=(4096 65536 1048576 16777216)
 	for r in $(seq 1 "$rounds"); do
 		for s in 8 "${sizes[@]}"; do
-			it=$(iters_for "$s")
-			"$tern" bench --provider "$prov" "${node[@]}" --op write \
-				--sizes "$s" --window 64 --iters "$it" \
-				--warmup $((it / 10)) --csv "$tmp/t.csv" >/dev/null
-			line=$(tail -n 1 "$tmp/t.csv")
-			echo "$line" | cut -d, -f5 >>"$tmp/$prov.tern.gbps.$s"
-			echo "$line" | cut -d, -f8 >>"$tmp/$prov.tern.mpps.$s"
-			line=$("$raw" --provider "$prov" "${node[@]}" --op write \
-				--sizes "$s" --window 64 --iters "$it" \
-				--warmup $((it / 10)) | grep "size=$s ")
-			field gbps "$line" >>"$tmp/$prov.raw.gbps.$s"
-			field mpps "$line" >>"$tmp/$prov.raw.mpps.$s"
+			pair "$r" tern_write raw_write "$prov" "$s"
 		done
-		# latency: ping-pong at 8 bytes, send/recv
-		"${pin_peer[@]}" "$tern" ping serve --provider "$prov" "${node[@]}" \
-			--card-file "$tmp/card" >/dev/null 2>&1 &
-		spid=$!
-		for _ in $(seq 100); do [ -s "$tmp/card" ] && break; sleep 0.05; done
-		"${pin_init[@]}" "$tern" ping --card-file "$tmp/card" --provider "$prov" "${node[@]}" \
-			--size 8 --iters 20000 --warmup 2000 |
-			awk '$1 == 8 { print $3 }' >>"$tmp/$prov.tern.p50"
-		kill -INT $spid; wait $spid || true
-		rm -f "$tmp/card"
-		line=$("$raw" --provider "$prov" "${node[@]}" --op pingpong \
-			--sizes 8 --iters 20000 --warmup 2000 | grep "size=8 ")
-		field p50_us "$line" >>"$tmp/$prov.raw.p50"
+		pair "$r" tern_ping raw_ping "$prov"
 	done
 	echo
 	echo "== $prov: write bandwidth, Gbit/s (10^9), window 64 =="
-	printf "%10s  %-26s  %-26s  %s\n" size "tern min/median/max" "raw min/median/max" "tern/raw"
+	printf "%10s  %-26s  %-26s  %-8s  %s\n" size "tern min/median/max" "raw min/median/max" \
+		"tern/raw" "per-round tern/raw min/median/max"
 	for s in "${sizes[@]}"; do
 		read -r tmin tmed tmax <<<"$(stats "$tmp/$prov.tern.gbps.$s")"
 		read -r rmin rmed rmax <<<"$(stats "$tmp/$prov.raw.gbps.$s")"
-		printf "%10s  %8s %8s %8s  %8s %8s %8s  %.3f\n" "$s" \
+		printf "%10s  %8s %8s %8s  %8s %8s %8s  %-8.3f  %s\n" "$s" \
 			"$tmin" "$tmed" "$tmax" "$rmin" "$rmed" "$rmax" \
-			"$(awk -v a="$tmed" -v b="$rmed" 'BEGIN { print a / b }')"
+			"$(awk -v a="$tmed" -v b="$rmed" 'BEGIN { print a / b }')" \
+			"$(paired "$tmp/$prov.tern.gbps.$s" "$tmp/$prov.raw.gbps.$s" ratio)"
 	done
 	echo "== $prov: message rate at 8 B, Mpps =="
 	read -r tmin tmed tmax <<<"$(stats "$tmp/$prov.tern.mpps.8")"
 	read -r rmin rmed rmax <<<"$(stats "$tmp/$prov.raw.mpps.8")"
-	printf "%10s  %8s %8s %8s  %8s %8s %8s  %.3f\n" 8 "$tmin" "$tmed" "$tmax" \
-		"$rmin" "$rmed" "$rmax" "$(awk -v a="$tmed" -v b="$rmed" 'BEGIN { print a / b }')"
-	echo "== $prov: ping-pong p50 at 8 B, half round trip, us =="
+	printf "%10s  %8s %8s %8s  %8s %8s %8s  %-8.3f  %s\n" 8 "$tmin" "$tmed" "$tmax" \
+		"$rmin" "$rmed" "$rmax" "$(awk -v a="$tmed" -v b="$rmed" 'BEGIN { print a / b }')" \
+		"$(paired "$tmp/$prov.tern.mpps.8" "$tmp/$prov.raw.mpps.8" ratio)"
+	echo "== $prov: ping-pong p50 at 8 B, half round trip, us (last column: per-round tern - raw) =="
 	read -r tmin tmed tmax <<<"$(stats "$tmp/$prov.tern.p50")"
 	read -r rmin rmed rmax <<<"$(stats "$tmp/$prov.raw.p50")"
-	printf "%10s  %8s %8s %8s  %8s %8s %8s  %+.3f us\n" 8 "$tmin" "$tmed" "$tmax" \
-		"$rmin" "$rmed" "$rmax" "$(awk -v a="$tmed" -v b="$rmed" 'BEGIN { print a - b }')"
+	printf "%10s  %8s %8s %8s  %8s %8s %8s  %+-8.3f  %s\n" 8 "$tmin" "$tmed" "$tmax" \
+		"$rmin" "$rmed" "$rmax" "$(awk -v a="$tmed" -v b="$rmed" 'BEGIN { print a - b }')" \
+		"$(paired "$tmp/$prov.tern.p50" "$tmp/$prov.raw.p50" diff)"
+	echo "   best p50 of the rounds: tern $tmin us, raw $rmin us ($(awk -v a="$tmin" -v b="$rmin" 'BEGIN { printf "%+.3f", a - b }') us)"
 done
 if [ -x "$build/copy_limit" ]; then
 	echo

@@ -42,11 +42,22 @@ int tern__err_from_fi(int fi_err)
 	}
 }
 
-static int post_result(struct tern_rail *rail, struct tern_req *req,
-		       ssize_t ret)
+static int post_failed(struct tern_rail *rail, struct tern_req *req,
+		       ssize_t ret);
+
+/* On the hot path: the common answer costs one test. */
+static inline int post_result(struct tern_rail *rail, struct tern_req *req,
+			      ssize_t ret)
 {
-	if (ret == 0)
+	if (tern_likely(ret == 0))
 		return 0;
+	return post_failed(rail, req, ret);
+}
+
+static __attribute__((noinline, cold)) int post_failed(struct tern_rail *rail,
+						       struct tern_req *req,
+						       ssize_t ret)
+{
 	if (ret == -FI_EAGAIN)
 		return -EAGAIN;
 	snprintf(req->errmsg, sizeof(req->errmsg), "post: %s",
@@ -146,17 +157,27 @@ static ssize_t post_rma(struct tern_rail *rail, struct tern_req *req, void *buf,
 int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 {
 	struct tern_peer *peer = req->_priv.peer;
-	struct tern_mr *mr = req->_priv.mr;
-	struct iovec iov = { .iov_base = req->_priv.buf, .iov_len = req->len };
-	void *desc = mr != NULL ? mr->desc[rail->idx] : NULL;
 	uint64_t flags = more ? FI_MORE : 0;
 	struct tern__slot *slot;
 	ssize_t ret;
 
 	switch (req->_priv.op) {
+	case TERN__OP_WRITE_IMM:
+		flags |= FI_REMOTE_CQ_DATA;
+		/* fall through */
+	case TERN__OP_WRITE:
+	case TERN__OP_READ:
+		ret = post_rma(rail, req, req->_priv.buf, req->len,
+			       req->_priv.raddr, req->_priv.rkey,
+			       req->_priv.fictx, flags);
+		break;
 	case TERN__OP_SEND:
 	case TERN__OP_SEND_IMM:
 	case TERN__OP_RECV: {
+		struct tern_mr *mr = req->_priv.mr;
+		struct iovec iov = { .iov_base = req->_priv.buf,
+				     .iov_len = req->len };
+		void *desc = mr != NULL ? mr->desc[rail->idx] : NULL;
 		struct fi_msg_tagged msg = {
 			.msg_iov = &iov,
 			.desc = &desc,
@@ -177,15 +198,6 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 		ret = fi_tsendmsg(rail->ep, &msg, flags);
 		break;
 	}
-	case TERN__OP_WRITE_IMM:
-		flags |= FI_REMOTE_CQ_DATA;
-		/* fall through */
-	case TERN__OP_WRITE:
-	case TERN__OP_READ:
-		ret = post_rma(rail, req, req->_priv.buf, req->len,
-			       req->_priv.raddr, req->_priv.rkey,
-			       req->_priv.fictx, flags);
-		break;
 	case TERN__OP_FADD:
 	case TERN__OP_CSWAP:
 		slot = slot_get(rail, req);

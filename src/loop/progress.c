@@ -51,7 +51,8 @@ void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status)
 	if (peer != NULL) {
 		req->_priv.peer = NULL;
 		peer->inflight--;
-		tern__peer_release(peer);
+		if (tern_unlikely(peer->removed))
+			tern__peer_release(peer);
 	}
 	/* Last touch of req by tern: the callback may reuse it. */
 	if (req->cb != NULL)
@@ -407,26 +408,35 @@ static int prep(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 		struct tern_peer *peer, struct tern_mr *mr, const void *buf,
 		size_t len)
 {
-	if (ctx == NULL || req == NULL || mr == NULL || (buf == NULL && len))
+	if (tern_unlikely(ctx == NULL || req == NULL || mr == NULL ||
+			  (buf == NULL && len)))
 		return -EINVAL;
-	if (ctx->closing || (peer != NULL && (peer->removed || peer->removing)))
+	if (tern_unlikely(ctx->closing ||
+			  (peer != NULL && (peer->removed || peer->removing))))
 		return -ECANCELED;
-	if (mr->ctx != ctx)
+	if (tern_unlikely(mr->ctx != ctx))
 		return -EINVAL;
-	if ((const char *)buf < (const char *)mr->buf || len > mr->len ||
-	    (size_t)((const char *)buf - (const char *)mr->buf) > mr->len - len)
+	if (tern_unlikely((const char *)buf < (const char *)mr->buf ||
+			  len > mr->len ||
+			  (size_t)((const char *)buf - (const char *)mr->buf) >
+				  mr->len - len))
 		return -TERN_EBOUNDS;
-	if (!(mr->access & TERN_ACCESS_LOCAL))
+	if (tern_unlikely(!(mr->access & TERN_ACCESS_LOCAL)))
 		return -TERN_EACCESS;
-	if (len > ctx->max_msg_size)
+	if (tern_unlikely(len > ctx->max_msg_size))
 		return -EMSGSIZE;
 	tern__req_fill(ctx, req, op, peer, mr, buf, len);
 	/* Messages use rail 0 on both sides, so a receive always sits where
-	 * the message lands; one-sided operations spread over the rails. */
+	 * the message lands; one-sided operations spread over the rails
+	 * (round-robin without a division per operation). */
 	req->_priv.rail = 0;
-	if (op != TERN__OP_SEND && op != TERN__OP_SEND_IMM &&
-	    op != TERN__OP_RECV)
-		req->_priv.rail = (uint8_t)(ctx->next_rail++ % ctx->nrails);
+	if (ctx->nrails > 1 && op != TERN__OP_SEND && op != TERN__OP_SEND_IMM &&
+	    op != TERN__OP_RECV) {
+		unsigned int r = ctx->next_rail;
+
+		ctx->next_rail = r + 1 < ctx->nrails ? r + 1 : 0;
+		req->_priv.rail = (uint8_t)r;
+	}
 	return 0;
 }
 
@@ -507,11 +517,12 @@ static int remote_check(const struct tern_peer *peer,
 			const struct tern_mr_desc *rd, uint64_t roff,
 			uint64_t len, uint32_t right)
 {
-	if (rd->nkeys < peer->nrails || rd->nkeys > TERN_MAX_RAILS)
+	if (tern_unlikely(rd->nkeys < peer->nrails ||
+			  rd->nkeys > TERN_MAX_RAILS))
 		return -TERN_EDESC;
-	if (!(rd->flags & right))
+	if (tern_unlikely(!(rd->flags & right)))
 		return -TERN_EACCESS;
-	if (roff > rd->len || len > rd->len - roff)
+	if (tern_unlikely(roff > rd->len || len > rd->len - roff))
 		return -TERN_EBOUNDS;
 	return 0;
 }
@@ -533,7 +544,7 @@ static int rma_common(struct tern_peer *peer, struct tern_mr *mr,
 					       : TERN_MR_DESC_REMOTE_WRITE);
 	if (ret != 0)
 		return ret;
-	if (mr != NULL && mr->smr != NULL) {
+	if (tern_unlikely(mr != NULL && mr->smr != NULL)) {
 		ret = prep_long(ctx, req, op, peer, mr, buf, len);
 		if (ret != 0)
 			return ret;
@@ -574,7 +585,9 @@ static int rma_common(struct tern_peer *peer, struct tern_mr *mr,
 	ret = prep(ctx, req, op, peer, mr, buf, len);
 	if (ret != 0)
 		return ret;
-	rrail = req->_priv.rail % peer->nrails;
+	rrail = req->_priv.rail;
+	if (rrail >= peer->nrails)
+		rrail %= peer->nrails;
 	req->_priv.rkey = rdesc->keys[rrail];
 	req->_priv.raddr = tern__raddr(rdesc, roff);
 	req->_priv.imm = imm;

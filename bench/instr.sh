@@ -1,0 +1,128 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Instructions per operation, tern against raw libfabric: deterministic
+# where wall-clock runs on a shared machine are not.
+#
+# usage: bench/instr.sh [BUILD-DIR] [PROVIDER] [SIZE] [N]
+#        (defaults: build shm 8 20000)
+#
+# Runs the initiator of `tern bench --op write` and of `raw --op write`
+# (window 64, the same as compare.sh) under callgrind twice, with N and
+# 2N timed operations after the same warm-up, and prints the difference
+# divided by N: user-space instructions per write, with set-up, warm-up and
+# teardown cancelled out. Both peers run under callgrind too (raw forks
+# its child, tern's peer is a `tern bench --listen`), so both initiators
+# see an equally slow target. The figures split per object: the tool's
+# own code (tern: libtern + the bench engine; raw: raw itself),
+# libfabric, libc (clock reads, locks) and the rest.
+#
+# Empty completion-queue reads depend on timing even here; the per-object
+# split shows them (they land in libfabric's CQ read and the tool's loop),
+# and two runs of this script agree to a few instructions per operation.
+set -euo pipefail
+build=${1:-build}
+prov=${2:-shm}
+size=${3:-8}
+n=${4:-20000}
+tern=$build/tern
+raw=$build/raw
+command -v valgrind >/dev/null ||
+	{ echo "instr: valgrind not installed (apt-get install valgrind)" >&2; exit 1; }
+for b in "$tern" "$raw"; do
+	[ -x "$b" ] || { echo "instr: $b not built (cmake --build $build)" >&2; exit 1; }
+done
+node=()
+[ "$prov" = tcp ] && node=(--node 127.0.0.1)
+tmp=$(mktemp -d)
+[ -n "${INSTR_KEEP:-}" ] && echo "instr: profiles kept in $tmp" >&2
+trap 'kill $(jobs -p) 2>/dev/null; [ -n "${INSTR_KEEP:-}" ] || rm -rf "$tmp"' EXIT
+cg=(valgrind --tool=callgrind --dump-instr=no --compress-strings=no)
+warm=2000
+op=(--op write --sizes "$size" --window 64 --warmup "$warm")
+
+# by_object FILE -> "object<TAB>instructions" for every object in FILE
+by_object() {
+	awk '
+	/^ob=/ { sub(/^ob=(\([0-9]+\) )?/, ""); ob = $0; next }
+	/^fn=/ { cur = ob; next }
+	/^(cob|cfn|cfi|cfl|calls)=/ { if ($0 ~ /^calls=/) skip = 1; next }
+	/^[0-9+*-]/ {
+		if (skip) { skip = 0; next }
+		n = split($0, f, " ")
+		if (n >= 2) tot[cur] += f[2]
+	}
+	END { for (o in tot) printf "%s\t%d\n", o, tot[o] }' "$1"
+}
+
+# class OBJECT -> own | libfabric | libc | other
+class() {
+	case $1 in
+	*libtern.so* | */tern | */raw) echo own ;;
+	*libfabric.so*) echo libfabric ;;
+	*libc.so* | *vdso*) echo libc ;;
+	*) echo other ;;
+	esac
+}
+
+# split FILE -> "own libfabric libc other total"
+split_file() {
+	local own=0 lf=0 lc=0 oth=0 o c
+	while IFS=$'\t' read -r o c; do
+		case $(class "$o") in
+		own) own=$((own + c)) ;;
+		libfabric) lf=$((lf + c)) ;;
+		libc) lc=$((lc + c)) ;;
+		*) oth=$((oth + c)) ;;
+		esac
+	done < <(by_object "$1")
+	echo "$own $lf $lc $oth $((own + lf + lc + oth))"
+}
+
+run_tern() { # run_tern ITERS OUT
+	local card
+	"${cg[@]}" --callgrind-out-file="$tmp/tern-peer.$1" \
+		"$tern" bench --listen --provider "$prov" "${node[@]}" \
+		--card-file "$tmp/card.$1" >/dev/null 2>&1 &
+	local peer=$!
+	for _ in $(seq 300); do
+		grep -q . "$tmp/card.$1" 2>/dev/null && break
+		sleep 0.1
+	done
+	sleep 0.2
+	card=$(cat "$tmp/card.$1")
+	"${cg[@]}" --callgrind-out-file="$2" "$tern" bench --peer "$card" \
+		--provider "$prov" "${node[@]}" "${op[@]}" --iters "$1" \
+		>"$tmp/tern.out.$1" 2>&1 ||
+		{ cat "$tmp/tern.out.$1" >&2; return 1; }
+	kill -INT "$peer" 2>/dev/null || true
+	wait "$peer" 2>/dev/null || true
+}
+
+run_raw() { # run_raw ITERS OUT (the parent's profile; the child's is dropped)
+	"${cg[@]}" --callgrind-out-file="$tmp/raw.$1.%p" "$raw" \
+		--provider "$prov" "${node[@]}" "${op[@]}" --iters "$1" \
+		>"$tmp/raw.out.$1" 2>&1 ||
+		{ cat "$tmp/raw.out.$1" >&2; return 1; }
+	# The parent is the profile whose command line has no child marker:
+	# the lower pid (it forked the child).
+	mv "$(ls "$tmp"/raw."$1".* | sort -t. -k3 -n | head -n 1)" "$2"
+	rm -f "$tmp"/raw."$1".*
+}
+
+echo "instructions per write, user space, initiator only (callgrind)"
+echo "provider $prov, size $size B, window 64, ($((2 * n)) - $n ops) / $n;" \
+	"tern $("$tern" version | cut -d' ' -f2-)"
+printf "%-6s %9s %10s %9s %9s %9s\n" tool own libfabric libc other total
+for tool in tern raw; do
+	"run_$tool" "$n" "$tmp/$tool.a"
+	"run_$tool" $((2 * n)) "$tmp/$tool.b"
+	read -r a1 a2 a3 a4 a5 <<<"$(split_file "$tmp/$tool.a")"
+	read -r b1 b2 b3 b4 b5 <<<"$(split_file "$tmp/$tool.b")"
+	printf "%-6s %9.1f %10.1f %9.1f %9.1f %9.1f\n" "$tool" \
+		"$(bc -l <<<"($b1 - $a1) / $n")" "$(bc -l <<<"($b2 - $a2) / $n")" \
+		"$(bc -l <<<"($b3 - $a3) / $n")" "$(bc -l <<<"($b4 - $a4) / $n")" \
+		"$(bc -l <<<"($b5 - $a5) / $n")"
+	echo "$((b5 - a5))" >"$tmp/$tool.total"
+done
+awk -v t="$(cat "$tmp/tern.total")" -v r="$(cat "$tmp/raw.total")" \
+	-v n="$n" 'BEGIN { printf "tern - raw: %+.1f instructions per write (tern/raw %.3f)\n", (t - r) / n, t / r }'

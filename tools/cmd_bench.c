@@ -200,19 +200,21 @@ static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 {
 	char path[32];
 	int p[2];
-	pid_t pid;
+	pid_t pid, parent;
 	FILE *f;
 
 	if (pipe(p) != 0)
 		return -1;
+	parent = getpid();
 	pid = fork();
 	if (pid == 0) {
 		int devnull = open("/dev/null", O_WRONLY);
 
 		/* A peer whose measuring process died (killed, crashed)
-		 * must not stay behind polling forever. */
+		 * must not stay behind polling forever. (Its parent may be
+		 * pid 1 itself, as a container's first process is.) */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() == 1)
+		if (getppid() != parent)
 			_exit(1);
 		split_cpus(1);
 		close(p[0]);

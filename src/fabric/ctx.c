@@ -19,6 +19,10 @@
 /* The API version tern asks for: the one it was built against. */
 #define TERN_FI_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 
+/* fi_enable refusals (EBUSY: stale shm regions named like ours) tried past
+ * per rail: a process has at most 2 ctx-worth of rails' endpoints. */
+#define TERN__STALE_RETRIES (2 * TERN_MAX_RAILS + 2)
+
 /* Providers tried, best first, when none is named. shm is never automatic. */
 static const char *const auto_providers[] = { "efa", "verbs;ofi_rxm",
 					      "tcp;ofi_rxm" };
@@ -427,7 +431,7 @@ static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 	};
 	const char *what;
 	size_t len;
-	int ret, retried = 0;
+	int ret, retries = 0;
 
 again:
 	r->ctx = ctx;
@@ -468,15 +472,17 @@ again:
 		goto err;
 	what = "fi_enable";
 	ret = fi_enable(r->ep);
-	if (ret == -FI_EBUSY && !retried) {
-		/* shm names its region after our pid: a stale region left
-		 * by a killed process that had the same pid makes shm see
-		 * its name "in use" by us; it removes the file and the
-		 * second try succeeds. */
-		tern_debug("rail %u: fi_enable: %s; trying once more", r->idx,
-			   fi_strerror(-ret));
+	if (ret == -FI_EBUSY && retries < TERN__STALE_RETRIES) {
+		/* shm names its region after our pid and a per-process
+		 * endpoint count: a killed process that had our pid leaves
+		 * one stale region per endpoint it had, and shm sees each as
+		 * "in use" by us. Every refusal removes that file and the
+		 * next endpoint takes the next name: try again until past
+		 * them. */
+		tern_debug("rail %u: fi_enable: %s; trying again (%d)", r->idx,
+			   fi_strerror(-ret), retries + 1);
 		rail_close(r);
-		retried = 1;
+		retries++;
 		goto again;
 	}
 	if (ret != 0)

@@ -635,16 +635,23 @@ static int open_endpoint(struct raw *r)
 	ret = fi_cq_open(r->domain, &cq_attr, &r->cq, NULL);
 	if (ret != 0)
 		return fail("fi_cq_open", ret);
-	ret = fi_endpoint(r->domain, fi, &r->ep, NULL);
-	if (ret != 0)
-		return fail("fi_endpoint", ret);
-	ret = fi_ep_bind(r->ep, &r->av->fid, 0);
-	if (ret != 0)
-		return fail("fi_ep_bind (av)", ret);
-	ret = fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV);
-	if (ret != 0)
-		return fail("fi_ep_bind (cq)", ret);
-	ret = fi_enable(r->ep);
+	/* shm refuses (EBUSY) a name that a killed process with our pid
+	 * left behind, removing it; the next endpoint takes the next name. */
+	for (int tries = 0;; tries++) {
+		ret = fi_endpoint(r->domain, fi, &r->ep, NULL);
+		if (ret != 0)
+			return fail("fi_endpoint", ret);
+		ret = fi_ep_bind(r->ep, &r->av->fid, 0);
+		if (ret != 0)
+			return fail("fi_ep_bind (av)", ret);
+		ret = fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV);
+		if (ret != 0)
+			return fail("fi_ep_bind (cq)", ret);
+		ret = fi_enable(r->ep);
+		if (ret != -FI_EBUSY || tries == 16)
+			break;
+		fi_close(&r->ep->fid);
+	}
 	if (ret != 0)
 		return fail("fi_enable", ret);
 	return 0;

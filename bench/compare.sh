@@ -106,12 +106,18 @@ pair() {
 	if (($1 % 2)); then "$2" "${@:4}"; "$3" "${@:4}"; else "$3" "${@:4}"; "$2" "${@:4}"; fi
 }
 
-# paired FILE-TERN FILE-RAW ratio|diff -> "min median max" of the per-round
-# ratios tern/raw (or differences tern - raw): each round's two runs sat
-# side by side in time, so this is what the noise moves least.
+# paired FILE-TERN FILE-RAW ratio|diff -> "median [lo, hi]" of the
+# per-round ratios tern/raw (or differences tern - raw): each round's two
+# runs sat side by side in time, so this is what the noise moves least.
+# [lo, hi] is a distribution-free 95% confidence interval of that median
+# (order statistics k and n+1-k, k = floor((n - 1.96 sqrt(n)) / 2); with
+# fewer than 6 rounds it is just min and max).
 paired() {
-	paste -d' ' "$1" "$2" | awk -v m="$3" '{ print (m == "ratio" ? $1 / $2 : $1 - $2) }' >"$tmp/paired"
-	stats "$tmp/paired"
+	paste -d' ' "$1" "$2" | awk -v m="$3" '{ print (m == "ratio" ? $1 / $2 : $1 - $2) }' |
+		sort -g | awk '{ v[NR] = $1 } END {
+		n = NR; med = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+		k = int((n - 1.96 * sqrt(n)) / 2); if (k < 1) k = 1
+		printf "%.3f [%.3f, %.3f]", med, v[k], v[n + 1 - k] }'
 }
 
 for prov in "${providers[@]}"; do
@@ -127,7 +133,7 @@ for prov in "${providers[@]}"; do
 	echo
 	echo "== $prov: write bandwidth, Gbit/s (10^9), window 64 =="
 	printf "%10s  %-26s  %-26s  %-8s  %s\n" size "tern min/median/max" "raw min/median/max" \
-		"tern/raw" "per-round tern/raw min/median/max"
+		"tern/raw" "per-round tern/raw: median [95% CI]"
 	for s in "${sizes[@]}"; do
 		read -r tmin tmed tmax <<<"$(stats "$tmp/$prov.tern.gbps.$s")"
 		read -r rmin rmed rmax <<<"$(stats "$tmp/$prov.raw.gbps.$s")"
@@ -142,7 +148,7 @@ for prov in "${providers[@]}"; do
 	printf "%10s  %8s %8s %8s  %8s %8s %8s  %-8.3f  %s\n" 8 "$tmin" "$tmed" "$tmax" \
 		"$rmin" "$rmed" "$rmax" "$(awk -v a="$tmed" -v b="$rmed" 'BEGIN { print a / b }')" \
 		"$(paired "$tmp/$prov.tern.mpps.8" "$tmp/$prov.raw.mpps.8" ratio)"
-	echo "== $prov: ping-pong p50 at 8 B, half round trip, us (last column: per-round tern - raw) =="
+	echo "== $prov: ping-pong p50 at 8 B, half round trip, us (last: per-round tern - raw, median [95% CI]) =="
 	read -r tmin tmed tmax <<<"$(stats "$tmp/$prov.tern.p50")"
 	read -r rmin rmed rmax <<<"$(stats "$tmp/$prov.raw.p50")"
 	printf "%10s  %8s %8s %8s  %8s %8s %8s  %+-8.3f  %s\n" 8 "$tmin" "$tmed" "$tmax" \

@@ -19,8 +19,9 @@
 /* The API version tern asks for: the one it was built against. */
 #define TERN_FI_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 
-/* fi_enable refusals (EBUSY: stale shm regions named like ours) tried past
- * per rail: a process has at most 2 ctx-worth of rails' endpoints. */
+/* fi_enable refusals (EBUSY: a stale shm region with our name) to try past
+ * per rail. Each refusal removes one stale file; this covers a killed
+ * process that had two ctxs of TERN_MAX_RAILS rails open. */
 #define TERN__STALE_RETRIES (2 * TERN_MAX_RAILS + 2)
 
 /* Providers tried, best first, when none is named. shm is never automatic. */

@@ -128,9 +128,9 @@ static ssize_t post_atomic(struct tern_rail *rail, struct tern_req *req,
 				    1, flags);
 }
 
-static ssize_t post_rma(struct tern_rail *rail, struct tern_req *req, void *buf,
-			size_t len, uint64_t raddr, uint64_t rkey,
-			void *context, uint64_t flags)
+static inline __attribute__((always_inline)) ssize_t post_rma(
+	struct tern_rail *rail, struct tern_req *req, void *buf, size_t len,
+	uint64_t raddr, uint64_t rkey, void *context, uint64_t flags)
 {
 	struct tern_mr *mr = req->_priv.mr;
 	struct iovec iov = { .iov_base = buf, .iov_len = len };

@@ -404,9 +404,9 @@ int tern_ctx_settle(struct tern_ctx *ctx, int ms)
 }
 
 /* Checks shared by the posting calls; fills the common request fields. */
-static int prep(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
-		struct tern_peer *peer, struct tern_mr *mr, const void *buf,
-		size_t len)
+static inline __attribute__((always_inline)) int prep(
+	struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
+	struct tern_peer *peer, struct tern_mr *mr, const void *buf, size_t len)
 {
 	if (tern_unlikely(ctx == NULL || req == NULL || mr == NULL ||
 			  (buf == NULL && len)))

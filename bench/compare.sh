@@ -95,7 +95,7 @@ tern_ping() { # latency: ping-pong at 8 bytes, send/recv
 
 raw_ping() {
 	local line
-	line=$("$raw" --provider "$1" "${node[@]}" --op pingpong \
+	line=$("$raw" --provider "$1" "${node[@]}" --op pingpong --tagged \
 		--sizes 8 --iters 20000 --warmup 2000 | grep "size=8 ")
 	field p50_us "$line" >>"$tmp/$1.raw.p50"
 }

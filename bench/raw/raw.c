@@ -32,6 +32,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
 
 #define RAW_FI_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 #define RAW_MAX_SIZES  32
@@ -40,6 +41,7 @@
 
 /* Completions per fi_cq_read, and empty reads between looks at the pipe. */
 #define RAW_CQ_BATCH   64
+#define RAW_TAG	       0x7465726eULL /* the tag tern puts on its messages */
 #define RAW_PEEK_EVERY 1000
 
 /* Writes above RAW_BIG_SIZE move about RAW_BIG_BYTES per size. */
@@ -65,6 +67,7 @@ struct raw_opts {
 	size_t batch;
 	long iters;  /* < 0: by size and op */
 	long warmup; /* < 0: 10% of iters, at least 10 */
+	int tagged;  /* pingpong with tagged messages, as tern sends them */
 };
 
 /* What each side tells the other through its pipe once its endpoint is up. */
@@ -333,7 +336,11 @@ static int post_recv(struct raw *r, size_t size)
 
 	r->rsize = size;
 	for (;;) {
-		ret = fi_recv(r->ep, r->buf, size, r->desc, r->peer, &r->rctx);
+		ret = r->o->tagged
+			      ? fi_trecv(r->ep, r->buf, size, r->desc,
+					 FI_ADDR_UNSPEC, RAW_TAG, 0, &r->rctx)
+			      : fi_recv(r->ep, r->buf, size, r->desc, r->peer,
+					&r->rctx);
 		if (ret != -FI_EAGAIN)
 			break;
 		ret = reap(r);
@@ -348,8 +355,11 @@ static int post_send(struct raw *r, size_t size)
 	ssize_t ret;
 
 	for (;;) {
-		ret = fi_send(r->ep, r->buf + r->maxsize, size, r->desc,
-			      r->peer, &r->sctx);
+		ret = r->o->tagged
+			      ? fi_tsend(r->ep, r->buf + r->maxsize, size,
+					 r->desc, r->peer, RAW_TAG, &r->sctx)
+			      : fi_send(r->ep, r->buf + r->maxsize, size,
+					r->desc, r->peer, &r->sctx);
 		if (ret != -FI_EAGAIN)
 			break;
 		ret = reap(r);
@@ -574,7 +584,7 @@ static int get_info(struct raw *r)
 	hints = fi_allocinfo();
 	if (hints == NULL)
 		return fail("fi_allocinfo", -FI_ENOMEM);
-	hints->caps = FI_MSG | FI_RMA;
+	hints->caps = FI_MSG | FI_RMA | (o->tagged ? FI_TAGGED : 0);
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
@@ -821,11 +831,11 @@ static int run(struct raw *r)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: raw --provider shm|tcp [--node ADDR] "
+	fprintf(f, "usage: raw --provider shm|tcp|efa|verbs [--node ADDR] "
 		   "--op write|pingpong\n"
 		   "           [--sizes 8,4K,64K,1M,16M] [--window 64] "
 		   "[--iters N] [--warmup N]\n"
-		   "           [--batch 16]\n");
+		   "           [--batch 16] [--tagged]\n");
 }
 
 static int parse_size(const char *s, size_t *size_p)
@@ -904,6 +914,7 @@ static int parse_opts(int argc, char **argv, struct raw_opts *o)
 		{ "iters", required_argument, NULL, 'i' },
 		{ "warmup", required_argument, NULL, 'u' },
 		{ "batch", required_argument, NULL, 'b' },
+		{ "tagged", no_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -917,10 +928,15 @@ static int parse_opts(int argc, char **argv, struct raw_opts *o)
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (strcmp(optarg, "shm") == 0)
-				o->prov = "shm";
+			/* The names tern takes, mapped as tern maps them
+			 * (efa and verbs: no device here, untested). */
+			if (strcmp(optarg, "shm") == 0 ||
+			    strcmp(optarg, "efa") == 0)
+				o->prov = optarg;
 			else if (strcmp(optarg, "tcp") == 0)
 				o->prov = "tcp;ofi_rxm";
+			else if (strcmp(optarg, "verbs") == 0)
+				o->prov = "verbs;ofi_rxm";
 			else
 				goto bad;
 			break;
@@ -937,6 +953,9 @@ static int parse_opts(int argc, char **argv, struct raw_opts *o)
 			if (parse_long(optarg, 1, &v) != 0 || v > 65536)
 				goto bad;
 			o->window = (size_t)v;
+			break;
+		case 't':
+			o->tagged = 1;
 			break;
 		case 'b':
 			if (parse_long(optarg, 1, &v) != 0 || v > 65536)

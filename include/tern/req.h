@@ -247,7 +247,8 @@ int tern_progress(struct tern_ctx *ctx);
 
 /**
  * Drive progress until @p req is done (or, with @p req NULL, until any
- * request completes), or @p timeout_ms passes (-1: no limit). Idle waits
+ * request completes), or @p timeout_ms passes (-1: no limit). A request
+ * already done returns 0 at once, without a progress pass. Idle waits
  * back off to short sleeps instead of spinning a core; set TERN_BUSY_POLL=1
  * to spin.
  * @return 0 (the request's own status is in req->status); -ETIMEDOUT, the

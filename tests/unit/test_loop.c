@@ -2034,12 +2034,51 @@ static void test_post_before_poll(void **state)
 	assert_int_equal(fk.calls[1].cq_reads, reads);
 }
 
+/* Latency: waiting on a request that already completed reads no CQ (on
+ * tcp a CQ read polls the sockets and resets the provider's signal: a
+ * ping-pong paid a system call pair per message), and queued operations
+ * can be handed over without one (tern ping, before its clock starts). */
+static void test_no_cq_read_needed(void **state)
+{
+	struct env *e = *state;
+	struct tracked w, w2;
+	size_t reads;
+
+	assert_int_equal(write_nth(e, &w, 0), 0);
+	assert_true(tern_progress(e->ctx) >= 0);
+	assert_int_equal(fk.ncalls, 1);
+	cq_ok(fk.calls[0].context, 64, 0, 0);
+	assert_int_equal(tern_wait(e->ctx, &w.req, 1000), 0);
+	assert_int_equal(w.req.done, 1);
+	reads = fk.cq_reads;
+	assert_int_equal(tern_wait(e->ctx, &w.req, 1000), 0);
+	assert_int_equal(tern_wait(e->ctx, &w.req, 0), 0);
+	assert_int_equal(fk.cq_reads, reads);
+	/* Posting without reading: the write reaches the provider, the CQ
+	 * is not read, and the write is still in flight. */
+	assert_int_equal(tern__post_queued(NULL), -EINVAL);
+	track_init(&w2);
+	assert_int_equal(
+		tern_write(&e->peer, &e->mr, e->buf, 8, &e->rdesc, 0, &w2.req),
+		0);
+	assert_int_equal(fk.ncalls, 1);
+	assert_int_equal(tern__post_queued(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(fk.cq_reads, reads);
+	assert_int_equal(w2.req.done, 0);
+	cq_ok(fk.calls[1].context, 8, 0, 0);
+	assert_int_equal(tern_wait(e->ctx, &w2.req, 1000), 0);
+	assert_true(fk.cq_reads > reads);
+	assert_int_equal(w2.calls, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_write_queues_until_progress),
 		T(test_post_before_poll),
+		T(test_no_cq_read_needed),
 		T(test_failed_post_cb_cancels_sibling),
 		T(test_send_recv_posting),
 		T(test_batches_with_fi_more),

@@ -692,7 +692,8 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		ret = rail_open(ctx, &ctx->rails[i]);
 		if (ret != 0)
 			goto err_rails;
-		if (ctx->rails[i].addrlen != ctx->rails[0].addrlen) {
+		if (ctx->addr_format != FI_ADDR_STR &&
+		    ctx->rails[i].addrlen != ctx->rails[0].addrlen) {
 			tern_warn("rail %u: %zu-byte address, rail 0 has %zu: "
 				  "one card cannot hold both",
 				  i, ctx->rails[i].addrlen,
@@ -715,9 +716,10 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	ret = tern__loop_init(ctx);
 	if (ret != 0)
 		goto err_scratch;
-	if (12 + (size_t)ctx->nrails * ctx->rails[0].addrlen > TERN_CARD_MAX) {
+	if (12 + (size_t)ctx->nrails * tern__card_addrlen(ctx) >
+	    TERN_CARD_MAX) {
 		tern_warn("%u rails of %zu-byte addresses do not fit a card",
-			  ctx->nrails, ctx->rails[0].addrlen);
+			  ctx->nrails, tern__card_addrlen(ctx));
 		ret = -EINVAL;
 		goto err_scratch;
 	}

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <rdma/fabric.h>
+
 #include <tern/tern.h>
 
 #include "../core/core.h"
@@ -221,6 +223,20 @@ struct tern__cqe {
 	int imm;      /* 1: a write with immediate landed */
 	int imm_data; /* a receive's data field is valid */
 };
+
+/* Bytes per address in this ctx's card: rail 0's, or for names
+ * (FI_ADDR_STR, whose length varies: shm's "fi_shm://PID:0:N") the
+ * longest, shorter ones padded with NULs. */
+static inline size_t tern__card_addrlen(const struct tern_ctx *ctx)
+{
+	size_t len = ctx->rails[0].addrlen;
+
+	if (ctx->addr_format == FI_ADDR_STR) {
+		for (unsigned int i = 1; i < ctx->nrails; i++)
+			len = TERN_MAX(len, ctx->rails[i].addrlen);
+	}
+	return len;
+}
 
 /* The address an operation targets: virtual (base + offset) or offset. */
 static inline uint64_t tern__raddr(const struct tern_mr_desc *d, uint64_t off)

@@ -2,6 +2,7 @@
 /* Cards (a ctx's rail addresses) and peers (their address-vector entries). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
@@ -21,15 +22,17 @@ ssize_t tern_ctx_card(const struct tern_ctx *ctx, void *buf, size_t len)
 		return -EINVAL;
 	card = (struct tern__card){
 		.nrails = ctx->nrails,
-		.addrlen = ctx->rails[0].addrlen,
+		.addrlen = tern__card_addrlen(ctx),
 		.addr_format = ctx->addr_format,
 		.addrs = addrs,
 	};
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		if ((i + 1) * card.addrlen > sizeof(addrs))
 			return -ENOSPC;
+		/* A shorter name (FI_ADDR_STR) is padded with NULs. */
+		memset(addrs + i * card.addrlen, 0, card.addrlen);
 		memcpy(addrs + i * card.addrlen, ctx->rails[i].addr,
-		       card.addrlen);
+		       ctx->rails[i].addrlen);
 	}
 	return tern__card_pack(&card, buf, len);
 }
@@ -44,6 +47,23 @@ static int card_check(const struct tern_ctx *ctx, const uint8_t *p, size_t len,
 	if (ret != 0) {
 		tern_warn("%s", why);
 		return ret;
+	}
+	if (card->addr_format == FI_ADDR_STR &&
+	    ctx->addr_format == FI_ADDR_STR) {
+		/* Names (shm: "fi_shm://PID:0:N") differ in length between
+		 * processes: any length goes, if every one ends in its NUL
+		 * within the card. */
+		for (unsigned int i = 0; i < card->nrails; i++) {
+			if (card->addrlen > TERN_ADDR_MAX ||
+			    memchr(card->addrs + i * card->addrlen, 0,
+				   card->addrlen) == NULL) {
+				tern_warn("card: address %u is not a "
+					  "terminated name",
+					  i);
+				return -TERN_ECARD;
+			}
+		}
+		return 0;
 	}
 	if (card->addr_format != ctx->addr_format ||
 	    card->addrlen != ctx->rails[0].addrlen) {

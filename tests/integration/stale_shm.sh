@@ -64,6 +64,24 @@ for rails in 1 2; do
 		fail=1
 	fi
 done
+
+# A killed 12-rail listener leaves 2:0:0 .. 2:0:11: the next peer with
+# pid 2 ends up with names "2:0:12" and up, one character longer than its
+# bench's "1:0:0": cards must carry names of any length.
+unshare --pid --fork --mount-proc sh -c '
+	"$0" bench --listen --provider shm --rails 12 >/dev/null 2>&1 &
+	i=0
+	while [ "$(ls /dev/shm | grep -c "^2:")" -lt 12 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	kill -KILL -1' "$TERN"
+[ -e /dev/shm/2:0:11 ] || { echo "FAIL: the 12-rail listener did not leave 2:0:11"; fail=1; }
+if run --rails 2 --sizes 8,64K --iters 100 --verify >/tmp/stale.$$ 2>&1 &&
+	grep -q " ok$" /tmp/stale.$$; then
+	echo "ok: bench and a peer whose shm names are longer than its own"
+else
+	cat /tmp/stale.$$
+	echo "FAIL: names of different lengths"
+	fail=1
+fi
 rm -f /tmp/stale.$$
 [ $fail -eq 0 ] && echo "PASS: stale shm regions of a killed process"
 exit $fail

@@ -54,15 +54,22 @@ if ! [ -e /dev/shm/2:0:0 ] || ! [ -e /dev/shm/2:0:1 ]; then
 	fail=1
 fi
 
-for rails in 1 2; do
-	if run --rails $rails --sizes 8,4K --iters 200 --verify >/tmp/stale.$$ 2>&1 &&
-		grep -q " ok$" /tmp/stale.$$; then
-		echo "ok: --rails $rails started over the stale regions of its pid"
+# verified WHAT ARGS...: a verified bench run must pass, or FAIL with its log
+verified() {
+	what=$1
+	shift
+	if run "$@" --verify >/tmp/stale.$$ 2>&1 && grep -q " ok$" /tmp/stale.$$; then
+		echo "ok: $what"
 	else
 		cat /tmp/stale.$$
-		echo "FAIL: --rails $rails could not start over stale regions"
+		echo "FAIL: $what"
 		fail=1
 	fi
+}
+
+for rails in 1 2; do
+	verified "--rails $rails over the stale regions of its pid" \
+		--rails $rails --sizes 8,4K --iters 200
 done
 
 # A killed 12-rail listener leaves 2:0:0 .. 2:0:11: the next peer with
@@ -74,14 +81,8 @@ unshare --pid --fork --mount-proc sh -c '
 	while [ "$(ls /dev/shm | grep -c "^2:")" -lt 12 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 	kill -KILL -1' "$TERN"
 [ -e /dev/shm/2:0:11 ] || { echo "FAIL: the 12-rail listener did not leave 2:0:11"; fail=1; }
-if run --rails 2 --sizes 8,64K --iters 100 --verify >/tmp/stale.$$ 2>&1 &&
-	grep -q " ok$" /tmp/stale.$$; then
-	echo "ok: bench and a peer whose shm names are longer than its own"
-else
-	cat /tmp/stale.$$
-	echo "FAIL: names of different lengths"
-	fail=1
-fi
+verified "bench and a peer whose shm names are longer than its own" \
+	--rails 2 --sizes 8,64K --iters 100
 rm -f /tmp/stale.$$
 [ $fail -eq 0 ] && echo "PASS: stale shm regions of a killed process"
 exit $fail

@@ -265,6 +265,7 @@ static int drain_rx(struct responder *r)
 
 	for (size_t i = 0; i < r->nrx && ret == 0; i++) {
 		struct rx_slot *s = &r->rx[i];
+		const uint8_t *msg = s->buf;
 		struct tern_hello h;
 
 		if (!s->req.done)
@@ -272,8 +273,16 @@ static int drain_rx(struct responder *r)
 		if (s->req.status != 0)
 			return s->req.status;
 		if (s->req.flags & TERN_REQ_F_IMM) {
-			if (s->req.imm == BENCH_BYE_IMM &&
-			    tern_hello_decode(s->buf, s->req.len, &h) == 0 &&
+			/* In a GPU region, the BYE must come to the host to
+			 * be read. */
+			if (r->mem.kind != TERN_MEM_HOST &&
+			    s->req.imm == BENCH_BYE_IMM) {
+				msg = r->chk;
+				if (tern_mem_copy(r->chk, s->buf, s->req.len))
+					msg = NULL;
+			}
+			if (s->req.imm == BENCH_BYE_IMM && msg != NULL &&
+			    tern_hello_decode(msg, s->req.len, &h) == 0 &&
 			    h.kind == TERN_HELLO_BYE && h.params_len == 8) {
 				r->expected = tern__get_u64(h.params);
 				r->bye = 1;

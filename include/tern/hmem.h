@@ -142,7 +142,9 @@ int tern_mem_free(enum tern_mem_kind kind, void *ptr);
 
 /**
  * Copy @p len bytes between any two kinds (CUDA's unified addressing:
- * host, device or either), synchronously. Host-only copies need no CUDA.
+ * host, device or either), synchronously: it returns when the bytes are
+ * at @p dst, also from pageable host memory to the GPU (where cuMemcpy
+ * alone returns earlier). Host-only copies need no CUDA.
  * @return 0; -TERN_EHMEM; -TERN_ENOCUDA.
  */
 int tern_mem_copy(void *dst, const void *src, size_t len);

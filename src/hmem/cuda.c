@@ -63,8 +63,13 @@ struct tern_cu_ctx_st {
 
 static struct {
 	pthread_mutex_t lock;
+	/* "Device memory": @base is an address range the host cannot touch
+	 * (PROT_NONE), as a real GPU's is, so code that dereferences a device
+	 * pointer faults in the fake as it would on a GPU; the bytes live at
+	 * @mem, where only the fake's copies go. */
 	struct {
 		char *base;
+		char *mem;
 		size_t len;
 		int dev;
 	} alloc[FAKE_ALLOCS];
@@ -146,6 +151,21 @@ static int fake_find(const void *p)
 	return -1;
 }
 
+/* Where the fake's copies find the bytes at @p: a device address's
+ * backing, or host memory as it is. */
+static void *fake_bytes(tern_cu_ptr p)
+{
+	char *c = (char *)(uintptr_t)p;
+	int i;
+
+	pthread_mutex_lock(&g_fake.lock);
+	i = fake_find(c);
+	if (i >= 0)
+		c = g_fake.alloc[i].mem + (c - g_fake.alloc[i].base);
+	pthread_mutex_unlock(&g_fake.lock);
+	return c;
+}
+
 static tern_cu_result fk_attr(void *data, int attr, tern_cu_ptr p)
 {
 	int i, dev;
@@ -174,7 +194,7 @@ static tern_cu_result fk_attr(void *data, int attr, tern_cu_ptr p)
 
 static tern_cu_result fk_alloc(tern_cu_ptr *p, size_t len)
 {
-	void *m;
+	void *m, *v;
 	int dev = g_fake_cur != NULL ? g_fake_cur->dev : -1;
 
 	if (dev < 0)
@@ -183,19 +203,27 @@ static tern_cu_result fk_alloc(tern_cu_ptr *p, size_t len)
 		 -1, 0);
 	if (m == MAP_FAILED)
 		return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+	v = mmap(NULL, len, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (v == MAP_FAILED) {
+		munmap(m, len);
+		return 2;
+	}
 	pthread_mutex_lock(&g_fake.lock);
 	for (int i = 0; i < FAKE_ALLOCS; i++) {
 		if (g_fake.alloc[i].base == NULL) {
-			g_fake.alloc[i].base = m;
+			g_fake.alloc[i].base = v;
+			g_fake.alloc[i].mem = m;
 			g_fake.alloc[i].len = len;
 			g_fake.alloc[i].dev = dev;
 			pthread_mutex_unlock(&g_fake.lock);
-			*p = (tern_cu_ptr)(uintptr_t)m;
+			*p = (tern_cu_ptr)(uintptr_t)v;
 			return TERN_CU_SUCCESS;
 		}
 	}
 	pthread_mutex_unlock(&g_fake.lock);
 	munmap(m, len);
+	munmap(v, len);
 	return 2;
 }
 
@@ -210,7 +238,8 @@ static tern_cu_result fk_free(tern_cu_ptr p)
 		return TERN_CU_ERROR_INVALID;
 	}
 	munmap(g_fake.alloc[i].base, g_fake.alloc[i].len);
-	g_fake.alloc[i].base = NULL;
+	munmap(g_fake.alloc[i].mem, g_fake.alloc[i].len);
+	g_fake.alloc[i].base = g_fake.alloc[i].mem = NULL;
 	pthread_mutex_unlock(&g_fake.lock);
 	return TERN_CU_SUCCESS;
 }
@@ -232,7 +261,7 @@ static tern_cu_result fk_freehost(void *p)
 
 static tern_cu_result fk_memcpy(tern_cu_ptr d, tern_cu_ptr s, size_t len)
 {
-	memcpy((void *)(uintptr_t)d, (const void *)(uintptr_t)s, len);
+	memcpy(fake_bytes(d), fake_bytes(s), len);
 	return TERN_CU_SUCCESS;
 }
 
@@ -243,8 +272,8 @@ static tern_cu_result fk_memcpy_async(tern_cu_ptr d, tern_cu_ptr s, size_t len,
 
 	if (op == NULL)
 		return 2;
-	op->dst = (void *)(uintptr_t)d;
-	op->src = (const void *)(uintptr_t)s;
+	op->dst = fake_bytes(d);
+	op->src = fake_bytes(s);
 	op->len = len;
 	op->seq = ++st->enq;
 	pthread_mutex_lock(&g_fake.lock);
@@ -291,6 +320,9 @@ static tern_cu_result fk_stream_create(tern_cu_stream *s, unsigned int flags)
 
 static tern_cu_result fk_stream_sync(tern_cu_stream s)
 {
+	if (s ==
+	    NULL) /* the default stream: the fake's Memcpy is synchronous */
+		return TERN_CU_SUCCESS;
 	while (s->head != NULL)
 		fake_run_one(s);
 	return TERN_CU_SUCCESS;

@@ -38,7 +38,7 @@ typedef struct tern_cu_event_st *tern_cu_event;
 #define TERN_CU_MEMTYPE_HOST	   1
 #define TERN_CU_MEMTYPE_DEVICE	   2
 #define TERN_CU_MEMTYPE_UNIFIED	   4
-#define TERN_CU_STREAM_NONBLOCK	   1
+#define TERN_CU_STREAM_DEFAULT	   0
 #define TERN_CU_EVENT_NO_TIMING	   2
 #define TERN_CU_HOSTALLOC_PORTABLE 1
 #define TERN_CU_HANDLE_DMABUF_FD   1

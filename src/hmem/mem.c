@@ -146,6 +146,15 @@ int tern_mem_copy(void *dst, const void *src, size_t len)
 	cu = tern__cu_get(NULL, 0);
 	r = cu->Memcpy((tern_cu_ptr)(uintptr_t)dst, (tern_cu_ptr)(uintptr_t)src,
 		       len);
+	/*
+	 * cuMemcpy from pageable host memory to the GPU returns once the
+	 * bytes are in CUDA's own staging buffer, before they reach the
+	 * device: a copy on another stream (tern's staging) could then read
+	 * the old bytes. This function promises the copy is done, so wait
+	 * for the default stream.
+	 */
+	if (r == TERN_CU_SUCCESS)
+		r = cu->StreamSynchronize(NULL);
 	if (r != TERN_CU_SUCCESS) {
 		tern_warn("CUDA copy of %zu bytes: %s", len,
 			  tern__cu_errstr(cu, r));

@@ -104,7 +104,15 @@ int tern__stage_open(struct tern_ctx *ctx, const struct tern__cu *cu,
 	if (cu == NULL || st->cu != NULL)
 		return 0;
 	/* The copy stream and one event per chunk, made once. */
-	r = cu->StreamCreate(&st->stream, TERN_CU_STREAM_NONBLOCK);
+	/*
+	 * A blocking stream: its copies start after the work queued before
+	 * them on the default (legacy) stream, so a source written by a
+	 * kernel or a cudaMemcpy there is read whole, and its copies into a
+	 * buffer finish before later default-stream work touches it. Work on
+	 * the user's own non-blocking streams is theirs to finish before
+	 * posting (docs/gpu.md).
+	 */
+	r = cu->StreamCreate(&st->stream, TERN_CU_STREAM_DEFAULT);
 	for (unsigned int i = 0; r == TERN_CU_SUCCESS && i < st->nchunks; i++)
 		r = cu->EventCreate(&st->chunks[i].ev, TERN_CU_EVENT_NO_TIMING);
 	if (r != TERN_CU_SUCCESS) {

@@ -5,12 +5,14 @@
 #                                    sides (the fake driver: set
 #                                    TERN_FAKE_CUDA=1); the JSON must say
 #                                    "cuda staged" and verified each size
+#        bench_cuda.sh PROVIDER OP gpu  the same on a real GPU (skips,
+#                                    77, where `tern info` finds no CUDA)
 #        bench_cuda.sh PROVIDER refuse  what must be refused, with the
 #                                    reason (fake driver too)
 #        bench_cuda.sh PROVIDER nocuda  --mem cuda without CUDA: a clear
 #                                    error (skips, 77, where CUDA is real)
 set -u
-prov=$1 what=$2
+prov=$1 what=$2 driver=${3:-fake}
 node=""
 [ "$prov" = tcp ] && node="--node 127.0.0.1"
 dir=$(mktemp -d)
@@ -79,10 +81,19 @@ refuse)
 esac
 
 op=$what
-[ -n "${TERN_FAKE_CUDA:-}" ] || {
-	echo "FAIL: set TERN_FAKE_CUDA=1"
-	exit 1
-}
+if [ "$driver" = gpu ]; then
+	unset TERN_FAKE_CUDA
+	"$TERN" info >"$dir/info" 2>&1
+	if grep -q "^CUDA not available" "$dir/info"; then
+		echo "SKIP: $(grep "^CUDA not available" "$dir/info")"
+		exit 77
+	fi
+else
+	[ -n "${TERN_FAKE_CUDA:-}" ] || {
+		echo "FAIL: set TERN_FAKE_CUDA=1"
+		exit 1
+	}
+fi
 # shellcheck disable=SC2086
 "$TERN" bench --provider "$prov" $node --op "$op" --mem cuda \
 	--peer-mem cuda --sizes 4K,1M --iters 50 --warmup 5 --window 16 \
@@ -112,4 +123,4 @@ for p in r["results"]:
     assert p["verified"] == 1, p
 print("json ok:", len(r["results"]), "sizes, cuda staged on both sides")
 PY
-echo "PASS: tern bench --op $op --mem cuda --peer-mem cuda over $prov"
+echo "PASS: tern bench --op $op --mem cuda --peer-mem cuda over $prov ($driver driver)"

@@ -320,8 +320,8 @@ static tern_cu_result fk_stream_create(tern_cu_stream *s, unsigned int flags)
 
 static tern_cu_result fk_stream_sync(tern_cu_stream s)
 {
-	if (s ==
-	    NULL) /* the default stream: the fake's Memcpy is synchronous */
+	/* The default stream: the fake's Memcpy is synchronous. */
+	if (s == NULL)
 		return TERN_CU_SUCCESS;
 	while (s->head != NULL)
 		fake_run_one(s);

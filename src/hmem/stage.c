@@ -103,9 +103,9 @@ int tern__stage_open(struct tern_ctx *ctx, const struct tern__cu *cu,
 	}
 	if (cu == NULL || st->cu != NULL)
 		return 0;
-	/* The copy stream and one event per chunk, made once. */
 	/*
-	 * A blocking stream: its copies start after the work queued before
+	 * The copy stream and one event per chunk, made once. A blocking
+	 * stream: its copies start after the work queued before
 	 * them on the default (legacy) stream, so a source written by a
 	 * kernel or a cudaMemcpy there is read whole, and its copies into a
 	 * buffer finish before later default-stream work touches it. Work on

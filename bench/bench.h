@@ -92,6 +92,9 @@ struct tern_bench_context {
 	double mr_reg_ms; /* registering the benchmark's buffers */
 	uint64_t mr_bytes;
 	int verify;
+	/* 1: this side's completion queues have wait fds (--wait-fd);
+	 * 0: it busy-polls without them (the default). */
+	int wait_fd;
 	/* Where each side's buffers live ("host", "cuda:0") and the path
 	 * its region takes (tern_mr_path_str(): "host", "cuda zero-copy",
 	 * "cuda staged"); "" when not known. */

@@ -932,9 +932,17 @@ static void fill_context(struct tern_ctx *ctx, const struct tern_bench_opts *o,
 	c->link_bps = ci.link_speed;
 	c->window = o->window;
 	c->rails = ci.rails;
+	c->wait_fd = ci.wait_fd;
 	c->iters = o->iters;
 	c->duration_s = o->iters ? 0 : o->duration_s;
-	c->warmup = o->warmup == TERN_BENCH_AUTO ? 0 : o->warmup;
+	/* As run_size() resolves it; 0 with neither --iters nor --duration:
+	 * a tenth of each size's own count. */
+	if (o->warmup != TERN_BENCH_AUTO)
+		c->warmup = o->warmup;
+	else if (o->iters != 0)
+		c->warmup = TERN_MAX(o->iters / 10, (uint64_t)16);
+	else
+		c->warmup = o->duration_s > 0 ? 16 : 0;
 	c->verify = o->verify;
 	tern_bench_mem_name(&o->mem, c->mem_local, sizeof(c->mem_local));
 }

@@ -264,6 +264,9 @@ void tern_bench_print_table(FILE *f, const struct tern_bench_report *r)
 			"by size, 100000 at 8 B to 200 at 16 MiB; warmup a "
 			"tenth");
 	fprintf(f, "  %-14s %s\n", "verify", c->verify != 0 ? "on" : "off");
+	fprintf(f, "  %-14s %s\n", "completion",
+		c->wait_fd != 0 ? "wait fds (--wait-fd)"
+				: "busy polling, no wait fd");
 	if (c->mem_local[0] != '\0' || c->mem_peer[0] != '\0') {
 		fprintf(f, "  %-14s local ", "memory");
 		table_mem(f, c->mem_local, sizeof(c->mem_local), c->path_local,
@@ -426,6 +429,7 @@ static void json_context(FILE *f, const struct tern_bench_context *c)
 	json_dbl(f, &first, pre, "mr_reg_ms", c->mr_reg_ms);
 	json_u64(f, &first, pre, "mr_bytes", c->mr_bytes);
 	json_int(f, &first, pre, "verify", c->verify);
+	json_int(f, &first, pre, "wait_fd", c->wait_fd);
 	JSON_STR(f, &first, pre, c, mem_local);
 	JSON_STR(f, &first, pre, c, mem_peer);
 	JSON_STR(f, &first, pre, c, path_local);

@@ -105,6 +105,14 @@ static void usage(FILE *f)
 		"      --pin            pin this thread near the NIC "
 		"(shm/tcp:\n"
 		"                       its NUMA node) before opening domains\n"
+		"      --wait-fd        open the completion queues with wait "
+		"fds, as a\n"
+		"                       default tern ctx does, instead of "
+		"busy polling\n"
+		"                       without them (like ib_write_bw "
+		"--use_event: what\n"
+		"                       being able to sleep costs; on tcp "
+		"an epoll set)\n"
 		"  -h, --help           this text\n");
 }
 
@@ -196,7 +204,7 @@ static void split_cpus(int peer)
 
 /* Start `tern bench --listen --once` as a second process; its card. */
 static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
-			const char *mem, char *hex, size_t hexlen)
+			const char *mem, int wait_fd, char *hex, size_t hexlen)
 {
 	char path[32];
 	int p[2];
@@ -225,7 +233,8 @@ static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 		execl("/proc/self/exe", "tern", "bench", "--listen", "--once",
 		      "--provider", prov ? prov : "auto", "--node",
 		      node ? node : "", "--rails", rails, "--mem", mem,
-		      "--card-file", path, (char *)NULL);
+		      "--card-file", path, wait_fd ? "--wait-fd" : (char *)NULL,
+		      (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
@@ -287,7 +296,8 @@ int cmd_bench(int argc, char **argv)
 		OPT_PIN,
 		OPT_LOG,
 		OPT_MEM,
-		OPT_PEER_MEM
+		OPT_PEER_MEM,
+		OPT_WAIT_FD
 	};
 	static const struct option lo[] = {
 		{ "op", required_argument, NULL, 'o' },
@@ -312,6 +322,7 @@ int cmd_bench(int argc, char **argv)
 		{ "log", required_argument, NULL, OPT_LOG },
 		{ "mem", required_argument, NULL, OPT_MEM },
 		{ "peer-mem", required_argument, NULL, OPT_PEER_MEM },
+		{ "wait-fd", no_argument, NULL, OPT_WAIT_FD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -338,7 +349,7 @@ int cmd_bench(int argc, char **argv)
 
 	struct tern_bench_report *rep;
 	uint64_t v, rails = 1;
-	int pin = 0;
+	int pin = 0, wait_fd = 0;
 	uint8_t card[TERN_CARD_MAX];
 	struct tern_ctx *ctx;
 	volatile sig_atomic_t *stop;
@@ -413,6 +424,9 @@ int cmd_bench(int argc, char **argv)
 		case OPT_CARD:
 			card_file = optarg;
 			break;
+		case OPT_WAIT_FD:
+			wait_fd = 1;
+			break;
 		case OPT_PIN:
 			pin = 1;
 			break;
@@ -464,10 +478,18 @@ int cmd_bench(int argc, char **argv)
 				 "--listen peer takes its own --mem");
 		return 2;
 	}
+	ctx_flags = pin ? TERN_CTX_PIN : 0;
+	/* Busy polling, as ib_write_bw and fi_rma_bw do: the completion
+	 * queues get no wait fd. With one, the tcp provider keeps its
+	 * sockets in an epoll set, and every packet then runs the epoll
+	 * callback in the kernel: 4% of the 8 B message rate on loopback
+	 * (docs/performance.md). --wait-fd measures that mode. Between
+	 * runs the loop still sleeps, in short steps. */
+	if (!wait_fd)
+		ctx_flags |= TERN_CTX_BUSY_POLL;
 	/* GPU memory: ask the provider to reach it (FI_HMEM); without, tern
 	 * stages it. Atomics on a GPU target need FI_HMEM: asked here to
 	 * learn whether the provider has it. */
-	ctx_flags = pin ? TERN_CTX_PIN : 0;
 	if (o.mem.kind == TERN_MEM_CUDA ||
 	    (o.op == TERN_BENCH_ATOMIC && peer_mem.kind == TERN_MEM_CUDA))
 		ctx_flags |= TERN_CTX_HMEM;
@@ -504,6 +526,9 @@ int cmd_bench(int argc, char **argv)
 			return 1;
 		}
 	}
+	/* It spins while it measures (the engine switches busy polling on
+	 * around runs), and sleeps between them. */
+	tern_ctx_set_busy_poll(ctx, 0);
 	if (pin) {
 		struct tern_ctx_info ci;
 
@@ -551,8 +576,8 @@ int cmd_bench(int argc, char **argv)
 			return 2;
 		}
 		peer_pid = spawn_peer(prov, node, rails_s,
-				      peer_mem_s ? peer_mem_s : "host", hex,
-				      sizeof(hex));
+				      peer_mem_s ? peer_mem_s : "host", wait_fd,
+				      hex, sizeof(hex));
 		if (peer_pid < 0) {
 			cli_err("bench", "could not start the local peer");
 			tern_ctx_close(ctx);

@@ -283,9 +283,13 @@ static int progress_rail(struct tern_ctx *ctx, struct tern_rail *rail)
 	int done = 0, reaped = 0, n;
 
 	/* Post first: a queued operation goes out before we spend time in
-	 * the CQ (on tcp that means reading sockets): latency. */
-	done += post_queue(ctx, rail, &rail->rxq, &rail->rx_credits);
-	done += post_queue(ctx, rail, &rail->txq, &rail->tx_credits);
+	 * the CQ (on tcp that means reading sockets): latency. (An empty
+	 * queue costs no call: most passes of a spinning wait find both
+	 * empty.) */
+	if (rail->rxq.len != 0)
+		done += post_queue(ctx, rail, &rail->rxq, &rail->rx_credits);
+	if (rail->txq.len != 0)
+		done += post_queue(ctx, rail, &rail->txq, &rail->tx_credits);
 	do {
 		n = tern__rail_poll(rail, cqe, TERN_ARRAY_SIZE(cqe));
 		if (n < 0)
@@ -297,8 +301,12 @@ static int progress_rail(struct tern_ctx *ctx, struct tern_rail *rail)
 	/* Completions freed credits and callbacks may have queued more: post
 	 * again now rather than a pass later (bandwidth). */
 	if (reaped != 0) {
-		done += post_queue(ctx, rail, &rail->rxq, &rail->rx_credits);
-		done += post_queue(ctx, rail, &rail->txq, &rail->tx_credits);
+		if (rail->rxq.len != 0)
+			done += post_queue(ctx, rail, &rail->rxq,
+					   &rail->rx_credits);
+		if (rail->txq.len != 0)
+			done += post_queue(ctx, rail, &rail->txq,
+					   &rail->tx_credits);
 	}
 	return done;
 }
@@ -314,7 +322,7 @@ int tern_progress(struct tern_ctx *ctx)
 		done += tern__loop_due(ctx);
 	tern__imm_poll(ctx);
 	/* Staged chunks whose copies are done go out in this pass. */
-	if (tern__stage_alive(ctx))
+	if (ctx->stage != NULL && tern__stage_alive(ctx))
 		done += tern__stage_progress(ctx);
 	for (unsigned int i = 0; i < ctx->nrails && ret >= 0; i++) {
 		ret = progress_rail(ctx, &ctx->rails[i]);
@@ -341,8 +349,12 @@ int tern__post_queued(struct tern_ctx *ctx)
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		struct tern_rail *rail = &ctx->rails[i];
 
-		done += post_queue(ctx, rail, &rail->rxq, &rail->rx_credits);
-		done += post_queue(ctx, rail, &rail->txq, &rail->tx_credits);
+		if (rail->rxq.len != 0)
+			done += post_queue(ctx, rail, &rail->rxq,
+					   &rail->rx_credits);
+		if (rail->txq.len != 0)
+			done += post_queue(ctx, rail, &rail->txq,
+					   &rail->tx_credits);
 	}
 	if (tern__leave(ctx))
 		return -TERN_ECLOSED;

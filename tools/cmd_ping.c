@@ -282,10 +282,11 @@ int cmd_ping(int argc, char **argv)
 		if (open_ctx(&o, TERN_CTX_BUSY_POLL, &ctx) != 0)
 			return 1;
 	}
-	ret = tern_ping_client(ctx, card, card_len, &p, res, why, sizeof(why));
-	if (ret != 0) {
-		cli_err("ping", "%s", why);
-	} else {
+	ret = tern_ping_client(ctx, card, card_len, &p, stop_flag, res, why,
+			       sizeof(why));
+	/* The sizes measured, also when Ctrl-C or a failure cut the run
+	 * short: a size cut short says how many round trips it has. */
+	if (res[0].iters != 0) {
 		printf("%s ping-pong, %u iterations (+%u warm-up); half round "
 		       "trip in us\n",
 		       p.mode == TERN_PING_SEND ? "send/recv"
@@ -293,11 +294,22 @@ int cmd_ping(int argc, char **argv)
 		       p.iters, p.warmup);
 		printf("%10s %9s %9s %9s %9s %9s %12s\n", "size", "min", "p50",
 		       "p99", "p99.9", "max", "rt/s");
-		for (uint32_t i = 0; i < p.nsizes; i++)
-			printf("%10u %9.2f %9.2f %9.2f %9.2f %9.2f %12.0f\n",
-			       res[i].size, res[i].min_us, res[i].p50_us,
-			       res[i].p99_us, res[i].p999_us, res[i].max_us,
-			       res[i].rate);
+	}
+	for (uint32_t i = 0; i < p.nsizes && res[i].iters != 0; i++) {
+		printf("%10u %9.2f %9.2f %9.2f %9.2f %9.2f %12.0f", res[i].size,
+		       res[i].min_us, res[i].p50_us, res[i].p99_us,
+		       res[i].p999_us, res[i].max_us, res[i].rate);
+		if (res[i].iters < p.iters)
+			printf("  (%u of %u round trips)", res[i].iters,
+			       p.iters);
+		putchar('\n');
+	}
+	if (ret != 0) {
+		cli_err("ping", "%s", why);
+		/* A server that died mid-run: let progress see the broken
+		 * connection before the endpoint closes (README,
+		 * Limitations: libfabric 1.17's tcp;ofi_rxm). */
+		tern_ctx_settle(ctx, 300);
 	}
 	tern_ctx_close(ctx);
 	if (boot_fd >= 0)

@@ -106,9 +106,13 @@ struct tern_ping_result {
 	double mbps; /* payload Mbit/s one way (10^6) */
 };
 
-/* Run the ping-pong against a ping server; results[i] per size. */
+/* Run the ping-pong against a ping server; results[i] per size. When
+ * *stop is set (Ctrl-C; @stop may be NULL) or a round trip fails, it
+ * returns -EINTR or the error, with results[] filled for the round trips
+ * done so far (results[i].iters < p->iters; 0 for sizes not reached). */
 int tern_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
 		     const struct tern_ping_params *p,
+		     volatile sig_atomic_t *stop,
 		     struct tern_ping_result *results, char *why,
 		     size_t whylen);
 

@@ -14,6 +14,7 @@
 #include "core/core.h"
 
 #define PING_TIMEOUT_MS 10000
+#define PING_STOP_MS	200 /* how often a wait looks at the stop flag */
 #define PING_IMM	1
 
 /* params: u32 mode, iters, warmup, nsizes, sizes[nsizes] */
@@ -99,12 +100,26 @@ struct side {
 	size_t half;
 	struct tern_mr_desc remote;
 	struct tern_req sreq, rreq, ireq;
+	volatile sig_atomic_t *stop; /* Ctrl-C */
 };
 
+/* Wait up to PING_TIMEOUT_MS for @req, in slices that look at the stop
+ * flag: Ctrl-C ends a wait on a silent peer at once (-EINTR). A request
+ * already done costs no slice, no clock read. */
 static int wait_ok(struct side *s, struct tern_req *req)
 {
-	int ret = tern_wait(s->ctx, req, PING_TIMEOUT_MS);
+	int ret, waited = 0;
 
+	for (;;) {
+		ret = tern_wait(s->ctx, req, PING_STOP_MS);
+		if (ret != -ETIMEDOUT)
+			break;
+		waited += PING_STOP_MS;
+		if (*s->stop)
+			return -EINTR;
+		if (waited >= PING_TIMEOUT_MS)
+			return ret;
+	}
 	return ret != 0 ? ret : req->status;
 }
 
@@ -183,6 +198,25 @@ static double pct(const uint64_t *s, size_t n, double q)
 	return (double)s[TERN_MIN(i, n - 1)] / 2e3; /* half RTT, in us */
 }
 
+/* @res from the first @n round trips of @rtt (sorted here), @ns after
+ * the first of them started. */
+static void summarize(struct tern_ping_result *res, uint32_t size,
+		      uint64_t *rtt, uint32_t n, uint64_t ns)
+{
+	*res = (struct tern_ping_result){
+		.size = size,
+		.iters = n,
+		.rate = ns ? (double)n * 1e9 / (double)ns : 0,
+	};
+	qsort(rtt, n, sizeof(*rtt), cmp_u64);
+	res->min_us = pct(rtt, n, 0);
+	res->p50_us = pct(rtt, n, 0.5);
+	res->p99_us = pct(rtt, n, 0.99);
+	res->p999_us = pct(rtt, n, 0.999);
+	res->max_us = pct(rtt, n, 1);
+	res->mbps = (double)size * 8 / res->p50_us;
+}
+
 static int client_session(struct side *s, const struct tern_ping_params *p,
 			  struct tern_ping_result *res)
 {
@@ -192,11 +226,17 @@ static int client_session(struct side *s, const struct tern_ping_params *p,
 	if (rtt == NULL)
 		return -ENOMEM;
 	for (uint32_t k = 0; k < p->nsizes && ret == 0; k++) {
-		uint32_t size = p->sizes[k], n = p->warmup + p->iters;
+		uint32_t size = p->sizes[k], n = p->warmup + p->iters, got = 0;
 		uint64_t start = 0;
 
 		for (uint32_t i = 0; i < n && ret == 0; i++) {
 			uint64_t t0;
+
+			/* Ctrl-C: what was measured so far is reported. */
+			if (tern_unlikely(*s->stop)) {
+				ret = -EINTR;
+				break;
+			}
 
 			if (i == p->warmup)
 				start = tern__now_ns();
@@ -216,25 +256,15 @@ static int client_session(struct side *s, const struct tern_ping_params *p,
 			if (ret == 0)
 				ret = arrived(s, p->mode, size);
 			if (ret == 0 && i >= p->warmup)
-				rtt[i - p->warmup] = tern__now_ns() - t0;
+				rtt[got++] = tern__now_ns() - t0;
 			if (ret == 0)
 				ret = wait_ok(s, &s->sreq);
 		}
-		if (ret != 0)
-			break;
-		res[k] = (struct tern_ping_result){
-			.size = size,
-			.iters = p->iters,
-			.rate = (double)p->iters * 1e9 /
-				(double)(tern__now_ns() - start),
-		};
-		qsort(rtt, p->iters, sizeof(*rtt), cmp_u64);
-		res[k].min_us = pct(rtt, p->iters, 0);
-		res[k].p50_us = pct(rtt, p->iters, 0.5);
-		res[k].p99_us = pct(rtt, p->iters, 0.99);
-		res[k].p999_us = pct(rtt, p->iters, 0.999);
-		res[k].max_us = pct(rtt, p->iters, 1);
-		res[k].mbps = (double)size * 8 / res[k].p50_us;
+		/* All the timed round trips, or those recorded before a
+		 * failure or Ctrl-C. */
+		if (got > 0)
+			summarize(&res[k], size, rtt, got,
+				  tern__now_ns() - start);
 	}
 	free(rtt);
 	return ret;
@@ -242,8 +272,10 @@ static int client_session(struct side *s, const struct tern_ping_params *p,
 
 /* On the heap: if the provider never finishes an operation, the side is
  * kept (leaked) rather than freed under it. */
-static int side_open(struct side **sp, struct tern_ctx *ctx, uint32_t maxsz)
+static int side_open(struct side **sp, struct tern_ctx *ctx, uint32_t maxsz,
+		     volatile sig_atomic_t *stop)
 {
+	static volatile sig_atomic_t never;
 	struct side *s = calloc(1, sizeof(*s));
 	int ret;
 
@@ -251,6 +283,7 @@ static int side_open(struct side **sp, struct tern_ctx *ctx, uint32_t maxsz)
 	if (s == NULL)
 		return -ENOMEM;
 	s->ctx = ctx;
+	s->stop = stop != NULL ? stop : &never;
 	s->sreq.done = s->rreq.done = s->ireq.done = 1;
 	s->half = maxsz;
 	if (posix_memalign((void **)&s->buf, 128, 2 * (size_t)maxsz) != 0)
@@ -341,7 +374,7 @@ int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 			refuse(&mb, &h, why);
 			continue;
 		}
-		ret = side_open(&s, ctx, max_size(&p));
+		ret = side_open(&s, ctx, max_size(&p), stop);
 		if (ret == 0)
 			ret = tern_peer_add(ctx, h.card, h.card_len, &s->peer);
 		if (ret != 0) {
@@ -359,6 +392,7 @@ int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 			"iterations\n",
 			p.mode == TERN_PING_SEND ? "send" : "write", p.nsizes,
 			p.warmup, p.iters);
+		fflush(log);
 		t0 = tern__now_ns();
 		/* Armed before the ACK goes: the first ping finds us ready. */
 		tern_ctx_set_busy_poll(ctx, 1);
@@ -369,10 +403,12 @@ int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 			ret = serve_session(s, &p);
 		tern_ctx_set_busy_poll(ctx, 0);
 		fprintf(log, "ping: session %s after %.1f ms%s%s\n",
-			ret == 0 ? "done" : "failed",
+			ret == 0	? "done"
+			: ret == -EINTR ? "interrupted"
+					: "failed",
 			(double)(tern__now_ns() - t0) / 1e6,
-			ret == 0 ? "" : ": ",
-			ret == 0 ? "" : tern_strerror(ret));
+			ret == 0 || ret == -EINTR ? "" : ": ",
+			ret == 0 || ret == -EINTR ? "" : tern_strerror(ret));
 		fflush(log);
 		side_close(s);
 	}
@@ -382,6 +418,7 @@ int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 
 int tern_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
 		     const struct tern_ping_params *p,
+		     volatile sig_atomic_t *stop,
 		     struct tern_ping_result *results, char *why, size_t whylen)
 {
 	uint8_t mycard[TERN_CARD_MAX], params[TERN_HELLO_PARAMS];
@@ -391,10 +428,11 @@ int tern_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
 	ssize_t n;
 	int ret;
 
+	memset(results, 0, sizeof(*results) * p->nsizes);
 	ret = tern_msgbox_open(ctx, &mb);
 	if (ret != 0)
 		return ret;
-	ret = side_open(&s, ctx, max_size(p));
+	ret = side_open(&s, ctx, max_size(p), stop);
 	if (ret == 0)
 		ret = tern_peer_add(ctx, card, card_len, &s->peer);
 	if (ret != 0) {
@@ -433,7 +471,9 @@ int tern_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
 	}
 	s->remote = ack.desc;
 	ret = client_session(s, p, results);
-	if (ret != 0)
+	if (ret == -EINTR)
+		snprintf(why, whylen, "interrupted");
+	else if (ret != 0)
 		snprintf(why, whylen, "ping failed: %s", tern_strerror(ret));
 out:
 	side_close(s);

@@ -347,14 +347,24 @@ static uint64_t one_atomic(struct tern_ctx *ctx, struct tern_peer *peer,
 			   const struct tern_mr_desc *d, int cas, uint64_t off,
 			   uint64_t a, uint64_t b, int *err)
 {
-	struct tern_req req;
+	/* Static: one in flight at a time per process, and one that timed
+	 * out still belongs to the provider, so no later call reuses it. */
+	static struct tern_req req;
+	static int lost;
 	int ret;
 
+	if (lost) {
+		if (*err == 0)
+			*err = -ETIMEDOUT;
+		return 0;
+	}
 	tern_req_init(&req, NULL, NULL);
 	ret = cas ? tern_atomic_cswap(peer, d, off, a, b, &req)
 		  : tern_atomic_fetch_add(peer, d, off, a, &req);
 	if (ret == 0)
 		ret = tern_wait(ctx, &req, 10000);
+	if (ret == -ETIMEDOUT)
+		lost = 1;
 	if (ret == 0)
 		ret = req.status;
 	if (ret != 0 && *err == 0) {
@@ -378,6 +388,11 @@ static int atomic_worker(struct tern_ctx *ctx, struct tern_peer *peer,
 	if (old == NULL)
 		return 1;
 	while (done < reps && err == 0) {
+		/* Ctrl-C: post no more; what is in flight completes below. */
+		if (*stop_flag) {
+			err = -EINTR;
+			break;
+		}
 		while (posted < reps && posted - done < 16) {
 			tern_req_init(&req[posted % 16], NULL, NULL);
 			err = tern_atomic_fetch_add(peer, d,
@@ -399,12 +414,21 @@ static int atomic_worker(struct tern_ctx *ctx, struct tern_peer *peer,
 		old[done] = req[done % 16].value;
 		done++;
 	}
-	for (uint64_t r = 0; r < rounds && err == 0; r++) {
+	/* Nothing stays in flight on these requests when we leave. */
+	for (; done < posted; done++) {
+		if (tern_wait(ctx, &req[done % 16], 10000) != 0)
+			return 1; /* still the provider's: leave, keep them */
+	}
+	if (err == -EINTR)
+		return 1;
+	for (uint64_t r = 0; r < rounds && err == 0 && !*stop_flag; r++) {
 		/* Take the lock, prove we are alone, give it back. */
 		while (one_atomic(ctx, peer, d, 1, TERN_ATOMIC_LOCK, 0, id,
 				  &err) != 0 &&
-		       err == 0)
-			;
+		       err == 0) {
+			if (*stop_flag) /* no lock taken: nothing to undo */
+				return 1;
+		}
 		if (err == 0 && one_atomic(ctx, peer, d, 0, TERN_ATOMIC_HOLDERS,
 					   1, 0, &err) != 0) {
 			cli_err("atomic", "two holders of the lock");
@@ -418,6 +442,8 @@ static int atomic_worker(struct tern_ctx *ctx, struct tern_peer *peer,
 			err = -TERN_EVERIFY;
 		}
 	}
+	if (*stop_flag)
+		err = -EINTR;
 	if (err == 0 && write(fd, old, reps * sizeof(*old)) !=
 				(ssize_t)(reps * sizeof(*old)))
 		err = -EIO;
@@ -501,16 +527,39 @@ static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
 			ssize_t r = read(fds[i], (char *)&all[i * reps] + got,
 					 want - got);
 
+			if (r < 0 && errno == EINTR && !*stop_flag)
+				continue;
+			if (r < 0 && errno == EINTR) {
+				/* Ctrl-C: a terminal sends it to the workers
+				 * too; a kill of this process alone does
+				 * not. They stop and drain. */
+				for (uint64_t j = 0; j < n; j++)
+					kill(pids[j], SIGINT);
+				continue;
+			}
 			if (r <= 0)
 				break;
 			got += (size_t)r;
 		}
 		close(fds[i]);
-		waitpid(pids[i], &st, 0);
+		while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR)
+			;
+		if (*stop_flag) {
+			failed = 1;
+			continue;
+		}
 		if (got != want || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			cli_err("atomic", "process %" PRIu64 " failed", i);
 			failed = 1;
 		}
+	}
+	if (*stop_flag) {
+		cli_err("atomic", "interrupted: the workers stopped; nothing "
+				  "was checked");
+		free(all);
+		free(pids);
+		free(fds);
+		goto out;
 	}
 	after = one_atomic(ctx, peer, &d, 0, TERN_ATOMIC_COUNTER, 0, 0, &err);
 	if (!failed && err == 0) {

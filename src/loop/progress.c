@@ -277,19 +277,27 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 	return 1;
 }
 
-static int progress_rail(struct tern_ctx *ctx, struct tern_rail *rail)
+/* Post what @rail has queued, receives first. An empty queue costs no
+ * call: most passes of a spinning wait find both empty. */
+static inline int post_rail(struct tern_ctx *ctx, struct tern_rail *rail)
 {
-	struct tern__cqe cqe[TERN_POLL_BATCH];
-	int done = 0, reaped = 0, n;
+	int done = 0;
 
-	/* Post first: a queued operation goes out before we spend time in
-	 * the CQ (on tcp that means reading sockets): latency. (An empty
-	 * queue costs no call: most passes of a spinning wait find both
-	 * empty.) */
 	if (rail->rxq.len != 0)
 		done += post_queue(ctx, rail, &rail->rxq, &rail->rx_credits);
 	if (rail->txq.len != 0)
 		done += post_queue(ctx, rail, &rail->txq, &rail->tx_credits);
+	return done;
+}
+
+static int progress_rail(struct tern_ctx *ctx, struct tern_rail *rail)
+{
+	struct tern__cqe cqe[TERN_POLL_BATCH];
+	int done, reaped = 0, n;
+
+	/* Post first: a queued operation goes out before we spend time in
+	 * the CQ (on tcp that means reading sockets): latency. */
+	done = post_rail(ctx, rail);
 	do {
 		n = tern__rail_poll(rail, cqe, TERN_ARRAY_SIZE(cqe));
 		if (n < 0)
@@ -300,14 +308,8 @@ static int progress_rail(struct tern_ctx *ctx, struct tern_rail *rail)
 	} while (n == (int)TERN_ARRAY_SIZE(cqe));
 	/* Completions freed credits and callbacks may have queued more: post
 	 * again now rather than a pass later (bandwidth). */
-	if (reaped != 0) {
-		if (rail->rxq.len != 0)
-			done += post_queue(ctx, rail, &rail->rxq,
-					   &rail->rx_credits);
-		if (rail->txq.len != 0)
-			done += post_queue(ctx, rail, &rail->txq,
-					   &rail->tx_credits);
-	}
+	if (reaped != 0)
+		done += post_rail(ctx, rail);
 	return done;
 }
 
@@ -346,16 +348,8 @@ int tern__post_queued(struct tern_ctx *ctx)
 	if (ctx == NULL)
 		return -EINVAL;
 	tern__enter(ctx);
-	for (unsigned int i = 0; i < ctx->nrails; i++) {
-		struct tern_rail *rail = &ctx->rails[i];
-
-		if (rail->rxq.len != 0)
-			done += post_queue(ctx, rail, &rail->rxq,
-					   &rail->rx_credits);
-		if (rail->txq.len != 0)
-			done += post_queue(ctx, rail, &rail->txq,
-					   &rail->tx_credits);
-	}
+	for (unsigned int i = 0; i < ctx->nrails; i++)
+		done += post_rail(ctx, &ctx->rails[i]);
 	if (tern__leave(ctx))
 		return -TERN_ECLOSED;
 	return done;

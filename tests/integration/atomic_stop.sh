@@ -9,26 +9,15 @@ prov=$1
 . "$(dirname "$0")/lib.sh"
 start_server atomic serve
 
-ms() { echo $(($(date +%s%N) / 1000000)); }
 fail=0
 # shellcheck disable=SC2086
 "$TERN" atomic --card-file "$dir/card" --provider "$prov" $node --clients 2 \
 	--reps 10000000 >"$dir/client.log" 2>&1 &
-cpid=$!
-i=0
-while ! grep -q "starting" "$dir/client.log" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-sleep 1
-t0=$(ms)
 # To this process alone (a terminal would signal the workers too): it
 # passes Ctrl-C on to them.
-kill -INT "$cpid"
-wait "$cpid"
-crc=$?
-took=$(($(ms) - t0))
+interrupt $! "$dir/client.log" "starting"
 cat "$dir/client.log"
-echo "client: exit $crc, ${took} ms after Ctrl-C"
-[ "$crc" -eq 1 ] || { echo "FAIL: an interrupted run should exit 1"; fail=1; }
-[ "$took" -lt 5000 ] || { echo "FAIL: the client took ${took} ms to stop"; fail=1; }
+stopped_ok client 1 5000
 grep -q "interrupted" "$dir/client.log" || { echo "FAIL: it did not say it was interrupted"; fail=1; }
 # shellcheck disable=SC2086
 "$TERN" atomic --card-file "$dir/card" --provider "$prov" $node --clients 2 \

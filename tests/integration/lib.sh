@@ -30,3 +30,25 @@ stop_server() {
 	src=$?
 	spid=""
 }
+
+# interrupt PID LOG PATTERN: once LOG has a line matching PATTERN (10 s at
+# most), wait a second, Ctrl-C PID alone and wait for it; sets $rc to its
+# exit status and $took to the milliseconds it took to exit.
+interrupt() {
+	i=0
+	while ! grep -q "$3" "$2" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	sleep 1
+	t0=$(($(date +%s%N) / 1000000))
+	kill -INT "$1"
+	wait "$1"
+	rc=$?
+	took=$(($(date +%s%N) / 1000000 - t0))
+}
+
+# stopped_ok WHAT WANT LIMIT: $rc must be WANT and $took under LIMIT ms;
+# sets fail=1 (and says why) when not.
+stopped_ok() {
+	echo "$1: exit $rc, ${took} ms after Ctrl-C"
+	[ "$rc" -eq "$2" ] || { echo "FAIL: $1 exited $rc after Ctrl-C, not $2"; fail=1; }
+	[ "$took" -lt "$3" ] || { echo "FAIL: $1 took ${took} ms to stop"; fail=1; }
+}

@@ -482,7 +482,7 @@ int cmd_bench(int argc, char **argv)
 	/* Busy polling, as ib_write_bw and fi_rma_bw do: the completion
 	 * queues get no wait fd. With one, the tcp provider keeps its
 	 * sockets in an epoll set, and every packet then runs the epoll
-	 * callback in the kernel: 4% of the 8 B message rate on loopback
+	 * callback in the kernel: 4-10% of the 8 B message rate on loopback
 	 * (docs/performance.md). --wait-fd measures that mode. Between
 	 * runs the loop still sleeps, in short steps. */
 	if (!wait_fd)

@@ -82,7 +82,7 @@ struct tern_ctx_attr {
 /** Never sleep in tern_wait(): spin (lowest latency; a core stays busy),
  * and open the completion queues without wait fds. On tcp a wait fd
  * keeps the provider's sockets in an epoll set, and every packet then
- * runs the epoll callback in the kernel: 4% of the 8 B message rate on
+ * runs the epoll callback in the kernel: 4-10% of the 8 B message rate on
  * loopback (docs/performance.md). tern_ctx_set_busy_poll(ctx, 0) later
  * lets idle waits sleep again, in short polling steps (no fd).
  * $TERN_BUSY_POLL=1 does the same for every ctx. */

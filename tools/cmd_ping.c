@@ -380,7 +380,9 @@ static uint64_t one_atomic(struct tern_ctx *ctx, struct tern_peer *peer,
 static int atomic_worker(struct tern_ctx *ctx, struct tern_peer *peer,
 			 const struct tern_mr_desc *d, uint64_t reps, int fd)
 {
-	struct tern_req req[16];
+	/* Static: one that never completes stays the provider's after we
+	 * return (one worker per process). */
+	static struct tern_req req[16];
 	uint64_t *old = calloc(reps, sizeof(*old)), id = (uint64_t)getpid();
 	uint64_t posted = 0, done = 0, rounds = reps / 10 ? reps / 10 : 1;
 	int err = 0;
@@ -416,18 +418,22 @@ static int atomic_worker(struct tern_ctx *ctx, struct tern_peer *peer,
 	}
 	/* Nothing stays in flight on these requests when we leave. */
 	for (; done < posted; done++) {
-		if (tern_wait(ctx, &req[done % 16], 10000) != 0)
-			return 1; /* still the provider's: leave, keep them */
+		if (tern_wait(ctx, &req[done % 16], 10000) != 0) {
+			err = -ETIMEDOUT;
+			goto out;
+		}
 	}
 	if (err == -EINTR)
-		return 1;
+		goto out;
 	for (uint64_t r = 0; r < rounds && err == 0 && !*stop_flag; r++) {
 		/* Take the lock, prove we are alone, give it back. */
 		while (one_atomic(ctx, peer, d, 1, TERN_ATOMIC_LOCK, 0, id,
 				  &err) != 0 &&
 		       err == 0) {
-			if (*stop_flag) /* no lock taken: nothing to undo */
-				return 1;
+			if (*stop_flag) { /* no lock taken: nothing to undo */
+				err = -EINTR;
+				goto out;
+			}
 		}
 		if (err == 0 && one_atomic(ctx, peer, d, 0, TERN_ATOMIC_HOLDERS,
 					   1, 0, &err) != 0) {
@@ -447,6 +453,7 @@ static int atomic_worker(struct tern_ctx *ctx, struct tern_peer *peer,
 	if (err == 0 && write(fd, old, reps * sizeof(*old)) !=
 				(ssize_t)(reps * sizeof(*old)))
 		err = -EIO;
+out:
 	free(old);
 	return err == 0 ? 0 : 1;
 }

@@ -42,7 +42,13 @@ typedef void (*tern_req_cb)(struct tern_req *req);
 /** Length of the provider error text kept in a request. */
 #define TERN_REQ_ERRMSG_LEN 96
 
-/** A caller-owned request. Initialise with tern_req_init() before a post. */
+/**
+ * A caller-owned request. Initialise it with tern_req_init() before its
+ * first post. Once it has completed it may be posted again as it is:
+ * every post clears its results and keeps its callback and data (call
+ * tern_req_init() again to change those). A request still in flight must
+ * not be posted again.
+ */
 struct tern_req {
 	tern_req_cb cb; /**< optional callback */
 	void *data;	/**< caller's pointer, untouched by tern */
@@ -92,7 +98,10 @@ struct tern_req {
 	} _priv;
 };
 
-/** Prepare @p req for a post: clears results, sets callback and data. */
+/**
+ * Prepare @p req for its first post: clears results, sets callback and
+ * data. Not needed between posts of a request that has completed.
+ */
 void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data);
 
 /**

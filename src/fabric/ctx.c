@@ -397,6 +397,7 @@ static void rail_close(struct tern_rail *r)
 	free(r->slots);
 	free(r->free_slots);
 	r->slots = NULL;
+	r->slots_span = 0;
 	r->free_slots = NULL;
 }
 
@@ -502,6 +503,7 @@ again:
 		ret = -ENOMEM;
 		goto err_close;
 	}
+	r->slots_span = ctx->tx_size * sizeof(*r->slots);
 	for (r->nfree = 0; r->nfree < ctx->tx_size; r->nfree++)
 		r->free_slots[r->nfree] = (uint32_t)(ctx->tx_size - 1 -
 						     r->nfree);

@@ -89,6 +89,7 @@ struct tern_rail {
 	/* Contexts of the FI_RX_CQ_DATA sink receives, when the mode is on. */
 	void *sink_ctx[TERN__SINKS][8];
 	struct tern__slot *slots; /* tx_size of them */
+	size_t slots_span;	  /* their bytes: tx_size * sizeof(slot) */
 	uint32_t *free_slots;	  /* stack of free slot indices */
 	uint32_t nfree;
 	uint64_t *scratch; /* 3 words per slot, registered as ctx->scratch_mr */

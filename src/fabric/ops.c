@@ -262,14 +262,13 @@ int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req)
 }
 
 /* Which request (and slot) a completion's op_context belongs to. */
-static void decode_ctx(struct tern_rail *rail, void *op_context,
-		       struct tern__cqe *cqe)
+static inline void decode_ctx(struct tern_rail *rail, void *op_context,
+			      struct tern__cqe *cqe)
 {
-	char *c = op_context, *lo = (char *)rail->slots;
-
-	if (rail->slots != NULL && c >= lo &&
-	    c < lo + rail->ctx->tx_size * sizeof(*rail->slots)) {
-		cqe->slot = (struct tern__slot *)(void *)c;
+	/* One unsigned compare: below the slots wraps to a huge offset. */
+	if (tern_unlikely((uintptr_t)op_context - (uintptr_t)rail->slots <
+			  rail->slots_span)) {
+		cqe->slot = op_context;
 		cqe->req = cqe->slot->owner;
 		if (cqe->req->_priv.op == TERN__OP_FADD ||
 		    cqe->req->_priv.op == TERN__OP_CSWAP)
@@ -293,11 +292,11 @@ static void repost_sink(struct tern_rail *rail, void *op_context)
 			  rail->idx, fi_strerror((int)-ret));
 }
 
-static int is_sink(struct tern_rail *rail, void *op_context)
+static inline int is_sink(struct tern_rail *rail, void *op_context)
 {
-	char *c = op_context, *lo = (char *)rail->sink_ctx;
-
-	return c >= lo && c < lo + sizeof(rail->sink_ctx);
+	/* NULL, or anything below, wraps to a huge offset. */
+	return (uintptr_t)op_context - (uintptr_t)rail->sink_ctx <
+	       sizeof(rail->sink_ctx);
 }
 
 static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
@@ -369,11 +368,10 @@ int tern__rail_poll(struct tern_rail *rail, struct tern__cqe *cqe, size_t n)
 	for (ssize_t i = 0; i < ret; i++) {
 		struct fi_cq_data_entry *e = &ent[i];
 
-		if ((e->flags & FI_REMOTE_WRITE) ||
-		    (e->op_context != NULL && is_sink(rail, e->op_context))) {
+		if (tern_unlikely((e->flags & FI_REMOTE_WRITE) ||
+				  is_sink(rail, e->op_context))) {
 			/* A write with immediate landed here. */
-			if (e->op_context != NULL &&
-			    is_sink(rail, e->op_context))
+			if (is_sink(rail, e->op_context))
 				repost_sink(rail, e->op_context);
 			if (!(e->flags & FI_REMOTE_CQ_DATA))
 				continue;

@@ -164,13 +164,9 @@ int tern_imm_expect(struct tern_ctx *ctx, uint32_t imm, uint64_t count,
 		return -ENOSPC;
 	if (s->req != NULL)
 		return -EBUSY;
-	req->done = 0;
-	req->status = 0;
-	req->len = (size_t)count;
-	req->errmsg[0] = '\0';
-	req->_priv.ctx = ctx;
-	req->_priv.op = TERN__OP_IMM_EXPECT;
-	req->_priv.peer = NULL;
+	/* Results cleared as for any post (the request may be reused). */
+	tern__req_fill(ctx, req, TERN__OP_IMM_EXPECT, NULL, NULL, NULL,
+		       (size_t)count);
 	req->_priv.count = count;
 	req->_priv.imm = imm;
 	req->_priv.state = TERN__ST_WAITING;

@@ -40,11 +40,12 @@ void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data)
 	req->_priv.xflags = 0;
 }
 
-void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status)
+/* The hot path's forms of tern__req_complete() and tern__queue(), which
+ * the other files call. */
+static inline void complete_req(struct tern_req *req, int status)
 {
 	struct tern_peer *peer = req->_priv.peer;
 
-	(void)ctx;
 	req->_priv.state = TERN__ST_DONE;
 	req->status = status;
 	req->done = 1;
@@ -59,7 +60,13 @@ void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status)
 		req->cb(req);
 }
 
-void tern__queue(struct tern_ctx *ctx, struct tern_req *req)
+void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status)
+{
+	(void)ctx;
+	complete_req(req, status);
+}
+
+static inline void queue_req(struct tern_ctx *ctx, struct tern_req *req)
 {
 	struct tern_rail *rail = &ctx->rails[req->_priv.rail];
 
@@ -70,6 +77,11 @@ void tern__queue(struct tern_ctx *ctx, struct tern_req *req)
 		tern__reqq_push(&rail->rxq, req);
 	else
 		tern__reqq_push(&rail->txq, req);
+}
+
+void tern__queue(struct tern_ctx *ctx, struct tern_req *req)
+{
+	queue_req(ctx, req);
 }
 
 /* The last piece of a batch has been handed over (or abandoned): the batch
@@ -258,7 +270,7 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 			return piece_done(ctx, req, c->status);
 		req->value = c->data;
 		tern__reqq_remove(&ctx->posted, req);
-		tern__req_complete(ctx, req, c->status);
+		complete_req(req, c->status);
 		return 1;
 	}
 	tern__reqq_remove(&ctx->posted, req);
@@ -273,7 +285,7 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 	} else {
 		rail->tx_credits++;
 	}
-	tern__req_complete(ctx, req, c->status);
+	complete_req(req, c->status);
 	return 1;
 }
 
@@ -556,10 +568,13 @@ static int remote_check(const struct tern_peer *peer,
 	return 0;
 }
 
-static int rma_common(struct tern_peer *peer, struct tern_mr *mr,
-		      const void *buf, size_t len,
-		      const struct tern_mr_desc *rdesc, uint64_t roff,
-		      uint8_t op, uint32_t imm, struct tern_req *req)
+/* A write or read, any case: staged, striped, over several rails. */
+static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
+					     struct tern_mr *mr,
+					     const void *buf, size_t len,
+					     const struct tern_mr_desc *rdesc,
+					     uint64_t roff, uint8_t op,
+					     uint32_t imm, struct tern_req *req)
 {
 	struct tern_ctx *ctx;
 	unsigned int rrail;
@@ -620,7 +635,37 @@ static int rma_common(struct tern_peer *peer, struct tern_mr *mr,
 	req->_priv.rkey = rdesc->keys[rrail];
 	req->_priv.raddr = tern__raddr(rdesc, roff);
 	req->_priv.imm = imm;
-	tern__queue(ctx, req);
+	queue_req(ctx, req);
+	return 0;
+}
+
+/* A write or read: one rail, host memory (the common case, kept short);
+ * the rest goes to rma_any(). */
+static inline __attribute__((always_inline)) int rma_common(
+	struct tern_peer *peer, struct tern_mr *mr, const void *buf, size_t len,
+	const struct tern_mr_desc *rdesc, uint64_t roff, uint8_t op,
+	uint32_t imm, struct tern_req *req)
+{
+	struct tern_ctx *ctx;
+	int ret;
+
+	if (tern_unlikely(peer == NULL || rdesc == NULL || mr == NULL))
+		return -EINVAL;
+	ctx = peer->ctx;
+	if (tern_unlikely(ctx->nrails != 1 || mr->smr != NULL))
+		return rma_any(peer, mr, buf, len, rdesc, roff, op, imm, req);
+	ret = remote_check(peer, rdesc, roff, len,
+			   op == TERN__OP_READ ? TERN_MR_DESC_REMOTE_READ
+					       : TERN_MR_DESC_REMOTE_WRITE);
+	if (tern_unlikely(ret != 0))
+		return ret;
+	ret = prep(ctx, req, op, peer, mr, buf, len);
+	if (tern_unlikely(ret != 0))
+		return ret;
+	req->_priv.rkey = rdesc->keys[0];
+	req->_priv.raddr = tern__raddr(rdesc, roff);
+	req->_priv.imm = imm;
+	queue_req(ctx, req);
 	return 0;
 }
 

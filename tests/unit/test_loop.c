@@ -474,6 +474,7 @@ static int setup(void **state)
 		/* One slot per credit, as rail_open() makes them. */
 		rail->slots = calloc(8, sizeof(*rail->slots));
 		rail->free_slots = calloc(8, sizeof(*rail->free_slots));
+		rail->slots_span = 8 * sizeof(*rail->slots);
 		if (rail->slots == NULL || rail->free_slots == NULL)
 			return -1;
 		for (rail->nfree = 0; rail->nfree < 8; rail->nfree++)
@@ -939,6 +940,40 @@ static void test_completion_error_provider(void **state)
 	assert_int_equal(e->peer.inflight, 0);
 	assert_int_equal(tern_progress(e->ctx), 0);
 	assert_int_equal(w.calls, 1);
+}
+
+/* A completed request is posted again without tern_req_init(): the post
+ * clears the last results (an error's status, text and provider errno)
+ * and keeps the callback and data. */
+static void test_request_reposted_as_is(void **state)
+{
+	struct env *e = *state;
+	struct tracked w;
+
+	assert_int_equal(write_nth(e, &w, 0), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	cq_err(fk.calls[0].context, FI_EIO, 5, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(w.req.status, -TERN_EPROV);
+	assert_true(w.req.errmsg[0] != '\0');
+	assert_int_equal(
+		tern_write(&e->peer, &e->mr, e->buf, 32, &e->rdesc, 0, &w.req),
+		0);
+	assert_int_equal(w.req.done, 0);
+	assert_int_equal(w.req.status, 0);
+	assert_int_equal(w.req.prov_errno, 0);
+	assert_string_equal(w.req.errmsg, "");
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(fk.calls[1].len, 32);
+	cq_ok(fk.calls[1].context, 0, FI_WRITE, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(w.calls, 2); /* the same callback, the same data */
+	assert_int_equal(w.status, 0);
+	assert_int_equal(w.req.done, 1);
+	assert_int_equal(w.req.len, 32);
+	assert_int_equal(e->ctx->rails[0].tx_credits, 8);
+	assert_int_equal(e->peer.inflight, 0);
 }
 
 static void test_completion_error_codes(void **state)
@@ -2090,6 +2125,7 @@ int main(void)
 		T(test_completion_success_once),
 		T(test_completion_recv_len_and_imm),
 		T(test_completion_error_provider),
+		T(test_request_reposted_as_is),
 		T(test_completion_error_codes),
 		T(test_completion_recv_truncated),
 		T(test_cq_failure_is_reported),

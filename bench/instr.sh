@@ -38,7 +38,7 @@ node=()
 [ "$prov" = tcp ] && node=(--node 127.0.0.1)
 tmp=$(mktemp -d)
 [ -n "${INSTR_KEEP:-}" ] && echo "instr: profiles kept in $tmp" >&2
-trap 'kill $(jobs -p) 2>/dev/null; [ -n "${INSTR_KEEP:-}" ] || rm -rf "$tmp"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${INSTR_KEEP:-}" ] || rm -rf "$tmp"' EXIT
 cg=(valgrind --tool=callgrind --dump-instr=no --compress-strings=no)
 warm=2000
 op=(--op write --sizes "$size" --window 64 --warmup "$warm")

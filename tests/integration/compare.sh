@@ -1,0 +1,30 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# bench/compare.sh end to end, one quick round over a provider: it must
+# exit 0, print every section with figures for both tools, and leave no
+# temporary directory behind. No speed is asserted.
+# usage: compare.sh PROVIDER   ($TERN is the tern binary of the build)
+set -u
+prov=$1
+build=$(dirname "$TERN")
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tmpdir=$(mktemp -d)
+trap 'rm -rf "$tmpdir"' EXIT
+export TMPDIR="$tmpdir"
+out=$tmpdir/out
+TERN_COMPARE_QUICK=1 bash "$top/bench/compare.sh" "$build" 1 "$prov" >"$out" 2>&1
+rc=$?
+cat "$out"
+[ $rc -eq 0 ] || { echo "FAIL: compare.sh exited $rc"; exit 1; }
+for want in "== $prov: write bandwidth" "== $prov: message rate at 8 B" \
+	"== $prov: ping-pong p50 at 8 B" "best p50 of the rounds: tern [0-9.]* us, raw [0-9.]* us"; do
+	grep -q "$want" "$out" || { echo "FAIL: no '$want'"; exit 1; }
+done
+# a row per size, each with tern's and raw's min/median/max and a ratio
+for size in 4096 65536 1048576 16777216; do
+	grep -Eq "^ +$size +([0-9.]+ +){6}[0-9.]+ " "$out" ||
+		{ echo "FAIL: no figures for $size B"; exit 1; }
+done
+left=$(find "$tmpdir" -mindepth 1 -maxdepth 1 -type d | wc -l)
+[ "$left" -eq 0 ] || { echo "FAIL: compare.sh left $left temporary directories"; exit 1; }
+echo "compare ok"

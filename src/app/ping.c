@@ -123,22 +123,22 @@ static int wait_ok(struct side *s, struct tern_req *req)
 	return ret != 0 ? ret : req->status;
 }
 
+/* The requests were initialised once in side_open(); a completed one is
+ * posted again as it is (include/tern/req.h), so a round trip pays no
+ * re-initialisation. */
 static int post_recv(struct side *s, uint32_t size)
 {
-	tern_req_init(&s->rreq, NULL, NULL);
 	return tern_recv(s->ctx, s->mr, s->buf, size, &s->rreq);
 }
 
 static int post_expect(struct side *s)
 {
-	tern_req_init(&s->ireq, NULL, NULL);
 	return tern_imm_expect(s->ctx, PING_IMM, 1, &s->ireq);
 }
 
 /* Send (or write with immediate) @size bytes to the other side. */
 static int fire(struct side *s, uint32_t mode, uint32_t size)
 {
-	tern_req_init(&s->sreq, NULL, NULL);
 	if (mode == TERN_PING_SEND)
 		return tern_send(s->peer, s->mr, s->buf + s->half, size,
 				 &s->sreq);
@@ -284,6 +284,10 @@ static int side_open(struct side **sp, struct tern_ctx *ctx, uint32_t maxsz,
 		return -ENOMEM;
 	s->ctx = ctx;
 	s->stop = stop != NULL ? stop : &never;
+	tern_req_init(&s->sreq, NULL, NULL);
+	tern_req_init(&s->rreq, NULL, NULL);
+	tern_req_init(&s->ireq, NULL, NULL);
+	/* Nothing in flight yet (side_close looks). */
 	s->sreq.done = s->rreq.done = s->ireq.done = 1;
 	s->half = maxsz;
 	if (posix_memalign((void **)&s->buf, 128, 2 * (size_t)maxsz) != 0)

@@ -379,8 +379,6 @@ int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms)
 	 * ping-pong paid a system call pair per message for it.) */
 	if (req != NULL && req->done)
 		return 0;
-	if (timeout_ms >= 0)
-		deadline = tern__now_ns() + (uint64_t)timeout_ms * 1000000ULL;
 	for (;;) {
 		int n = tern_progress(ctx);
 		uint64_t now;
@@ -392,6 +390,12 @@ int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms)
 			ctx->poll_ns = 0;
 		if (req != NULL ? req->done : n > 0)
 			return 0;
+		/* The clock is read after the first pass, not before it: that
+		 * pass posts what the caller just queued (a ping's send), and a
+		 * wait that ends in it needs no deadline. */
+		if (tern_unlikely(deadline == 0 && timeout_ms >= 0))
+			deadline = tern__now_ns() +
+				   (uint64_t)timeout_ms * 1000000ULL;
 		/* The clock costs as much as an empty CQ read: while
 		 * spinning, look at it one pass in 64. */
 		if (deadline != 0 && (++spins % 64 == 0 || idle >= 200) &&

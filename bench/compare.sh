@@ -10,7 +10,14 @@
 # message rate, and `tern ping` against `raw --op pingpong` at 8 B. It
 # prints min / median / max of each and the ratio of the medians tern/raw.
 # Absolute numbers on a shared machine are noise; the ratio is the point.
-# The ping pair is pinned alike for both tools (TERN_PING_CPUS, below).
+# The ping pair is pinned alike for both tools (TERN_PING_CPUS, below),
+# and each round runs it TERN_PING_PAIRS times (default 3), each pair in
+# the round's ABBA order: a loopback round trip here sits in one of two
+# modes for a whole run (about 6.0 or 8.4 us on the machine this was
+# written on, the same for both tools), so one pair whose two runs fell
+# in different modes moves a per-round difference by 2 us; more pairs
+# narrow the median of the differences, the figure the target is read
+# from.
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
@@ -71,9 +78,15 @@ iters_for() {
 	echo "$n"
 }
 
-# round trips of each ping-pong run
+# round trips of each ping-pong run, and ping-pong pairs per round
 ping_iters=20000
-[ -n "${TERN_COMPARE_QUICK:-}" ] && ping_iters=200
+ping_pairs=${TERN_PING_PAIRS:-3}
+[[ $ping_pairs =~ ^[1-9][0-9]*$ ]] ||
+	{ echo "compare: TERN_PING_PAIRS must be a positive integer" >&2; exit 1; }
+if [ -n "${TERN_COMPARE_QUICK:-}" ]; then
+	ping_iters=200
+	ping_pairs=1
+fi
 
 # stats FILE -> "min median max" of the numbers in FILE
 stats() {
@@ -87,7 +100,7 @@ field() { # field NAME LINE -> value of NAME=value
 }
 
 echo "tern $("$tern" version | cut -d' ' -f2-)"
-echo "host $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%M:%SZ), $rounds rounds, CPUs initiator,peer: ${TERN_BENCH_CPUS:-not pinned}; ping pair: ${ping_cpus:-not pinned}"
+echo "host $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%M:%SZ), $rounds rounds, CPUs initiator,peer: ${TERN_BENCH_CPUS:-not pinned}; ping pair: ${ping_cpus:-not pinned}, $ping_pairs per round"
 
 tern_write() { # tern_write PROV SIZE -> appends to $tmp/PROV.tern.{gbps,mpps}.SIZE
 	local it line
@@ -114,7 +127,9 @@ tern_ping() { # latency: ping-pong at 8 bytes, send/recv
 	"${ping_peer[@]}" "$tern" ping serve --provider "$1" "${node[@]}" \
 		--card-file "$tmp/card" >/dev/null 2>&1 &
 	local spid=$!
-	for _ in $(seq 100); do [ -s "$tmp/card" ] && break; sleep 0.05; done
+	# Up to 20 s: a loaded machine (a test suite beside it, a sanitizer
+	# build) starts a server slowly.
+	for _ in $(seq 400); do [ -s "$tmp/card" ] && break; sleep 0.05; done
 	"${ping_init[@]}" "$tern" ping --card-file "$tmp/card" --provider "$1" "${node[@]}" \
 		--size 8 --iters "$ping_iters" --warmup $((ping_iters / 10)) |
 		awk '$1 == 8 { print $3 }' >>"$tmp/$1.tern.p50"
@@ -157,7 +172,9 @@ for prov in "${providers[@]}"; do
 		for s in 8 "${sizes[@]}"; do
 			pair "$r" tern_write raw_write "$prov" "$s"
 		done
-		pair "$r" tern_ping raw_ping "$prov"
+		for _ in $(seq "$ping_pairs"); do
+			pair "$r" tern_ping raw_ping "$prov"
+		done
 	done
 	echo
 	echo "== $prov: write bandwidth, Gbit/s (10^9), window 64 =="
@@ -177,7 +194,7 @@ for prov in "${providers[@]}"; do
 	printf "%10s  %8s %8s %8s  %8s %8s %8s  %-8.3f  %s\n" 8 "$tmin" "$tmed" "$tmax" \
 		"$rmin" "$rmed" "$rmax" "$(awk -v a="$tmed" -v b="$rmed" 'BEGIN { print a / b }')" \
 		"$(paired "$tmp/$prov.tern.mpps.8" "$tmp/$prov.raw.mpps.8" ratio)"
-	echo "== $prov: ping-pong p50 at 8 B, half round trip, us (last: per-round tern - raw, median [95% CI]) =="
+	echo "== $prov: ping-pong p50 at 8 B, half round trip, us (last: per-pair tern - raw, median [95% CI]) =="
 	read -r tmin tmed tmax <<<"$(stats "$tmp/$prov.tern.p50")"
 	read -r rmin rmed rmax <<<"$(stats "$tmp/$prov.raw.p50")"
 	printf "%10s  %8s %8s %8s  %8s %8s %8s  %+-8.3f  %s\n" 8 "$tmin" "$tmed" "$tmax" \

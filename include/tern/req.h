@@ -256,7 +256,9 @@ int tern_progress(struct tern_ctx *ctx);
 
 /**
  * Drive progress until @p req is done (or, with @p req NULL, until any
- * request completes), or @p timeout_ms passes (-1: no limit). A request
+ * request completes), or @p timeout_ms passes (-1: no limit), counted
+ * from the end of a first progress pass, which always runs (it posts what
+ * was just queued before any clock is read). A request
  * already done returns 0 at once, without a progress pass. Idle waits
  * back off to short sleeps instead of spinning a core; set TERN_BUSY_POLL=1
  * to spin.

@@ -17,7 +17,11 @@
 # written on, the same for both tools), so one pair whose two runs fell
 # in different modes moves a per-round difference by 2 us; more pairs
 # narrow the median of the differences, the figure the target is read
-# from.
+# from. The write runs repeat the same way, TERN_WRITE_PAIRS times per
+# size and round (default 3): a run's bandwidth here sits in one of two
+# states too (shm at 4 KiB: about 13 or 17 Gbit/s, for raw alone, even
+# from one repetition to the next inside one process), so the per-pair
+# ratio tern/raw spreads by +-25% and 30 pairs leave a +-5% interval.
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
@@ -83,9 +87,13 @@ ping_iters=20000
 ping_pairs=${TERN_PING_PAIRS:-3}
 [[ $ping_pairs =~ ^[1-9][0-9]*$ ]] ||
 	{ echo "compare: TERN_PING_PAIRS must be a positive integer" >&2; exit 1; }
+write_pairs=${TERN_WRITE_PAIRS:-3}
+[[ $write_pairs =~ ^[1-9][0-9]*$ ]] ||
+	{ echo "compare: TERN_WRITE_PAIRS must be a positive integer" >&2; exit 1; }
 if [ -n "${TERN_COMPARE_QUICK:-}" ]; then
 	ping_iters=200
 	ping_pairs=1
+	write_pairs=1
 fi
 
 # stats FILE -> "min median max" of the numbers in FILE
@@ -100,7 +108,7 @@ field() { # field NAME LINE -> value of NAME=value
 }
 
 echo "tern $("$tern" version | cut -d' ' -f2-)"
-echo "host $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%M:%SZ), $rounds rounds, CPUs initiator,peer: ${TERN_BENCH_CPUS:-not pinned}; ping pair: ${ping_cpus:-not pinned}, $ping_pairs per round"
+echo "host $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%M:%SZ), $rounds rounds, CPUs initiator,peer: ${TERN_BENCH_CPUS:-not pinned}; write pairs: $write_pairs per size and round; ping pair: ${ping_cpus:-not pinned}, $ping_pairs per round"
 
 tern_write() { # tern_write PROV SIZE -> appends to $tmp/PROV.tern.{gbps,mpps}.SIZE
 	local it line
@@ -151,7 +159,7 @@ pair() {
 }
 
 # paired FILE-TERN FILE-RAW ratio|diff -> "median [lo, hi]" of the
-# per-round ratios tern/raw (or differences tern - raw): each round's two
+# per-pair ratios tern/raw (or differences tern - raw): each pair's two
 # runs sat side by side in time, so this is what the noise moves least.
 # [lo, hi] is a distribution-free 95% confidence interval of that median
 # (order statistics k and n+1-k, k = floor((n - 1.96 sqrt(n)) / 2); with
@@ -170,7 +178,9 @@ for prov in "${providers[@]}"; do
 	sizes=(4096 65536 1048576 16777216)
 	for r in $(seq 1 "$rounds"); do
 		for s in 8 "${sizes[@]}"; do
-			pair "$r" tern_write raw_write "$prov" "$s"
+			for _ in $(seq "$write_pairs"); do
+				pair "$r" tern_write raw_write "$prov" "$s"
+			done
 		done
 		for _ in $(seq "$ping_pairs"); do
 			pair "$r" tern_ping raw_ping "$prov"
@@ -179,7 +189,7 @@ for prov in "${providers[@]}"; do
 	echo
 	echo "== $prov: write bandwidth, Gbit/s (10^9), window 64 =="
 	printf "%10s  %-26s  %-26s  %-8s  %s\n" size "tern min/median/max" "raw min/median/max" \
-		"tern/raw" "per-round tern/raw: median [95% CI]"
+		"tern/raw" "per-pair tern/raw: median [95% CI]"
 	for s in "${sizes[@]}"; do
 		read -r tmin tmed tmax <<<"$(stats "$tmp/$prov.tern.gbps.$s")"
 		read -r rmin rmed rmax <<<"$(stats "$tmp/$prov.raw.gbps.$s")"

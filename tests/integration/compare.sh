@@ -26,11 +26,13 @@ for size in 4096 65536 1048576 16777216; do
 		{ echo "FAIL: no figures for $size B"; exit 1; }
 done
 # a bad pair count is refused before anything runs
-if TERN_PING_PAIRS=0 bash "$top/bench/compare.sh" "$build" 1 "$prov" >"$out" 2>&1; then
-	echo "FAIL: compare.sh accepted TERN_PING_PAIRS=0"; exit 1
-fi
-grep -q "TERN_PING_PAIRS must be a positive integer" "$out" ||
-	{ cat "$out"; echo "FAIL: no clear error for TERN_PING_PAIRS=0"; exit 1; }
+for var in TERN_PING_PAIRS TERN_WRITE_PAIRS; do
+	if env "$var=0" bash "$top/bench/compare.sh" "$build" 1 "$prov" >"$out" 2>&1; then
+		echo "FAIL: compare.sh accepted $var=0"; exit 1
+	fi
+	grep -q "$var must be a positive integer" "$out" ||
+		{ cat "$out"; echo "FAIL: no clear error for $var=0"; exit 1; }
+done
 left=$(find "$tmpdir" -mindepth 1 -maxdepth 1 -type d | wc -l)
 [ "$left" -eq 0 ] || { echo "FAIL: compare.sh left $left temporary directories"; exit 1; }
 echo "compare ok"

@@ -84,12 +84,15 @@ iters_for() {
 
 # round trips of each ping-pong run, and ping-pong pairs per round
 ping_iters=20000
-ping_pairs=${TERN_PING_PAIRS:-3}
-[[ $ping_pairs =~ ^[1-9][0-9]*$ ]] ||
-	{ echo "compare: TERN_PING_PAIRS must be a positive integer" >&2; exit 1; }
-write_pairs=${TERN_WRITE_PAIRS:-3}
-[[ $write_pairs =~ ^[1-9][0-9]*$ ]] ||
-	{ echo "compare: TERN_WRITE_PAIRS must be a positive integer" >&2; exit 1; }
+# count VAR DEFAULT -> $VAR (or DEFAULT), refused unless a positive integer
+count() {
+	local v=${!1:-$2}
+	[[ $v =~ ^[1-9][0-9]*$ ]] ||
+		{ echo "compare: $1 must be a positive integer" >&2; return 1; }
+	echo "$v"
+}
+ping_pairs=$(count TERN_PING_PAIRS 3)
+write_pairs=$(count TERN_WRITE_PAIRS 3)
 if [ -n "${TERN_COMPARE_QUICK:-}" ]; then
 	ping_iters=200
 	ping_pairs=1

@@ -22,6 +22,13 @@
 # states too (shm at 4 KiB: about 13 or 17 Gbit/s, for raw alone, even
 # from one repetition to the next inside one process), so the per-pair
 # ratio tern/raw spreads by +-25% and 30 pairs leave a +-5% interval.
+# So each provider ends with bench/inproc (when built): one process
+# alternates blocks of tern_write()/tern_progress() with fi_writemsg()/
+# fi_cq_read() on the same tern endpoint, buffers and target, in ABBA
+# pairs a few milliseconds long, and the same for tern against tern (the
+# control: what the method can resolve). Both ways meet the same machine
+# state, so this is tern's own data path cost with the noise cancelled:
+# TERN_INPROC_PAIRS pairs per size (default 40).
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
@@ -30,6 +37,7 @@ providers=("$@")
 [ ${#providers[@]} -gt 0 ] || providers=(shm tcp)
 tern=$build/tern
 raw=$build/raw
+inproc=$build/inproc
 for b in "$tern" "$raw"; do
 	[ -x "$b" ] || { echo "compare: $b not built (cmake --build $build)" >&2; exit 1; }
 done
@@ -93,10 +101,14 @@ count() {
 }
 ping_pairs=$(count TERN_PING_PAIRS 3)
 write_pairs=$(count TERN_WRITE_PAIRS 3)
+inproc_pairs=$(count TERN_INPROC_PAIRS 40)
+inproc_opts=()
 if [ -n "${TERN_COMPARE_QUICK:-}" ]; then
 	ping_iters=200
 	ping_pairs=1
 	write_pairs=1
+	inproc_pairs=3
+	inproc_opts=(--block-bytes 256K)
 fi
 
 # stats FILE -> "min median max" of the numbers in FILE
@@ -214,6 +226,18 @@ for prov in "${providers[@]}"; do
 		"$rmin" "$rmed" "$rmax" "$(awk -v a="$tmed" -v b="$rmed" 'BEGIN { print a - b }')" \
 		"$(paired "$tmp/$prov.tern.p50" "$tmp/$prov.raw.p50" diff)"
 	echo "   best p50 of the rounds: tern $tmin us, raw $rmin us ($(awk -v a="$tmin" -v b="$rmin" 'BEGIN { printf "%+.3f", a - b }') us)"
+	[ -x "$inproc" ] || continue
+	echo "== $prov: in one process (bench/inproc), $inproc_pairs ABBA pairs of blocks per size, window 64 =="
+	printf "%10s  %10s  %10s  %-32s  %s\n" size "tern Gb/s" "raw Gb/s" \
+		"tern/raw: median [95% CI]" "tern/tern control"
+	"$inproc" --provider "$prov" "${node[@]}" --sizes "8,$(IFS=,; echo "${sizes[*]}")" \
+		--pairs "$inproc_pairs" "${inproc_opts[@]}" --control >"$tmp/inproc.out"
+	while read -r line; do
+		printf "%10s  %10s  %10s  %-32s  %s\n" "$(field size "$line")" \
+			"$(field tern_gbps "$line")" "$(field raw_gbps "$line")" \
+			"$(field ratio "$line") [$(field lo "$line"), $(field hi "$line")]" \
+			"$(field control "$line") [$(field control_lo "$line"), $(field control_hi "$line")]"
+	done < <(grep '^inproc write ' "$tmp/inproc.out")
 done
 if [ -x "$build/copy_limit" ]; then
 	echo

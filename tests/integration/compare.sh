@@ -25,8 +25,16 @@ for size in 4096 65536 1048576 16777216; do
 	grep -Eq "^ +$size +([0-9.]+ +){6}[0-9.]+ " "$out" ||
 		{ echo "FAIL: no figures for $size B"; exit 1; }
 done
+# the in-process comparison: a row per size with both bandwidths, a
+# ratio with its interval and the control's
+grep -q "== $prov: in one process (bench/inproc)" "$out" ||
+	{ echo "FAIL: no in-process section"; exit 1; }
+for size in 8 4096 65536 1048576 16777216; do
+	grep -Eq "^ +$size +[0-9.]+ +[0-9.]+ +[0-9.]+ \[[0-9.]+, [0-9.]+\] +[0-9.]+ \[[0-9.]+, [0-9.]+\]$" "$out" ||
+		{ echo "FAIL: no in-process figures for $size B"; exit 1; }
+done
 # a bad pair count is refused before anything runs
-for var in TERN_PING_PAIRS TERN_WRITE_PAIRS; do
+for var in TERN_PING_PAIRS TERN_WRITE_PAIRS TERN_INPROC_PAIRS; do
 	if env "$var=0" bash "$top/bench/compare.sh" "$build" 1 "$prov" >"$out" 2>&1; then
 		echo "FAIL: compare.sh accepted $var=0"; exit 1
 	fi

@@ -130,7 +130,10 @@ static int full_io(int fd, void *p, size_t len, int wr)
  */
 static int target(const struct ip_opts *o, uint64_t max, int rfd, int wfd)
 {
-	struct tern_ctx_attr attr = { .provider = o->prov, .node = o->node };
+	/* It spins, as tern bench's peer and raw's do while they measure. */
+	struct tern_ctx_attr attr = { .provider = o->prov,
+				      .node = o->node,
+				      .flags = TERN_CTX_BUSY_POLL };
 	uint8_t card[TERN_CARD_MAX], desc[TERN_MR_DESC_MAX];
 	struct tern_ctx *ctx = NULL;
 	struct tern_mr *mr = NULL;
@@ -170,7 +173,7 @@ static int target(const struct ip_opts *o, uint64_t max, int rfd, int wfd)
 	for (;;) {
 		struct pollfd pfd = { .fd = rfd, .events = POLLIN };
 
-		ret = tern_wait(ctx, NULL, 10);
+		ret = tern_wait(ctx, NULL, 1);
 		if (ret < 0 && ret != -ETIMEDOUT) {
 			fprintf(stderr, "inproc: target: %s\n",
 				tern_strerror(ret));
@@ -421,7 +424,10 @@ static int measure(struct ip *p, size_t size, double *ratio, double *tbw,
 
 static int initiator(const struct ip_opts *o, uint64_t max, int rfd)
 {
-	struct tern_ctx_attr attr = { .provider = o->prov, .node = o->node };
+	/* No wait fd on the CQ, as tern bench and raw (FI_WAIT_NONE). */
+	struct tern_ctx_attr attr = { .provider = o->prov,
+				      .node = o->node,
+				      .flags = TERN_CTX_BUSY_POLL };
 	uint8_t card[TERN_CARD_MAX], desc[TERN_MR_DESC_MAX];
 	struct ip p = { .o = o, .max_size = max };
 	double *v = NULL;

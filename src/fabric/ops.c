@@ -13,6 +13,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "fabric.h"
+#include "post.h"
 #include "../loop/stripe.h"
 
 /* Every tern message travels with this tag; receives match it exactly. */
@@ -42,21 +43,18 @@ int tern__err_from_fi(int fi_err)
 	}
 }
 
-static int post_failed(struct tern_rail *rail, struct tern_req *req,
-		       ssize_t ret);
-
 /* On the hot path: the common answer costs one test. */
 static inline int post_result(struct tern_rail *rail, struct tern_req *req,
 			      ssize_t ret)
 {
 	if (tern_likely(ret == 0))
 		return 0;
-	return post_failed(rail, req, ret);
+	return tern__post_failed(rail, req, ret);
 }
 
-static __attribute__((noinline, cold)) int post_failed(struct tern_rail *rail,
-						       struct tern_req *req,
-						       ssize_t ret)
+__attribute__((noinline, cold)) int tern__post_failed(struct tern_rail *rail,
+						      struct tern_req *req,
+						      ssize_t ret)
 {
 	if (ret == -FI_EAGAIN)
 		return -EAGAIN;
@@ -128,32 +126,6 @@ static ssize_t post_atomic(struct tern_rail *rail, struct tern_req *req,
 				    1, flags);
 }
 
-static inline __attribute__((always_inline)) ssize_t post_rma(
-	struct tern_rail *rail, struct tern_req *req, void *buf, size_t len,
-	uint64_t raddr, uint64_t rkey, void *context, uint64_t flags)
-{
-	struct tern_mr *mr = req->_priv.mr;
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	void *desc = mr->desc[rail->idx];
-	struct fi_rma_iov rma = { .addr = raddr, .len = len, .key = rkey };
-	struct fi_msg_rma msg = {
-		.msg_iov = &iov,
-		.desc = &desc,
-		.iov_count = 1,
-		.addr = req->_priv.peer->fiaddr[rail->idx],
-		.rma_iov = &rma,
-		.rma_iov_count = 1,
-		.context = context,
-		.data = req->_priv.imm,
-	};
-
-	if (req->_priv.xflags & TERN__XF_DELIVER)
-		flags |= FI_DELIVERY_COMPLETE;
-	if (req->_priv.op == TERN__OP_READ || req->_priv.sop == TERN__OP_READ)
-		return fi_readmsg(rail->ep, &msg, flags);
-	return fi_writemsg(rail->ep, &msg, flags);
-}
-
 int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 {
 	struct tern_peer *peer = req->_priv.peer;
@@ -167,9 +139,9 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 		/* fall through */
 	case TERN__OP_WRITE:
 	case TERN__OP_READ:
-		ret = post_rma(rail, req, req->_priv.buf, req->len,
-			       req->_priv.raddr, req->_priv.rkey,
-			       req->_priv.fictx, flags);
+		ret = tern__post_rma(rail, req, req->_priv.buf, req->len,
+				     req->_priv.raddr, req->_priv.rkey,
+				     req->_priv.fictx, flags);
 		break;
 	case TERN__OP_SEND:
 	case TERN__OP_SEND_IMM:
@@ -232,10 +204,10 @@ int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 	slot = slot_get(rail, req);
 	if (slot == NULL)
 		return -EAGAIN;
-	ret = post_rma(rail, req, (char *)req->_priv.mr->buf + pc->loff,
-		       pc->len, raddr,
-		       rd->keys[rail->idx % req->_priv.peer->nrails],
-		       slot->fictx, flags);
+	ret = tern__post_rma(rail, req, (char *)req->_priv.mr->buf + pc->loff,
+			     pc->len, raddr,
+			     rd->keys[rail->idx % req->_priv.peer->nrails],
+			     slot->fictx, flags);
 	if (ret != 0)
 		tern__slot_free(rail, slot);
 	return post_result(rail, req, ret);
@@ -252,10 +224,11 @@ int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req)
 	slot = slot_get(rail, req);
 	if (slot == NULL)
 		return -EAGAIN;
-	ret = post_rma(rail, req, (char *)req->_priv.buf + off, len,
-		       req->_priv.raddr + off,
-		       req->_priv.rkeys[rail->idx % req->_priv.peer->nrails],
-		       slot->fictx, 0);
+	ret = tern__post_rma(
+		rail, req, (char *)req->_priv.buf + off, len,
+		req->_priv.raddr + off,
+		req->_priv.rkeys[rail->idx % req->_priv.peer->nrails],
+		slot->fictx, 0);
 	if (ret != 0)
 		tern__slot_free(rail, slot);
 	return post_result(rail, req, ret);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../fabric/fabric.h"
+#include "../fabric/post.h"
 #include "stripe.h"
 #include "../hmem/stage.h"
 
@@ -199,7 +200,7 @@ static int post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 				req = next;
 			continue;
 		}
-		ret = tern__rail_post(rail, req, more);
+		ret = tern__rail_post_inline(rail, req, more);
 		if (ret == -EAGAIN)
 			goto refused;
 		tern__reqq_remove(q, req);

@@ -18,6 +18,10 @@
  * and the median of the pairs is printed with a distribution-free 95%
  * confidence interval. --control adds the same measurement of tern against
  * tern: the floor of what this method can resolve on the machine.
+ * --peer-loop adds tern's writes with the target switched, block by
+ * block, between tern_wait() (as `tern bench --listen` waits) and the
+ * bare fi_cq_read() loop of bench/raw's target: on shm the target's
+ * progress is what copies the data, so its loop is on the data path.
  *
  * It reads tern's endpoint, completion queue and keys from the library's
  * internal structures (src/fabric/fabric.h): a benchmark of the library,
@@ -34,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -65,11 +70,24 @@ struct ip_opts {
 	unsigned int pairs;
 	uint64_t block_bytes;
 	int control;
+	int peer_loop;
+};
+
+/*
+ * Shared by the two processes (an anonymous shared page, mapped before the
+ * fork): with --peer-loop the initiator sets @want, the loop the target
+ * runs (0: tern_wait(), 1: a bare fi_cq_read() loop), and waits until the
+ * target shows it in @have.
+ */
+struct ip_shared {
+	int want;
+	int have;
 };
 
 /* The initiator's state: tern's objects, and the same endpoint raw. */
 struct ip {
 	const struct ip_opts *o;
+	struct ip_shared *sh;
 	struct tern_ctx *ctx;
 	struct tern_peer *peer;
 	struct tern_mr *mr;
@@ -124,11 +142,30 @@ static int full_io(int fd, void *p, size_t len, int wr)
 /* --- the target: a child process with its own ctx ------------------------- */
 
 /*
+ * The loop of bench/raw's target: bare fi_cq_read() on the target's
+ * completion queue, 1000 reads between looks at the pipe. A target of
+ * plain writes gets no completions; one would be an error here.
+ */
+static int bare_loop(struct tern_ctx *ctx)
+{
+	struct fi_cq_data_entry ent[IP_CQ_BATCH];
+
+	for (int i = 0; i < 1000; i++) {
+		ssize_t n = fi_cq_read(ctx->rails[0].cq, ent, IP_CQ_BATCH);
+
+		if (n != -FI_EAGAIN)
+			return n < 0 ? (int)n : -EPROTO;
+	}
+	return 0;
+}
+
+/*
  * Register a region of @max bytes for remote writes, hand the card and the
  * descriptor to the parent ([u32 len][card][u32 len][desc]), then progress
  * (tcp needs the target's progress) until the parent closes the pipe.
  */
-static int target(const struct ip_opts *o, uint64_t max, int rfd, int wfd)
+static int target(const struct ip_opts *o, struct ip_shared *sh, uint64_t max,
+		  int rfd, int wfd)
 {
 	/* It spins, as tern bench's peer and raw's do while they measure. */
 	struct tern_ctx_attr attr = { .provider = o->prov,
@@ -172,8 +209,10 @@ static int target(const struct ip_opts *o, uint64_t max, int rfd, int wfd)
 	}
 	for (;;) {
 		struct pollfd pfd = { .fd = rfd, .events = POLLIN };
+		int mode = __atomic_load_n(&sh->want, __ATOMIC_ACQUIRE);
 
-		ret = tern_wait(ctx, NULL, 1);
+		__atomic_store_n(&sh->have, mode, __ATOMIC_RELEASE);
+		ret = mode ? bare_loop(ctx) : tern_wait(ctx, NULL, 1);
 		if (ret < 0 && ret != -ETIMEDOUT) {
 			fprintf(stderr, "inproc: target: %s\n",
 				tern_strerror(ret));
@@ -344,6 +383,27 @@ static uint64_t block(struct ip *p, int way, size_t size, uint64_t count)
 	return ret == 0 ? TERN_MAX(now_ns() - t0, 1) : 0;
 }
 
+/* Have the target run loop @mode (struct ip_shared) from now on. */
+static int peer_mode(struct ip *p, int mode)
+{
+	uint64_t until = now_ns() + 5000000000ULL;
+
+	__atomic_store_n(&p->sh->want, mode, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&p->sh->have, __ATOMIC_ACQUIRE) != mode) {
+		if (now_ns() > until) {
+			fprintf(stderr, "inproc: the target does not answer\n");
+			return -ETIMEDOUT;
+		}
+	}
+	return 0;
+}
+
+/* A block of tern's writes with the target on loop @mode. */
+static uint64_t peer_block(struct ip *p, int mode, size_t size, uint64_t count)
+{
+	return peer_mode(p, mode) == 0 ? block(p, 0, size, count) : 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -373,7 +433,7 @@ static void median_ci(double *v, unsigned int n, double *med, double *lo,
  * raw (and with --control, of tern and tern). Prints one line.
  */
 static int measure(struct ip *p, size_t size, double *ratio, double *tbw,
-		   double *rbw, double *ctl)
+		   double *rbw, double *ctl, double *pl)
 {
 	const struct ip_opts *o = p->o;
 	unsigned int n = o->pairs;
@@ -403,6 +463,14 @@ static int measure(struct ip *p, size_t size, double *ratio, double *tbw,
 			ctl[i] = first ? (double)t[1] / (double)t[0]
 				       : (double)t[0] / (double)t[1];
 		}
+		if (o->peer_loop) {
+			/* tern's writes, the target on tern_wait() or bare */
+			t[first] = peer_block(p, first, size, count);
+			t[!first] = peer_block(p, !first, size, count);
+			if (t[0] == 0 || t[1] == 0 || peer_mode(p, 0) != 0)
+				return -EIO;
+			pl[i] = (double)t[1] / (double)t[0];
+		}
 	}
 	median_ci(ratio, n, &med[0], &lo[0], &hi[0]);
 	median_ci(tbw, n, &med[1], &lo[1], &hi[1]);
@@ -417,19 +485,25 @@ static int measure(struct ip *p, size_t size, double *ratio, double *tbw,
 		printf(" control=%.3f control_lo=%.3f control_hi=%.3f", med[0],
 		       lo[0], hi[0]);
 	}
+	if (o->peer_loop) {
+		median_ci(pl, n, &med[0], &lo[0], &hi[0]);
+		printf(" peer=%.3f peer_lo=%.3f peer_hi=%.3f", med[0], lo[0],
+		       hi[0]);
+	}
 	printf("\n");
 	fflush(stdout);
 	return 0;
 }
 
-static int initiator(const struct ip_opts *o, uint64_t max, int rfd)
+static int initiator(const struct ip_opts *o, struct ip_shared *sh,
+		     uint64_t max, int rfd)
 {
 	/* No wait fd on the CQ, as tern bench and raw (FI_WAIT_NONE). */
 	struct tern_ctx_attr attr = { .provider = o->prov,
 				      .node = o->node,
 				      .flags = TERN_CTX_BUSY_POLL };
 	uint8_t card[TERN_CARD_MAX], desc[TERN_MR_DESC_MAX];
-	struct ip p = { .o = o, .max_size = max };
+	struct ip p = { .o = o, .sh = sh, .max_size = max };
 	double *v = NULL;
 	uint32_t clen, dlen;
 	ssize_t n;
@@ -461,7 +535,7 @@ static int initiator(const struct ip_opts *o, uint64_t max, int rfd)
 	p.reqs = calloc(o->window, sizeof(*p.reqs));
 	p.free = calloc(o->window, sizeof(*p.free));
 	p.fictx = calloc(o->window, sizeof(*p.fictx));
-	v = calloc(4 * (size_t)o->pairs, sizeof(*v));
+	v = calloc(5 * (size_t)o->pairs, sizeof(*v));
 	if (ret == 0 && (!p.reqs || !p.free || !p.fictx || !v))
 		ret = -ENOMEM;
 	if (ret == 0) {
@@ -501,7 +575,8 @@ static int initiator(const struct ip_opts *o, uint64_t max, int rfd)
 	for (unsigned int k = 0; k < o->nsizes && ret == 0; k++)
 		ret = measure(&p, (size_t)o->sizes[k], v, v + o->pairs,
 			      v + 2 * (size_t)o->pairs,
-			      v + 3 * (size_t)o->pairs);
+			      v + 3 * (size_t)o->pairs,
+			      v + 4 * (size_t)o->pairs);
 out:
 	if (p.peer != NULL)
 		tern_peer_remove(p.peer);
@@ -523,11 +598,20 @@ static void usage(FILE *f)
 		   "[--sizes 8,4K,64K,1M,16M]\n"
 		   "              [--window 64] [--batch 16] [--pairs 40] "
 		   "[--block-bytes 32M] [--control]\n"
+		   "              [--peer-loop]\n"
 		   "tern_write()/tern_progress() against fi_writemsg()/"
 		   "fi_cq_read() on the same tern\n"
 		   "endpoint, in alternating blocks of one process; prints the "
 		   "per-pair ratio\n"
-		   "tern/raw of bandwidth, median [95%% CI], per size.\n");
+		   "tern/raw of bandwidth, median [95%% CI], per size.\n"
+		   "  --control    also tern against tern: what the method "
+		   "resolves\n"
+		   "  --peer-loop  also tern's writes with the target on "
+		   "tern_wait() against\n"
+		   "               a bare fi_cq_read() loop (peer=): what "
+		   "tern's passive side\n"
+		   "               costs (on shm the target's progress does "
+		   "the copy)\n");
 }
 
 static int parse_uint(const char *name, const char *s, unsigned long max,
@@ -592,6 +676,7 @@ static int parse_opts(int argc, char **argv, struct ip_opts *o)
 		{ "pairs", required_argument, NULL, 'P' },
 		{ "block-bytes", required_argument, NULL, 'B' },
 		{ "control", no_argument, NULL, 'c' },
+		{ "peer-loop", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -644,6 +729,9 @@ static int parse_opts(int argc, char **argv, struct ip_opts *o)
 		case 'c':
 			o->control = 1;
 			break;
+		case 'L':
+			o->peer_loop = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -668,6 +756,7 @@ int main(int argc, char **argv)
 {
 	struct ip_opts o;
 	int to_child[2], to_parent[2], status, ret;
+	struct ip_shared *sh;
 	uint64_t max = 0;
 	pid_t pid;
 
@@ -676,6 +765,12 @@ int main(int argc, char **argv)
 	for (unsigned int i = 0; i < o.nsizes; i++)
 		max = TERN_MAX(max, o.sizes[i]);
 	signal(SIGPIPE, SIG_IGN);
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED) {
+		perror("inproc: mmap");
+		return 1;
+	}
 	if (pipe(to_child) != 0 || pipe(to_parent) != 0) {
 		perror("inproc: pipe");
 		return 1;
@@ -691,11 +786,11 @@ int main(int argc, char **argv)
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		close(to_child[1]);
 		close(to_parent[0]);
-		_exit(target(&o, max, to_child[0], to_parent[1]));
+		_exit(target(&o, sh, max, to_child[0], to_parent[1]));
 	}
 	close(to_child[0]);
 	close(to_parent[1]);
-	ret = initiator(&o, max, to_parent[0]);
+	ret = initiator(&o, sh, max, to_parent[0]);
 	close(to_child[1]); /* end of file: the target stops */
 	close(to_parent[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # bench/inproc end to end over a provider, a few short pairs: it must exit
 # 0 and print, per size, positive finite bandwidths, a ratio inside its
-# interval and the control's; bad options must be refused with a message.
+# interval and the control's and the peer loop's; bad options must be refused with a message.
 # No speed is asserted.
 # usage: inproc.sh PROVIDER   ($TERN is the tern binary of the build)
 set -u
@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { cat "$tmp/out" 2>/dev/null; echo "FAIL: $*"; exit 1; }
 
 "$inproc" --provider "$prov" --sizes 8,4K,64K --pairs 3 --block-bytes 256K \
-	--control >"$tmp/out" 2>&1 || fail "inproc exited $?"
+	--control --peer-loop >"$tmp/out" 2>&1 || fail "inproc exited $?"
 cat "$tmp/out"
 [ "$(grep -c '^inproc write size=' "$tmp/out")" -eq 3 ] || fail "not one line per size"
 for size in 8 4096 65536; do
@@ -24,11 +24,12 @@ for size in 8 4096 65536; do
 		print "missing " k; bad = 1
 	}
 	{
-		for (i = split("tern_gbps raw_gbps tern_mpps raw_mpps ratio lo hi control control_lo control_hi", k, " "); i > 0; i--) {
+		for (i = split("tern_gbps raw_gbps tern_mpps raw_mpps ratio lo hi control control_lo control_hi peer peer_lo peer_hi", k, " "); i > 0; i--) {
 			v = num(k[i])
 			if (!(v + 0 > 0) || v + 0 > 1e9) { print k[i] " not positive and finite: " v; bad = 1 }
 		}
 		if (num("lo") + 0 > num("ratio") + 0 || num("ratio") + 0 > num("hi") + 0) { print "ratio outside its interval"; bad = 1 }
+		if (num("peer_lo") + 0 > num("peer") + 0 || num("peer") + 0 > num("peer_hi") + 0) { print "peer outside its interval"; bad = 1 }
 		if (num("pairs") != 3) { print "pairs != 3"; bad = 1 }
 	}
 	END { exit bad }' || fail "bad figures for $size B"

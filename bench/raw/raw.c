@@ -68,6 +68,7 @@ struct raw_opts {
 	long iters;  /* < 0: by size and op */
 	long warmup; /* < 0: 10% of iters, at least 10 */
 	int tagged;  /* pingpong with tagged messages, as tern sends them */
+	long target_pause; /* write target: pauses after each empty read */
 };
 
 /* What each side tells the other through its pipe once its endpoint is up. */
@@ -264,6 +265,26 @@ static int complete(struct raw *r, const struct fi_cq_data_entry *e)
 	return 0;
 }
 
+/*
+ * --target-pause: @n pause instructions, for a target that polls less
+ * often. On shm the initiator's posts and the target's polls meet on the
+ * same shared cache lines (the region's signal word and lock), so how
+ * fast the target polls moves the initiator's bandwidth
+ * (docs/performance.md); this shows how much.
+ */
+static void cpu_pause(long n)
+{
+	for (long i = 0; i < n; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		__asm__ volatile("yield" ::: "memory");
+#else
+		__asm__ volatile("" ::: "memory");
+#endif
+	}
+}
+
 /* One fi_cq_read: take what completed; now and then, look at the peer. */
 static int reap(struct raw *r)
 {
@@ -279,6 +300,8 @@ static int reap(struct raw *r)
 		return 0;
 	}
 	if (n == -FI_EAGAIN) {
+		if (!r->initiator && r->o->op == RAW_OP_WRITE)
+			cpu_pause(r->o->target_pause);
 		if (++r->idle % RAW_PEEK_EVERY == 0)
 			return check_peer(r);
 		return 0;
@@ -835,7 +858,11 @@ static void usage(FILE *f)
 		   "--op write|pingpong\n"
 		   "           [--sizes 8,4K,64K,1M,16M] [--window 64] "
 		   "[--iters N] [--warmup N]\n"
-		   "           [--batch 16] [--tagged]\n");
+		   "           [--batch 16] [--tagged] [--target-pause N]\n"
+		   "  --target-pause N  the write target spins N pause "
+		   "instructions after each\n"
+		   "                    empty completion read (default 0: "
+		   "a tight loop)\n");
 }
 
 static int parse_size(const char *s, size_t *size_p)
@@ -915,6 +942,7 @@ static int parse_opts(int argc, char **argv, struct raw_opts *o)
 		{ "warmup", required_argument, NULL, 'u' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "tagged", no_argument, NULL, 't' },
+		{ "target-pause", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -956,6 +984,11 @@ static int parse_opts(int argc, char **argv, struct raw_opts *o)
 			break;
 		case 't':
 			o->tagged = 1;
+			break;
+		case 'T':
+			if (parse_long(optarg, 0, &o->target_pause) != 0 ||
+			    o->target_pause > 1000000)
+				goto bad;
 			break;
 		case 'b':
 			if (parse_long(optarg, 1, &v) != 0 || v > 65536)

@@ -3,7 +3,9 @@
  * raw: the reference that `tern bench` is measured against. It does the
  * same work straight on libfabric, written the way a careful user would by
  * hand: one process pair (the parent initiates, a forked child is the
- * target), an RDM endpoint each, names and keys exchanged through pipes.
+ * target), an RDM endpoint each, names and keys exchanged through pipes,
+ * and (write) one message each way over the fabric before the writes, as
+ * tern bench's control exchange sends (--no-handshake: none).
  *
  *   --op write     windowed RMA writes, like fabtests' fi_rma_bw
  *   --op pingpong  send/receive round trips, like fi_rdm_pingpong
@@ -43,6 +45,7 @@
 #define RAW_CQ_BATCH   64
 #define RAW_TAG	       0x7465726eULL /* the tag tern puts on its messages */
 #define RAW_PEEK_EVERY 1000
+#define RAW_HS_LEN     8 /* the handshake's messages */
 
 /* Writes above RAW_BIG_SIZE move about RAW_BIG_BYTES per size. */
 #define RAW_BIG_SIZE  65536
@@ -69,6 +72,7 @@ struct raw_opts {
 	long warmup; /* < 0: 10% of iters, at least 10 */
 	int tagged;  /* pingpong with tagged messages, as tern sends them */
 	long target_pause; /* write target: pauses after each empty read */
+	int no_handshake;  /* write: no message each way before the writes */
 };
 
 /* What each side tells the other through its pipe once its endpoint is up. */
@@ -695,7 +699,9 @@ static int open_buffer(struct raw *r)
 {
 	const struct raw_opts *o = r->o;
 	uint64_t mr_mode = r->info->domain_attr->mr_mode;
-	size_t len = o->op == RAW_OP_PINGPONG ? 2 * r->maxsize : r->maxsize;
+	/* pingpong: [recv | send]; write: [data | handshake send | recv] */
+	size_t len = o->op == RAW_OP_PINGPONG ? 2 * r->maxsize
+					      : r->maxsize + 2 * RAW_HS_LEN;
 	uint64_t access;
 	int ret;
 
@@ -708,9 +714,9 @@ static int open_buffer(struct raw *r)
 	if (o->op == RAW_OP_PINGPONG)
 		access = FI_SEND | FI_RECV;
 	else if (r->initiator)
-		access = FI_WRITE;
+		access = FI_WRITE | FI_SEND | FI_RECV;
 	else
-		access = FI_REMOTE_WRITE;
+		access = FI_REMOTE_WRITE | FI_SEND | FI_RECV;
 	/* Keys are ours to choose unless the provider picks them. */
 	ret = fi_mr_reg(r->domain, r->buf, len, access, 0,
 			(mr_mode & FI_MR_PROV_KEY) ? 0 : 1 + !r->initiator, 0,
@@ -773,6 +779,53 @@ static int exchange(struct raw *r)
 	return 0;
 }
 
+/*
+ * Before the writes, one message each way over the fabric: the initiator
+ * says hello, the target answers. tern bench does the same work (its
+ * control exchange: HELLO with the parameters, ACK with the region), and
+ * so does any application that trades keys over the fabric rather than
+ * through a pipe. It is not free: on tcp a connection that has carried a
+ * message back from the target then moves one-way writes 5-7% slower,
+ * for any tool (docs/performance.md); --no-handshake skips it.
+ */
+static int handshake(struct raw *r)
+{
+	uint8_t *sbuf = r->buf + r->maxsize, *rbuf = sbuf + RAW_HS_LEN;
+	uint64_t rx0 = r->nrx, tx0 = r->ntx;
+	ssize_t ret;
+
+	r->rsize = RAW_HS_LEN;
+	memset(sbuf, r->initiator ? 'H' : 'A', RAW_HS_LEN);
+	ret = fi_recv(r->ep, rbuf, RAW_HS_LEN, r->desc, r->peer, &r->rctx);
+	if (ret != 0)
+		return fail("fi_recv (handshake)", ret);
+	if (!r->initiator) {
+		ret = wait_rx(r, rx0 + 1);
+		if (ret == 0 && rbuf[0] != 'H')
+			ret = fail("handshake: not a hello", -FI_EOTHER);
+		if (ret != 0)
+			return (int)ret;
+	}
+	for (;;) {
+		ret = fi_send(r->ep, sbuf, RAW_HS_LEN, r->desc, r->peer,
+			      &r->sctx);
+		if (ret != -FI_EAGAIN)
+			break;
+		ret = reap(r);
+		if (ret < 0)
+			return (int)ret;
+	}
+	if (ret != 0)
+		return fail("fi_send (handshake)", ret);
+	ret = wait_tx(r, tx0 + 1);
+	if (ret == 0 && r->initiator) {
+		ret = wait_rx(r, rx0 + 1);
+		if (ret == 0 && rbuf[0] != 'A')
+			ret = fail("handshake: not an answer", -FI_EOTHER);
+	}
+	return (int)ret;
+}
+
 static void close_fid(struct fid *fid)
 {
 	int ret;
@@ -827,6 +880,8 @@ static int run(struct raw *r)
 		ret = open_buffer(r);
 	if (ret == 0)
 		ret = exchange(r);
+	if (ret == 0 && o->op == RAW_OP_WRITE && !o->no_handshake)
+		ret = handshake(r);
 	if (ret == 0 && r->initiator) {
 		if (o->op == RAW_OP_WRITE)
 			ret = write_initiator(r);
@@ -858,11 +913,16 @@ static void usage(FILE *f)
 		   "--op write|pingpong\n"
 		   "           [--sizes 8,4K,64K,1M,16M] [--window 64] "
 		   "[--iters N] [--warmup N]\n"
-		   "           [--batch 16] [--tagged] [--target-pause N]\n"
+		   "           [--batch 16] [--tagged] [--target-pause N] "
+		   "[--no-handshake]\n"
 		   "  --target-pause N  the write target spins N pause "
 		   "instructions after each\n"
 		   "                    empty completion read (default 0: "
-		   "a tight loop)\n");
+		   "a tight loop)\n"
+		   "  --no-handshake    write: no message each way over the "
+		   "fabric before the\n"
+		   "                    writes (tern bench's control exchange "
+		   "sends them)\n");
 }
 
 static int parse_size(const char *s, size_t *size_p)
@@ -943,6 +1003,7 @@ static int parse_opts(int argc, char **argv, struct raw_opts *o)
 		{ "batch", required_argument, NULL, 'b' },
 		{ "tagged", no_argument, NULL, 't' },
 		{ "target-pause", required_argument, NULL, 'T' },
+		{ "no-handshake", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -984,6 +1045,9 @@ static int parse_opts(int argc, char **argv, struct raw_opts *o)
 			break;
 		case 't':
 			o->tagged = 1;
+			break;
+		case 'N':
+			o->no_handshake = 1;
 			break;
 		case 'T':
 			if (parse_long(optarg, 0, &o->target_pause) != 0 ||

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # bench/raw, the reference loop, end to end over a provider: writes at a
-# few sizes (with and without --target-pause) and a ping-pong must print
+# few sizes (with its fabric handshake, with --target-pause, with
+# --no-handshake) and a ping-pong must print
 # one line per size with positive finite figures; bad options must be
 # refused. No speed is asserted.
 # usage: raw.sh PROVIDER   ($TERN is the tern binary of the build)
@@ -30,11 +31,11 @@ check() {
 	done
 }
 
-for pause in 0 50; do
+for extra in "--target-pause 0" "--target-pause 50" "--no-handshake"; do
 	# shellcheck disable=SC2086
 	timeout 60 "$raw" --provider "$prov" $node --op write --sizes 8,4K,64K \
-		--iters 300 --warmup 30 --target-pause $pause >"$tmp/out" 2>&1 ||
-		fail "raw write (--target-pause $pause) exited $?"
+		--iters 300 --warmup 30 $extra >"$tmp/out" 2>&1 ||
+		fail "raw write ($extra) exited $?"
 	cat "$tmp/out"
 	check "gbps mpps" "8 4096 65536"
 done

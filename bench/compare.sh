@@ -9,6 +9,9 @@
 # and `raw --op write` at 4 KiB .. 16 MiB (window 64), both at 8 B for the
 # message rate, and `tern ping` against `raw --op pingpong` at 8 B. It
 # prints min / median / max of each and the ratio of the medians tern/raw.
+# Both write tools trade a message each way over the fabric before they
+# write (tern bench's control exchange, raw's handshake): on tcp that
+# alone moves later writes by 6-8% (docs/performance.md).
 # Absolute numbers on a shared machine are noise; the ratio is the point.
 # The ping pair is pinned alike for both tools (TERN_PING_CPUS, below),
 # and each round runs it TERN_PING_PAIRS times (default 3), each pair in

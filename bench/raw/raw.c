@@ -785,7 +785,7 @@ static int exchange(struct raw *r)
  * control exchange: HELLO with the parameters, ACK with the region), and
  * so does any application that trades keys over the fabric rather than
  * through a pipe. It is not free: on tcp a connection that has carried a
- * message back from the target then moves one-way writes 5-7% slower,
+ * message back from the target then moves one-way writes 6-8% slower,
  * for any tool (docs/performance.md); --no-handshake skips it.
  */
 static int handshake(struct raw *r)

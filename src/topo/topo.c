@@ -793,8 +793,14 @@ int tern__topo_open(const struct tern_topo_attr *attr,
 	}
 	if (hwloc_topology_load(t->hw) != 0) {
 		ret = path != NULL ? -EINVAL : (errno > 0 ? -errno : -EIO);
-		tern_info("topo: hwloc cannot load %s: %s", t->source,
-			  strerror(-ret));
+		/* Without its libxml2 plugin hwloc parses XML itself, and
+		 * reads little beyond its own output (no comments). */
+		tern_info("topo: hwloc cannot load %s: %s%s", t->source,
+			  strerror(-ret),
+			  path != NULL ? " (not a topology hwloc can read; "
+					 "for files not written by hwloc, "
+					 "install libhwloc-plugins)"
+				       : "");
 		goto err_close;
 	}
 	if (path == NULL && !hwloc_topology_is_thissystem(t->hw)) {

@@ -113,7 +113,10 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p);
  * -ECANCELED at once; operations already with the provider get up to 2 s
  * to finish, then complete with -ECANCELED; each exactly once, with its
  * callback run, before any memory is freed. Active timers, deferred work
- * and fd watchers are stopped without running.
+ * and fd watchers are stopped without running. Over verbs;ofi_rxm it then
+ * keeps progressing for $TERN_VERBS_LINGER_MS (default 20 ms) before the
+ * endpoints close, so neither side crashes on a flow-control credit still
+ * in flight (a libfabric bug; README, "Known limits").
  * Called from a callback of this ctx, it refuses new posts at once and
  * finishes when the tern call that ran the callback returns; that call
  * (tern_run(), tern_progress(), tern_wait()) then returns -TERN_ECLOSED.

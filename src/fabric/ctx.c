@@ -601,6 +601,22 @@ static void decode_info(struct tern_ctx *ctx)
 		 fi->fabric_attr->name ? fi->fabric_attr->name : "?");
 	snprintf(ctx->domain_name, sizeof(ctx->domain_name), "%s",
 		 fi->domain_attr->name ? fi->domain_attr->name : "?");
+	/* libfabric's rxm over verbs (1.17, and up to at least 2.4:
+	 * ofiwg/libfabric#11828) closes a connection's endpoint before it
+	 * drains the completion queue the connections share. A flow-control
+	 * credit the peer sent just before is then handled through the freed
+	 * endpoint: SIGSEGV in fi_close(), or in the peer's progress when
+	 * our disconnect reaches it with our own last credit unread. The
+	 * peer sends a credit right after taking our last messages, and we
+	 * send ours right after taking its: progressing a while before the
+	 * endpoints close takes the first in and sends the second well
+	 * ahead of the disconnect. `tern atomic` clients leaving crashed
+	 * their server or themselves without it (tests/vm, atomic_churn).
+	 * A shared receive context (FI_OFI_RXM_USE_SRX=1) sends no credits,
+	 * but with it 1.17 never reports a write's immediate data. */
+	if (strcmp(ctx->prov_name, "verbs;ofi_rxm") == 0)
+		ctx->close_linger_ms = (int)tern__env_long(
+			"TERN_VERBS_LINGER_MS", 20, 0, 10000);
 }
 
 int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)

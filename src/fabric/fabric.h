@@ -158,6 +158,7 @@ struct tern_ctx {
 	char pinned[160];      /* TERN_CTX_PIN: where the thread went */
 	int busy_poll;
 	int closing;
+	int close_linger_ms; /* progress this long before endpoints close */
 	/* What the provider demands, decoded once. */
 	uint64_t mr_mode;
 	int virt_addr;

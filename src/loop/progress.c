@@ -834,6 +834,13 @@ void tern__loop_drain(struct tern_ctx *ctx)
 		if (tern_progress(ctx) < 0)
 			break;
 	}
+	/* verbs;ofi_rxm: the peer's last flow-control credit must be in,
+	 * and ours out, before the endpoints close (ctx.c, close_linger_ms). */
+	deadline = tern__now_ns() + (uint64_t)ctx->close_linger_ms * 1000000ULL;
+	while (tern__now_ns() < deadline) {
+		if (tern_progress(ctx) < 0)
+			break;
+	}
 }
 
 void tern__loop_cancel_posted(struct tern_ctx *ctx)

@@ -19,7 +19,7 @@ limit=${TERN_VM_TEST_LIMIT:-240} # seconds per test
 
 all="info libs demo demo_odd hw_demo serve_fill hostile regress stripe
  ops_read ops_fadd ops_cswap ops_sendimm ops_pieces ops_access
- ping_send ping_write atomic
+ ping_send ping_write atomic atomic_churn
  bench_write bench_writedata bench_read bench_send bench_atomic
  verbs_write_imm siw_info"
 if [ "${1:-}" = --list ]; then
@@ -114,6 +114,43 @@ t_ping_write() {
 		--mode write --sizes 8,4K,64K --iters 100 --warmup 10
 }
 t_atomic() { sh "$it/pair.sh" $prov atomic "^atomic: OK" --clients 4 --reps 250; }
+
+# Clients that leave one after the other must never take the server (or
+# themselves) down. libfabric's rxm over verbs crashed closing a connection
+# while a flow-control credit from the peer was still queued; tern now
+# progresses a while before its endpoints close (src/fabric/ctx.c,
+# TERN_VERBS_LINGER_MS; 0 brings the crash back).
+# A worker of `tern atomic --clients 1 --reps R` sends 1 HELLO, R
+# fetch-adds, 4 atomics per lock round (R/10 rounds) and a BYE; the server
+# returns credits once 64 of a connection's 128 receive buffers are used.
+# R = 38..52 moves that spot across the goodbye: without the fix, R = 45
+# crashed on every boot tried (3 of 3).
+t_atomic_churn() {
+	# shellcheck source=../integration/lib.sh
+	. "$it/lib.sh"
+	start_server atomic serve
+	fail=0 total=0 runs=0
+	for r in $(seq "${TERN_CHURN_FROM:-38}" "${TERN_CHURN_TO:-52}"); do
+		if ! "$TERN" atomic --card-file "$dir/card" --provider $prov \
+			--clients 1 --reps "$r" >"$dir/c.log" 2>&1; then
+			cat "$dir/c.log"
+			echo "FAIL: client run $r (--reps $r) exited non-zero"
+			fail=1
+			break
+		fi
+		total=$((total + r)) runs=$((runs + 1))
+		kill -0 "$spid" 2>/dev/null ||
+			{ echo "FAIL: the server died after client run $r"; fail=1; break; }
+	done
+	stop_server
+	echo "--- server log"
+	cat "$dir/server.log"
+	[ $src -eq 0 ] || { echo "FAIL: server exited $src"; fail=1; }
+	grep -q "counter $total," "$dir/server.log" ||
+		{ echo "FAIL: the server's counter is not $total"; fail=1; }
+	[ $fail -eq 0 ] && echo "PASS: $runs atomic clients came and went over $prov"
+	return $fail
+}
 
 # A short `tern bench --verify`; the CSV must hold every size, every
 # operation done and verified. No speed is asserted.

@@ -837,10 +837,29 @@ static void close_fid(struct fid *fid)
 		fail("fi_close", ret);
 }
 
+/* What tern_ctx_close() does over verbs;ofi_rxm (src/fabric/ctx.c):
+ * progress 20 ms before the endpoint closes, or libfabric's rxm may crash
+ * on the peer's last flow-control credit, still queued (issue 11828). */
+static void linger(struct raw *r)
+{
+	struct fi_cq_data_entry ent[16];
+	uint64_t end;
+
+	if (r->cq == NULL ||
+	    strcmp(r->info->fabric_attr->prov_name, "verbs;ofi_rxm") != 0)
+		return;
+	end = now_ns() + 20000000ULL;
+	while (now_ns() < end)
+		(void)fi_cq_read(r->cq, ent,
+				 16); /* all done: nothing to keep */
+}
+
+/* The endpoint goes before the region its queued sends may name. */
 static void teardown(struct raw *r)
 {
-	close_fid(r->mr ? &r->mr->fid : NULL);
+	linger(r);
 	close_fid(r->ep ? &r->ep->fid : NULL);
+	close_fid(r->mr ? &r->mr->fid : NULL);
 	close_fid(r->cq ? &r->cq->fid : NULL);
 	close_fid(r->av ? &r->av->fid : NULL);
 	close_fid(r->domain ? &r->domain->fid : NULL);

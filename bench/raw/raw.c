@@ -849,9 +849,8 @@ static void linger(struct raw *r)
 	    strcmp(r->info->fabric_attr->prov_name, "verbs;ofi_rxm") != 0)
 		return;
 	end = now_ns() + 20000000ULL;
-	while (now_ns() < end)
-		(void)fi_cq_read(r->cq, ent,
-				 16); /* all done: nothing to keep */
+	while (now_ns() < end) /* all done: nothing to keep */
+		(void)fi_cq_read(r->cq, ent, 16);
 }
 
 /* The endpoint goes before the region its queued sends may name. */

@@ -33,6 +33,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -594,24 +595,27 @@ out:
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: inproc [--provider shm|tcp] [--node ADDR] "
-		   "[--sizes 8,4K,64K,1M,16M]\n"
-		   "              [--window 64] [--batch 16] [--pairs 40] "
-		   "[--block-bytes 32M] [--control]\n"
-		   "              [--peer-loop]\n"
-		   "tern_write()/tern_progress() against fi_writemsg()/"
-		   "fi_cq_read() on the same tern\n"
-		   "endpoint, in alternating blocks of one process; prints the "
-		   "per-pair ratio\n"
-		   "tern/raw of bandwidth, median [95%% CI], per size.\n"
-		   "  --control    also tern against tern: what the method "
-		   "resolves\n"
-		   "  --peer-loop  also tern's writes with the target on "
-		   "tern_wait() against\n"
-		   "               a bare fi_cq_read() loop (peer=): what "
-		   "tern's passive side\n"
-		   "               costs (on shm the target's progress does "
-		   "the copy)\n");
+	fprintf(f,
+		"usage: inproc [--provider shm|tcp] [--node ADDR] "
+		"[--sizes 8,4K,64K,1M,16M]\n"
+		"              [--window 64] [--batch 16] [--pairs 40] "
+		"[--block-bytes 32M] [--control]\n"
+		"              [--peer-loop]\n"
+		"tern_write()/tern_progress() against fi_writemsg()/"
+		"fi_cq_read() on the same tern\n"
+		"endpoint, in alternating blocks of one process; prints the "
+		"per-pair ratio\n"
+		"tern/raw of bandwidth, median [95%% CI], per size.\n"
+		"  --control    also tern against tern: what the method "
+		"resolves\n"
+		"  --peer-loop  also tern's writes with the target on "
+		"tern_wait() against\n"
+		"               a bare fi_cq_read() loop (peer=): what "
+		"tern's passive side\n"
+		"               costs (on shm the target's progress does "
+		"the copy)\n"
+		"TERN_BENCH_CPUS=A,B runs the initiator on CPU A, the target "
+		"on B.\n");
 }
 
 static int parse_uint(const char *name, const char *s, unsigned long max,
@@ -752,6 +756,24 @@ static int parse_opts(int argc, char **argv, struct ip_opts *o)
 	return 0;
 }
 
+/* $TERN_BENCH_CPUS="A,B": the initiator runs on CPU A, the target on B,
+ * as tern bench and raw do. */
+static void split_cpus(int target)
+{
+	const char *v = getenv("TERN_BENCH_CPUS");
+	unsigned int a, b;
+	cpu_set_t set;
+
+	if (v == NULL || sscanf(v, "%u,%u", &a, &b) != 2 || a >= CPU_SETSIZE ||
+	    b >= CPU_SETSIZE)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(target ? b : a, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0)
+		fprintf(stderr, "inproc: TERN_BENCH_CPUS: %s\n",
+			strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	struct ip_opts o;
@@ -784,10 +806,12 @@ int main(int argc, char **argv)
 	}
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		split_cpus(1);
 		close(to_child[1]);
 		close(to_parent[0]);
 		_exit(target(&o, sh, max, to_child[0], to_parent[1]));
 	}
+	split_cpus(0);
 	close(to_child[0]);
 	close(to_parent[1]);
 	ret = initiator(&o, sh, max, to_parent[0]);

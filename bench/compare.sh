@@ -32,6 +32,14 @@
 # control: what the method can resolve). Both ways meet the same machine
 # state, so this is tern's own data path cost with the noise cancelled:
 # TERN_INPROC_PAIRS pairs per size (default 40).
+# TERN_TARGET_PAUSE=N (default 0) makes both tools' write targets spin N
+# pause instructions after each poll that found nothing (`raw
+# --target-pause`, tern bench's $TERN_BENCH_TARGET_PAUSE). On tcp the
+# target's poll rate alone moves write bandwidth by tens of percent (raw
+# against itself at 1 MiB: 0.93x with 25, 1.43x with 400), and the two
+# tools' targets poll at different rates: a paced run sets them alike,
+# so that what is left is the initiators' data paths
+# (docs/performance.md).
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
@@ -102,6 +110,12 @@ count() {
 		{ echo "compare: $1 must be a positive integer" >&2; return 1; }
 	echo "$v"
 }
+target_pause=${TERN_TARGET_PAUSE:-0}
+if ! [[ $target_pause =~ ^[0-9]{1,7}$ ]] || ((10#$target_pause > 1000000)); then
+	echo "compare: TERN_TARGET_PAUSE must be an integer from 0 to 1000000" >&2
+	exit 1
+fi
+target_pause=$((10#$target_pause))
 ping_pairs=$(count TERN_PING_PAIRS 3)
 write_pairs=$(count TERN_WRITE_PAIRS 3)
 inproc_pairs=$(count TERN_INPROC_PAIRS 40)
@@ -126,12 +140,12 @@ field() { # field NAME LINE -> value of NAME=value
 }
 
 echo "tern $("$tern" version | cut -d' ' -f2-)"
-echo "host $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%M:%SZ), $rounds rounds, CPUs initiator,peer: ${TERN_BENCH_CPUS:-not pinned}; write pairs: $write_pairs per size and round; ping pair: ${ping_cpus:-not pinned}, $ping_pairs per round"
+echo "host $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%M:%SZ), $rounds rounds, CPUs initiator,peer: ${TERN_BENCH_CPUS:-not pinned}; write pairs: $write_pairs per size and round; ping pair: ${ping_cpus:-not pinned}, $ping_pairs per round; write targets' pause: $target_pause"
 
 tern_write() { # tern_write PROV SIZE -> appends to $tmp/PROV.tern.{gbps,mpps}.SIZE
 	local it line
 	it=$(iters_for "$2")
-	"$tern" bench --provider "$1" "${node[@]}" --op write \
+	TERN_BENCH_TARGET_PAUSE=$target_pause "$tern" bench --provider "$1" "${node[@]}" --op write \
 		--sizes "$2" --window 64 --iters "$it" \
 		--warmup $((it / 10)) --csv "$tmp/t.csv" >/dev/null
 	line=$(tail -n 1 "$tmp/t.csv")
@@ -143,7 +157,7 @@ raw_write() {
 	local it line
 	it=$(iters_for "$2")
 	line=$("$raw" --provider "$1" "${node[@]}" --op write \
-		--sizes "$2" --window 64 --iters "$it" \
+		--sizes "$2" --window 64 --iters "$it" --target-pause "$target_pause" \
 		--warmup $((it / 10)) | grep "size=$2 ")
 	field gbps "$line" >>"$tmp/$1.raw.gbps.$2"
 	field mpps "$line" >>"$tmp/$1.raw.mpps.$2"

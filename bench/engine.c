@@ -240,6 +240,7 @@ struct responder {
 	size_t nrx;
 	uint64_t received, bad, expected;
 	int bye;
+	long pause; /* $TERN_BENCH_TARGET_PAUSE */
 };
 
 static int post_rx(struct responder *r, struct rx_slot *s)
@@ -470,6 +471,53 @@ static int responder_bye(struct responder *r)
 	return responder_reply(r, TERN_HELLO_ACK, params, sizeof(params));
 }
 
+static void cpu_pause(long n)
+{
+	for (long i = 0; i < n; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		__asm__ volatile("yield" ::: "memory");
+#else
+		__asm__ volatile("" ::: "memory");
+#endif
+	}
+}
+
+/*
+ * The control box's next message, within @timeout_ms. With
+ * $TERN_BENCH_TARGET_PAUSE=N the responder spins N pause instructions
+ * after each pass that completed nothing, as raw's --target-pause: on
+ * tcp the target's poll rate moves write bandwidth by tens of percent
+ * (docs/performance.md), and this sets both tools' targets alike.
+ */
+static ssize_t responder_recv(struct responder *r, int timeout_ms)
+{
+	struct tern_msgbox *mb = r->mb;
+	uint64_t until;
+	unsigned int spins = 0;
+	ssize_t n;
+
+	if (r->pause == 0 || !mb->recv_posted) {
+		/* Posts the receive (and waits as a plain target would). */
+		n = tern_msgbox_recv(mb, r->pause == 0 ? timeout_ms : 0);
+		if (r->pause == 0 || n != -ETIMEDOUT)
+			return n;
+	}
+	until = tern__now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+	while (!mb->rreq.done) {
+		int k = tern_progress(r->ctx);
+
+		if (k < 0)
+			return k;
+		if (k == 0)
+			cpu_pause(r->pause);
+		if (++spins % 64 == 0 && tern__now_ns() >= until)
+			return -ETIMEDOUT;
+	}
+	return tern_msgbox_recv(mb, 0); /* done: collects it */
+}
+
 static int responder_session(struct responder *r, volatile sig_atomic_t *stop)
 {
 	uint64_t bye_at = 0;
@@ -492,7 +540,7 @@ static int responder_session(struct responder *r, volatile sig_atomic_t *stop)
 				break;
 			continue;
 		}
-		ssize_t n = tern_msgbox_recv(r->mb, 100);
+		ssize_t n = responder_recv(r, 100);
 		struct tern_hello h;
 
 		if (n == -ETIMEDOUT)
@@ -519,7 +567,12 @@ int tern_bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		return ret;
 	while (!*stop) {
 		struct tern_hello h, ack = { .kind = TERN_HELLO_ACK };
-		struct responder r = { .ctx = ctx, .mb = &mb };
+		struct responder r = {
+			.ctx = ctx,
+			.mb = &mb,
+			.pause = tern__env_long("TERN_BENCH_TARGET_PAUSE", 0, 0,
+						1000000),
+		};
 		ssize_t n = tern_msgbox_recv(&mb, 200);
 		char why[160] = "", name[TERN_BENCH_MEM_NAME];
 		uint8_t meminfo[MEMINFO_LEN];

@@ -57,5 +57,18 @@ assert [p["verified"] for p in r["results"]] == [1, 1], r["results"]
 PY
 	grep -q "completion .*wait fds\|completion .*busy polling" "$dir/w.txt" ||
 		{ echo "FAIL: the table does not say how completions were waited for"; exit 1; }
+	# a paced target (TERN_BENCH_TARGET_PAUSE, as compare.sh sets it)
+	# still serves every write and the control exchange, exactly
+	# shellcheck disable=SC2086
+	TERN_BENCH_TARGET_PAUSE=300 "$TERN" bench --provider "$prov" $node \
+		--sizes 8,1M --iters 200 --window 16 --verify \
+		--json "$dir/p.json" >/dev/null || {
+		echo "FAIL: tern bench with a paced target exited non-zero"; exit 1; }
+	python3 - "$dir/p.json" <<'PY' || exit 1
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [p["verified"] for p in r["results"]] == [1, 1], r["results"]
+assert [p["ops"] for p in r["results"]] == [200, 200], r["results"]
+PY
 fi
 echo "PASS: tern bench --op $op over $prov"

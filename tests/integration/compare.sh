@@ -16,7 +16,7 @@ TERN_COMPARE_QUICK=1 bash "$top/bench/compare.sh" "$build" 1 "$prov" >"$out" 2>&
 rc=$?
 cat "$out"
 [ $rc -eq 0 ] || { echo "FAIL: compare.sh exited $rc"; exit 1; }
-for want in "== $prov: write bandwidth" "== $prov: message rate at 8 B" \
+for want in "write targets' pause: 0" "== $prov: write bandwidth" "== $prov: message rate at 8 B" \
 	"== $prov: ping-pong p50 at 8 B" "best p50 of the rounds: tern [0-9.]* us, raw [0-9.]* us"; do
 	grep -q "$want" "$out" || { echo "FAIL: no '$want'"; exit 1; }
 done
@@ -40,6 +40,14 @@ for var in TERN_PING_PAIRS TERN_WRITE_PAIRS TERN_INPROC_PAIRS; do
 	fi
 	grep -q "$var must be a positive integer" "$out" ||
 		{ cat "$out"; echo "FAIL: no clear error for $var=0"; exit 1; }
+done
+# so is a target pause that is not a count of pause instructions
+for v in abc -1 1000001; do
+	if TERN_TARGET_PAUSE=$v bash "$top/bench/compare.sh" "$build" 1 "$prov" >"$out" 2>&1; then
+		echo "FAIL: compare.sh accepted TERN_TARGET_PAUSE=$v"; exit 1
+	fi
+	grep -q "TERN_TARGET_PAUSE must be an integer" "$out" ||
+		{ cat "$out"; echo "FAIL: no clear error for TERN_TARGET_PAUSE=$v"; exit 1; }
 done
 left=$(find "$tmpdir" -mindepth 1 -maxdepth 1 -type d | wc -l)
 [ "$left" -eq 0 ] || { echo "FAIL: compare.sh left $left temporary directories"; exit 1; }

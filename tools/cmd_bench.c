@@ -113,7 +113,12 @@ static void usage(FILE *f)
 		"--use_event: what\n"
 		"                       being able to sleep costs; on tcp "
 		"an epoll set)\n"
-		"  -h, --help           this text\n");
+		"  -h, --help           this text\n\n"
+		"Environment: TERN_BENCH_CPUS=A,B runs this process on CPU A "
+		"and the local\npeer on CPU B; TERN_BENCH_TARGET_PAUSE=N makes "
+		"the target spin N pause\ninstructions after each progress "
+		"pass that completed nothing (as bench/raw\n--target-pause; "
+		"on tcp the target's poll rate moves write bandwidth).\n");
 }
 
 static int parse_sizes(const char *list, struct tern_bench_opts *o)

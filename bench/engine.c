@@ -16,6 +16,7 @@
 #include "app/app.h"
 #include "core/core.h"
 #include "engine.h"
+#include "pause.h"
 
 #define BENCH_IMM	0x62656e63u /* "benc": data writes with immediate */
 #define BENCH_BYE_IMM	0x62796521u /* marks the BYE among data messages */
@@ -471,19 +472,6 @@ static int responder_bye(struct responder *r)
 	return responder_reply(r, TERN_HELLO_ACK, params, sizeof(params));
 }
 
-static void cpu_pause(long n)
-{
-	for (long i = 0; i < n; i++) {
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#elif defined(__aarch64__)
-		__asm__ volatile("yield" ::: "memory");
-#else
-		__asm__ volatile("" ::: "memory");
-#endif
-	}
-}
-
 /*
  * The control box's next message, within @timeout_ms. With
  * $TERN_BENCH_TARGET_PAUSE=N the responder spins N pause instructions
@@ -511,7 +499,7 @@ static ssize_t responder_recv(struct responder *r, int timeout_ms)
 		if (k < 0)
 			return k;
 		if (k == 0)
-			cpu_pause(r->pause);
+			tern_bench_pause(r->pause);
 		if (++spins % 64 == 0 && tern__now_ns() >= until)
 			return -ETIMEDOUT;
 	}

@@ -36,6 +36,8 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include "../pause.h"
+
 #define RAW_FI_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 #define RAW_MAX_SIZES  32
 #define RAW_MAX_SIZE   (1ull << 30)
@@ -269,26 +271,6 @@ static int complete(struct raw *r, const struct fi_cq_data_entry *e)
 	return 0;
 }
 
-/*
- * --target-pause: @n pause instructions, for a target that polls less
- * often. On shm the initiator's posts and the target's polls meet on the
- * same shared cache lines (the region's signal word and lock), so how
- * fast the target polls moves the initiator's bandwidth
- * (docs/performance.md); this shows how much.
- */
-static void cpu_pause(long n)
-{
-	for (long i = 0; i < n; i++) {
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#elif defined(__aarch64__)
-		__asm__ volatile("yield" ::: "memory");
-#else
-		__asm__ volatile("" ::: "memory");
-#endif
-	}
-}
-
 /* One fi_cq_read: take what completed; now and then, look at the peer. */
 static int reap(struct raw *r)
 {
@@ -305,7 +287,7 @@ static int reap(struct raw *r)
 	}
 	if (n == -FI_EAGAIN) {
 		if (!r->initiator && r->o->op == RAW_OP_WRITE)
-			cpu_pause(r->o->target_pause);
+			tern_bench_pause(r->o->target_pause);
 		if (++r->idle % RAW_PEEK_EVERY == 0)
 			return check_peer(r);
 		return 0;

@@ -6,6 +6,7 @@
  * its post to its completion; the responder owns the target memory and, for
  * sends, keeps receives posted. Both meet through a HELLO (src/app).
  */
+#define _GNU_SOURCE /* cpu_set_t, in bench/common.h */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 #include "app/app.h"
 #include "core/core.h"
 #include "engine.h"
-#include "pause.h"
+#include "common.h"
 
 #define BENCH_IMM	0x62656e63u /* "benc": data writes with immediate */
 #define BENCH_BYE_IMM	0x62796521u /* marks the BYE among data messages */

@@ -53,6 +53,7 @@
 
 #include <tern/tern.h>
 
+#include "common.h"
 #include "fabric/fabric.h"
 
 #define IP_MAX_SIZES  16
@@ -756,24 +757,6 @@ static int parse_opts(int argc, char **argv, struct ip_opts *o)
 	return 0;
 }
 
-/* $TERN_BENCH_CPUS="A,B": the initiator runs on CPU A, the target on B,
- * as tern bench and raw do. */
-static void split_cpus(int target)
-{
-	const char *v = getenv("TERN_BENCH_CPUS");
-	unsigned int a, b;
-	cpu_set_t set;
-
-	if (v == NULL || sscanf(v, "%u,%u", &a, &b) != 2 || a >= CPU_SETSIZE ||
-	    b >= CPU_SETSIZE)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(target ? b : a, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		fprintf(stderr, "inproc: TERN_BENCH_CPUS: %s\n",
-			strerror(errno));
-}
-
 int main(int argc, char **argv)
 {
 	struct ip_opts o;
@@ -806,12 +789,12 @@ int main(int argc, char **argv)
 	}
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		split_cpus(1);
+		tern_bench_split_cpus("inproc", 1);
 		close(to_child[1]);
 		close(to_parent[0]);
 		_exit(target(&o, sh, max, to_child[0], to_parent[1]));
 	}
-	split_cpus(0);
+	tern_bench_split_cpus("inproc", 0);
 	close(to_child[0]);
 	close(to_parent[1]);
 	ret = initiator(&o, sh, max, to_parent[0]);

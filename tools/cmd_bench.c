@@ -19,6 +19,7 @@
 #include <tern/tern.h>
 
 #include "cli.h"
+#include "common.h"
 #include "engine.h"
 
 static void usage(FILE *f)
@@ -190,23 +191,6 @@ static void peer_left(struct tern_io *io, unsigned int events)
 	tern_io_stop(io);
 }
 
-/* $TERN_BENCH_CPUS="A,B": this process on CPU A, its local peer on B, as
- * bench/raw does, so comparisons meet the same placement every run. */
-static void split_cpus(int peer)
-{
-	const char *v = getenv("TERN_BENCH_CPUS");
-	unsigned int a, b;
-	cpu_set_t set;
-
-	if (v == NULL || sscanf(v, "%u,%u", &a, &b) != 2 || a >= CPU_SETSIZE ||
-	    b >= CPU_SETSIZE)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(peer ? b : a, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		cli_err("bench", "TERN_BENCH_CPUS: %s", strerror(errno));
-}
-
 /* Start `tern bench --listen --once` as a second process; its card. */
 static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 			const char *mem, int wait_fd, char *hex, size_t hexlen)
@@ -229,7 +213,7 @@ static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(1);
-		split_cpus(1);
+		tern_bench_split_cpus("tern bench", 1);
 		close(p[0]);
 		snprintf(path, sizeof(path), "/dev/fd/%d", p[1]);
 		/* Its log would mix into our table: keep errors only. */
@@ -243,7 +227,7 @@ static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 		_exit(127);
 	}
 	close(p[1]);
-	split_cpus(0);
+	tern_bench_split_cpus("tern bench", 0);
 	f = fdopen(p[0], "r");
 	if (pid < 0 || f == NULL || fgets(hex, (int)hexlen, f) == NULL) {
 		if (f != NULL)

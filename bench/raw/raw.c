@@ -36,7 +36,7 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
-#include "../pause.h"
+#include "../common.h"
 
 #define RAW_FI_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 #define RAW_MAX_SIZES  32
@@ -1097,23 +1097,6 @@ bad:
 
 /* --- main ----------------------------------------------------------------- */
 
-/* $TERN_BENCH_CPUS="A,B": the initiator runs on CPU A, the peer on B (as
- * tern bench does), so both tools meet the same placement run after run. */
-static void split_cpus(int peer)
-{
-	const char *v = getenv("TERN_BENCH_CPUS");
-	unsigned int a, b;
-	cpu_set_t set;
-
-	if (v == NULL || sscanf(v, "%u,%u", &a, &b) != 2 || a >= CPU_SETSIZE ||
-	    b >= CPU_SETSIZE)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(peer ? b : a, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		fprintf(stderr, "raw: TERN_BENCH_CPUS: %s\n", strerror(errno));
-}
-
 int main(int argc, char **argv)
 {
 	struct raw_opts o;
@@ -1139,7 +1122,7 @@ int main(int argc, char **argv)
 		fail("fork", -errno);
 		return 1;
 	}
-	split_cpus(pid == 0);
+	tern_bench_split_cpus("raw", pid == 0);
 	if (pid == 0) {
 		close(to_child[1]);
 		close(to_parent[0]);

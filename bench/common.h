@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What bench/raw, bench/inproc and tern bench share, so that they place
+ * and pace their processes alike. Header-only, so that bench/raw stays a
+ * program on libfabric alone. Include it after defining _GNU_SOURCE.
+ */
+#ifndef TERN_BENCH_COMMON_H
+#define TERN_BENCH_COMMON_H
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * $TERN_BENCH_CPUS="A,B": the initiator (@peer 0) runs on CPU A, its
+ * peer or target (@peer 1) on B, so the tools meet the same placement run
+ * after run. @who prefixes an error.
+ */
+static inline void tern_bench_split_cpus(const char *who, int peer)
+{
+	const char *v = getenv("TERN_BENCH_CPUS");
+	unsigned int a, b;
+	cpu_set_t set;
+
+	if (v == NULL || sscanf(v, "%u,%u", &a, &b) != 2 || a >= CPU_SETSIZE ||
+	    b >= CPU_SETSIZE)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(peer ? b : a, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0)
+		fprintf(stderr, "%s: TERN_BENCH_CPUS: %s\n", who,
+			strerror(errno));
+}
+
+/*
+ * A write target that polls less often: @n pause instructions after each
+ * poll that found nothing (raw --target-pause, tern bench's
+ * $TERN_BENCH_TARGET_PAUSE). How fast the target polls moves the
+ * initiator's bandwidth: on shm its polls meet the initiator's posts on
+ * the region's shared cache lines, on tcp it sets how large a piece of a
+ * write each socket read takes (docs/performance.md).
+ */
+static inline void tern_bench_pause(long n)
+{
+	for (long i = 0; i < n; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		__asm__ volatile("yield" ::: "memory");
+#else
+		__asm__ volatile("" ::: "memory");
+#endif
+	}
+}
+
+#endif

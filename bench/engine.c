@@ -551,17 +551,15 @@ int tern_bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 {
 	struct tern_msgbox mb;
 	int ret = tern_msgbox_open(ctx, &mb);
+	long pause;
 
 	if (ret != 0)
 		return ret;
+	/* Read once: a bad value is warned about once, not per session. */
+	pause = tern__env_long("TERN_BENCH_TARGET_PAUSE", 0, 0, 1000000);
 	while (!*stop) {
 		struct tern_hello h, ack = { .kind = TERN_HELLO_ACK };
-		struct responder r = {
-			.ctx = ctx,
-			.mb = &mb,
-			.pause = tern__env_long("TERN_BENCH_TARGET_PAUSE", 0, 0,
-						1000000),
-		};
+		struct responder r = { .ctx = ctx, .mb = &mb, .pause = pause };
 		ssize_t n = tern_msgbox_recv(&mb, 200);
 		char why[160] = "", name[TERN_BENCH_MEM_NAME];
 		uint8_t meminfo[MEMINFO_LEN];

@@ -70,5 +70,12 @@ r = json.load(open(sys.argv[1]))
 assert [p["verified"] for p in r["results"]] == [1, 1], r["results"]
 assert [p["ops"] for p in r["results"]] == [200, 200], r["results"]
 PY
+	# a pause that is not a number: said once, then the default
+	# shellcheck disable=SC2086
+	TERN_BENCH_TARGET_PAUSE=abc "$TERN" bench --provider "$prov" $node \
+		--sizes 8,4K --iters 100 >/dev/null 2>"$dir/p.err" || {
+		cat "$dir/p.err"; echo "FAIL: a bad TERN_BENCH_TARGET_PAUSE stopped the run"; exit 1; }
+	[ "$(grep -c 'ignoring TERN_BENCH_TARGET_PAUSE=abc' "$dir/p.err")" -eq 1 ] || {
+		cat "$dir/p.err"; echo "FAIL: a bad TERN_BENCH_TARGET_PAUSE is not said once"; exit 1; }
 fi
 echo "PASS: tern bench --op $op over $prov"

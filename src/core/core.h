@@ -18,13 +18,15 @@
 	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 #if defined(__GNUC__)
-#define tern_likely(x)	  __builtin_expect(!!(x), 1)
-#define tern_unlikely(x)  __builtin_expect(!!(x), 0)
-#define TERN_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define tern_likely(x)	   __builtin_expect(!!(x), 1)
+#define tern_unlikely(x)   __builtin_expect(!!(x), 0)
+#define TERN_PRINTF(a, b)  __attribute__((format(printf, a, b)))
+#define TERN_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define tern_likely(x)	 (x)
 #define tern_unlikely(x) (x)
 #define TERN_PRINTF(a, b)
+#define TERN_ALWAYS_INLINE inline
 #endif
 
 /* Logging: one line to stderr, prefixed "tern <level>: ". */

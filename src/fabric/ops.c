@@ -320,15 +320,11 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 	return 1;
 }
 
-int tern__rail_poll(struct tern_rail *rail, struct tern__cqe *cqe, size_t n)
+int tern__rail_reap(struct tern_rail *rail, const struct fi_cq_data_entry *ent,
+		    ssize_t ret, struct tern__cqe *cqe)
 {
-	struct fi_cq_data_entry ent[64];
 	size_t got = 0;
-	ssize_t ret;
 
-	if (n > TERN_ARRAY_SIZE(ent))
-		n = TERN_ARRAY_SIZE(ent);
-	ret = fi_cq_read(rail->cq, ent, n);
 	if (ret == -FI_EAGAIN)
 		return 0;
 	if (ret == -FI_EAVAIL)
@@ -339,7 +335,7 @@ int tern__rail_poll(struct tern_rail *rail, struct tern__cqe *cqe, size_t n)
 		return -TERN_EPROV;
 	}
 	for (ssize_t i = 0; i < ret; i++) {
-		struct fi_cq_data_entry *e = &ent[i];
+		const struct fi_cq_data_entry *e = &ent[i];
 
 		if (tern_unlikely((e->flags & FI_REMOTE_WRITE) ||
 				  is_sink(rail, e->op_context))) {

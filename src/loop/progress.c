@@ -303,8 +303,11 @@ static inline int post_rail(struct tern_ctx *ctx, struct tern_rail *rail)
 	return done;
 }
 
-static int progress_rail(struct tern_ctx *ctx, struct tern_rail *rail)
+/* Inlined into tern_progress(): see tern__rail_poll(). */
+static TERN_ALWAYS_INLINE int progress_rail(struct tern_ctx *ctx,
+					    struct tern_rail *rail)
 {
+	struct fi_cq_data_entry ent[TERN_POLL_BATCH];
 	struct tern__cqe cqe[TERN_POLL_BATCH];
 	int done, reaped = 0, n;
 
@@ -312,7 +315,7 @@ static int progress_rail(struct tern_ctx *ctx, struct tern_rail *rail)
 	 * the CQ (on tcp that means reading sockets): latency. */
 	done = post_rail(ctx, rail);
 	do {
-		n = tern__rail_poll(rail, cqe, TERN_ARRAY_SIZE(cqe));
+		n = tern__rail_poll(rail, ent, cqe, TERN_ARRAY_SIZE(cqe));
 		if (n < 0)
 			return n;
 		reaped += n;
@@ -335,7 +338,8 @@ int tern_progress(struct tern_ctx *ctx)
 	tern__enter(ctx);
 	if (ctx->timer_head != NULL || ctx->defer_head != NULL)
 		done += tern__loop_due(ctx);
-	tern__imm_poll(ctx);
+	if (ctx->imm_ready.head != NULL)
+		tern__imm_poll(ctx);
 	/* Staged chunks whose copies are done go out in this pass. */
 	if (ctx->stage != NULL && tern__stage_alive(ctx))
 		done += tern__stage_progress(ctx);

@@ -248,13 +248,19 @@ for prov in "${providers[@]}"; do
 	printf "%10s  %10s  %10s  %-32s  %s\n" size "tern Gb/s" "raw Gb/s" \
 		"tern/raw: median [95% CI]" "tern/tern control"
 	"$inproc" --provider "$prov" "${node[@]}" --sizes "8,$(IFS=,; echo "${sizes[*]}")" \
-		--pairs "$inproc_pairs" "${inproc_opts[@]}" --control >"$tmp/inproc.out"
+		--pairs "$inproc_pairs" "${inproc_opts[@]}" --control --idle >"$tmp/inproc.out"
 	while read -r line; do
 		printf "%10s  %10s  %10s  %-32s  %s\n" "$(field size "$line")" \
 			"$(field tern_gbps "$line")" "$(field raw_gbps "$line")" \
 			"$(field ratio "$line") [$(field lo "$line"), $(field hi "$line")]" \
 			"$(field control "$line") [$(field control_lo "$line"), $(field control_hi "$line")]"
 	done < <(grep '^inproc write ' "$tmp/inproc.out")
+	# The pass a waiting side spins on, finding nothing: on tcp each one
+	# enters the kernel, and what tern adds to it slows its target's reads.
+	line=$(grep '^inproc idle ' "$tmp/inproc.out") || true
+	[ -z "$line" ] || printf "%10s  %10s  %10s  %s\n" "idle pass" \
+		"tern $(field tern_ns "$line") ns" "raw $(field raw_ns "$line") ns" \
+		"tern - raw: $(field diff_ns "$line") [$(field lo "$line"), $(field hi "$line")] ns"
 done
 if [ -x "$build/copy_limit" ]; then
 	echo

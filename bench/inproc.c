@@ -18,6 +18,9 @@
  * and the median of the pairs is printed with a distribution-free 95%
  * confidence interval. --control adds the same measurement of tern against
  * tern: the floor of what this method can resolve on the machine.
+ * --idle measures the pass that finds nothing, the one a waiting side
+ * spins on: tern_progress() against a bare fi_cq_read() on the same rail,
+ * connected, nothing in flight, in ABBA pairs of blocks.
  * --peer-loop adds tern's writes with the target switched, block by
  * block, between tern_wait() (as `tern bench --listen` waits) and the
  * bare fi_cq_read() loop of bench/raw's target: on shm the target's
@@ -73,6 +76,7 @@ struct ip_opts {
 	uint64_t block_bytes;
 	int control;
 	int peer_loop;
+	int idle;
 };
 
 /*
@@ -497,6 +501,60 @@ static int measure(struct ip *p, size_t size, double *ratio, double *tbw,
 	return 0;
 }
 
+/* @passes empty passes one way (0: tern_progress(), 1: fi_cq_read() on
+ * the same CQ); @return ns per pass, or <0 when one found something. */
+static double idle_block(struct ip *p, int way, unsigned int passes)
+{
+	struct fi_cq_data_entry ent[IP_CQ_BATCH];
+	uint64_t t0 = now_ns();
+
+	for (unsigned int i = 0; i < passes; i++) {
+		if (way == 0) {
+			if (tern_progress(p->ctx) != 0)
+				return -1;
+		} else if (fi_cq_read(p->cq, ent, IP_CQ_BATCH) != -FI_EAGAIN) {
+			return -1;
+		}
+	}
+	return (double)(now_ns() - t0) / passes;
+}
+
+/*
+ * The idle pass: blocks of about 2 ms each way in --pairs ABBA pairs.
+ * Prints ns per pass each way and the per-pair difference tern - raw.
+ */
+static int measure_idle(struct ip *p, double *diff, double *tns, double *rns)
+{
+	unsigned int n = p->o->pairs, passes = 1000;
+	double med[3], lo[3], hi[3], warm = idle_block(p, 0, passes);
+
+	if (warm < 0 || idle_block(p, 1, passes) < 0)
+		return -EIO;
+	/* About 2 ms a block: 1000 passes on tcp, 100000 on shm. */
+	passes = (unsigned int)TERN_MIN(
+		TERN_MAX(2e6 / TERN_MAX(warm, 1.0), 1000.0), 1e6);
+	for (unsigned int i = 0; i < n; i++) {
+		int first = i % 2;
+		double t[2];
+
+		t[first] = idle_block(p, first, passes);
+		t[!first] = idle_block(p, !first, passes);
+		if (t[0] < 0 || t[1] < 0)
+			return -EIO;
+		diff[i] = t[0] - t[1];
+		tns[i] = t[0];
+		rns[i] = t[1];
+	}
+	median_ci(diff, n, &med[0], &lo[0], &hi[0]);
+	median_ci(tns, n, &med[1], &lo[1], &hi[1]);
+	median_ci(rns, n, &med[2], &lo[2], &hi[2]);
+	printf("inproc idle passes=%u pairs=%u tern_ns=%.1f raw_ns=%.1f "
+	       "diff_ns=%.1f lo=%.1f hi=%.1f\n",
+	       passes, n, med[1], med[2], med[0], lo[0], hi[0]);
+	fflush(stdout);
+	return 0;
+}
+
 static int initiator(const struct ip_opts *o, struct ip_shared *sh,
 		     uint64_t max, int rfd)
 {
@@ -579,6 +637,13 @@ static int initiator(const struct ip_opts *o, struct ip_shared *sh,
 			      v + 2 * (size_t)o->pairs,
 			      v + 3 * (size_t)o->pairs,
 			      v + 4 * (size_t)o->pairs);
+	if (ret == 0 && o->idle) {
+		ret = measure_idle(&p, v, v + o->pairs,
+				   v + 2 * (size_t)o->pairs);
+		if (ret != 0)
+			fprintf(stderr, "inproc: --idle: a pass found a "
+					"completion (nothing was in flight)\n");
+	}
 out:
 	if (p.peer != NULL)
 		tern_peer_remove(p.peer);
@@ -601,7 +666,7 @@ static void usage(FILE *f)
 		"[--sizes 8,4K,64K,1M,16M]\n"
 		"              [--window 64] [--batch 16] [--pairs 40] "
 		"[--block-bytes 32M] [--control]\n"
-		"              [--peer-loop]\n"
+		"              [--peer-loop] [--idle]\n"
 		"tern_write()/tern_progress() against fi_writemsg()/"
 		"fi_cq_read() on the same tern\n"
 		"endpoint, in alternating blocks of one process; prints the "
@@ -682,6 +747,7 @@ static int parse_opts(int argc, char **argv, struct ip_opts *o)
 		{ "block-bytes", required_argument, NULL, 'B' },
 		{ "control", no_argument, NULL, 'c' },
 		{ "peer-loop", no_argument, NULL, 'L' },
+		{ "idle", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -736,6 +802,9 @@ static int parse_opts(int argc, char **argv, struct ip_opts *o)
 			break;
 		case 'L':
 			o->peer_loop = 1;
+			break;
+		case 'I':
+			o->idle = 1;
 			break;
 		case 'h':
 			usage(stdout);

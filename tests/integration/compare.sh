@@ -33,6 +33,8 @@ for size in 8 4096 65536 1048576 16777216; do
 	grep -Eq "^ +$size +[0-9.]+ +[0-9.]+ +[0-9.]+ \[[0-9.]+, [0-9.]+\] +[0-9.]+ \[[0-9.]+, [0-9.]+\]$" "$out" ||
 		{ echo "FAIL: no in-process figures for $size B"; exit 1; }
 done
+grep -Eq "^ +idle pass +tern [0-9.]+ ns +raw [0-9.]+ ns +tern - raw: -?[0-9.]+ \[-?[0-9.]+, -?[0-9.]+\] ns$" "$out" ||
+	{ echo "FAIL: no idle pass figures"; exit 1; }
 # a bad pair count is refused before anything runs
 for var in TERN_PING_PAIRS TERN_WRITE_PAIRS TERN_INPROC_PAIRS; do
 	if env "$var=0" bash "$top/bench/compare.sh" "$build" 1 "$prov" >"$out" 2>&1; then

@@ -260,9 +260,11 @@ int tern__rail_reap(struct tern_rail *rail, const struct fi_cq_data_entry *ent,
  * Read up to @n completions of @rail into @ent, translated into @cqe.
  * Inline: an empty read, what most passes of a spinning wait find, has no
  * frame of tern's between the caller and the provider. On tcp every read
- * enters the kernel, and each return after that is paid again: two more
- * frames here cost an idle pass about 100 ns over a bare fi_cq_read()
- * (1700 against 1600 ns), 6 ns on shm (docs/performance.md).
+ * enters the kernel, and each return after that is paid again: with two
+ * more frames here an idle pass on a connected tcp rail cost 265-304 ns
+ * over a bare fi_cq_read() (`inproc --idle`), now 85-107 ns; on shm 9
+ * and 6 ns (docs/performance.md). A slower empty pass makes a write
+ * target read its sockets less eagerly, which moves tcp bandwidth.
  */
 static inline int tern__rail_poll(struct tern_rail *rail,
 				  struct fi_cq_data_entry *ent,

@@ -325,8 +325,7 @@ int tern__rail_reap(struct tern_rail *rail, const struct fi_cq_data_entry *ent,
 {
 	size_t got = 0;
 
-	if (ret == -FI_EAGAIN)
-		return 0;
+	/* -FI_EAGAIN never comes here: tern__rail_poll() answers it. */
 	if (ret == -FI_EAVAIL)
 		return read_error(rail, cqe);
 	if (ret < 0) {

@@ -4,7 +4,7 @@
  * cross-process process_vm_writev bandwidth (what shm's large transfers
  * use), for 1 MiB and 16 MiB, so benchmarks over shm can be read against
  * the best a copy can do. With --cuda, also the copies that staged GPU
- * regions make (src/hmem/stage.c): pinned host -> GPU, GPU -> pinned host
+ * regions make (src/engine/stage.c): pinned host -> GPU, GPU -> pinned host
  * and GPU -> GPU, through the CUDA driver loaded at run time as tern loads
  * it, so this builds without CUDA.
  *

@@ -4,7 +4,7 @@
  * library's normal data path (posts queue, progress posts them in FI_MORE
  * batches and reads completions in batches) and times every operation from
  * its post to its completion; the responder owns the target memory and, for
- * sends, keeps receives posted. Both meet through a HELLO (src/app).
+ * sends, keeps receives posted. Both meet through a HELLO (apps/).
  */
 #define _GNU_SOURCE /* cpu_set_t, in bench/common.h */
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app/app.h"
+#include "apps/app.h"
 #include "core/core.h"
 #include "engine.h"
 #include "common.h"

@@ -27,7 +27,7 @@
  * progress is what copies the data, so its loop is on the data path.
  *
  * It reads tern's endpoint, completion queue and keys from the library's
- * internal structures (src/fabric/fabric.h): a benchmark of the library,
+ * internal structures (src/engine/engine.h): a benchmark of the library,
  * built with it, never installed.
  */
 #define _GNU_SOURCE
@@ -57,7 +57,7 @@
 #include <tern/tern.h>
 
 #include "common.h"
-#include "fabric/fabric.h"
+#include "engine/engine.h"
 
 #define IP_MAX_SIZES  16
 #define IP_MAX_PAIRS  100000

@@ -18,7 +18,7 @@
 #include "cli.h"
 #include "boot/wire.h"
 #include "core/core.h"
-#include "fill/fill.h"
+#include "apps/fill/fill.h"
 
 /* Set by Ctrl-C (cli_catch_signals). */
 static volatile sig_atomic_t *stop_flag;

@@ -13,7 +13,7 @@
 
 #include <tern/tern.h>
 
-#include "app/app.h"
+#include "apps/app.h"
 #include "cli.h"
 
 /* Set by Ctrl-C (cli_catch_signals). */

@@ -819,7 +819,7 @@ static void close_fid(struct fid *fid)
 		fail("fi_close", ret);
 }
 
-/* What tern_ctx_close() does over verbs;ofi_rxm (src/fabric/ctx.c):
+/* What tern_ctx_close() does over verbs;ofi_rxm (src/engine/ctx.c):
  * progress 20 ms before the endpoint closes, or libfabric's rxm may crash
  * on the peer's last flow-control credit, still queued (issue 11828). */
 static void linger(struct raw *r)

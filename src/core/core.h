@@ -51,7 +51,7 @@ uint64_t tern__now_ns(void);
 
 struct tern_ctx;
 /* Hand what is queued on every rail to the provider now, reading no
- * completions (src/loop/progress.c). For a caller about to start a clock:
+ * completions (src/engine/progress.c). For a caller about to start a clock:
  * a CQ read there is the provider's progress, which costs system calls on
  * tcp. @return operations that completed (failed posts), or -errno. */
 int tern__post_queued(struct tern_ctx *ctx);

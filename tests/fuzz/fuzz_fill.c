@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer harness of the random-fill protocol (src/fill/proto.h): every
+ * libFuzzer harness of the random-fill protocol (apps/fill/proto.h): every
  * decoder sees every input. What decodes must encode to the same bytes
  * and decode to the same fields, and a request the server's check passes
  * must land inside the client's regions. Any mismatch aborts. Each input
@@ -15,7 +15,7 @@
 #include <tern/tern.h>
 
 #include "core/core.h"
-#include "fill/proto.h"
+#include "apps/fill/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -16,7 +16,7 @@
 #include "boot/wire.h"
 #include "core/card.h"
 #include "core/core.h"
-#include "fill/proto.h"
+#include "apps/fill/proto.h"
 
 struct gen {
 	const char *dir;

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "fill/fill.h"
+#include "apps/fill/fill.h"
 
 struct state {
 	struct tern_ctx *ctx;

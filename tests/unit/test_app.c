@@ -19,7 +19,7 @@
 
 #include <tern/tern.h>
 
-#include "app/app.h"
+#include "apps/app.h"
 #include "core/core.h"
 
 /* The HELLO header, written out here so the tests check the layout. */

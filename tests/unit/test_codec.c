@@ -20,7 +20,7 @@
 #include "core/card.h"
 #include "core/core.h"
 
-/* From src/fabric/fabric.h, which pulls in the whole fabric layer. */
+/* From src/engine/engine.h, which pulls in the whole fabric layer. */
 int tern__err_from_fi(int fi_err);
 
 #define ADDR_FORMAT 0x11223344u

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "fabric/fabric.h"
+#include "engine/engine.h"
 
 static int setup(void **state)
 {

@@ -19,7 +19,7 @@
 
 #include "core/card.h"
 #include "core/core.h"
-#include "fill/proto.h"
+#include "apps/fill/proto.h"
 
 #define SESSION 0x0123456789abcdefULL
 #define NONCE	0xfedcba9876543210ULL

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the progress engine (src/loop/, src/fabric/ops.c): posting,
+ * Unit tests of the progress engine (src/engine/): posting,
  * batching, credits, -FI_EAGAIN, completions, errors, cancellation and
  * immediate-data counting. libfabric is faked through its ops tables: the
  * data-path calls are inline wrappers over fid->ops, so a hand-built ctx
@@ -26,7 +26,7 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
-#include "fabric/fabric.h"
+#include "engine/engine.h"
 
 /* ---- The fake provider ---- */
 

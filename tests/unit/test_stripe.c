@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "loop/stripe.h"
+#include "engine/stripe.h"
 
 static void check_cover(uint64_t len, uint64_t chunk, unsigned int nrails,
 			unsigned int first)

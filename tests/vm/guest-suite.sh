@@ -118,7 +118,7 @@ t_atomic() { sh "$it/pair.sh" $prov atomic "^atomic: OK" --clients 4 --reps 250;
 # Clients that leave one after the other must never take the server (or
 # themselves) down. libfabric's rxm over verbs crashed closing a connection
 # while a flow-control credit from the peer was still queued; tern now
-# progresses a while before its endpoints close (src/fabric/ctx.c,
+# progresses a while before its endpoints close (src/engine/ctx.c,
 # TERN_VERBS_LINGER_MS; 0 brings the crash back).
 # A worker of `tern atomic --clients 1 --reps R` sends 1 HELLO, R
 # fetch-adds, 4 atomics per lock round (R/10 rounds) and a BYE; the server

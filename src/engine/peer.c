@@ -8,8 +8,8 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
-#include "fabric.h"
-#include "../hmem/stage.h"
+#include "engine.h"
+#include "stage.h"
 
 #include "../core/card.h"
 

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 
 #include "core/core.h"
-#include "fill/fill.h"
+#include "apps/fill/fill.h"
 
 #define CANARY	     0xa5
 #define REGION_ALIGN 128

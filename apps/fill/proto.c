@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "fill/proto.h"
+#include "apps/fill/proto.h"
 
 static void put_hdr(uint8_t *p, uint16_t type, size_t len, uint64_t session)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/app.h"
+#include "apps/app.h"
 #include "core/core.h"
 
 #define HELLO_HDR 20

@@ -12,9 +12,9 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
-#include "fabric.h"
+#include "engine.h"
 #include "post.h"
-#include "../loop/stripe.h"
+#include "stripe.h"
 
 /* Every tern message travels with this tag; receives match it exactly. */
 #define TERN_TAG_MSG 0x7465726eULL

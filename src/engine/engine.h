@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal objects of a ctx, shared by src/fabric/ (the only code that calls
- * fi_*) and src/loop/ (queues, completion dispatch, waiting). The loop sees
- * the structs but reaches the provider only through tern__rail_*().
+ * The engine's private header: the objects of a ctx (rails, peers, regions,
+ * requests' queues, immediates, the loop's state) shared by every file of
+ * src/engine/, which is one module.
  */
-#ifndef TERN_FABRIC_H
-#define TERN_FABRIC_H
+#ifndef TERN_ENGINE_H
+#define TERN_ENGINE_H
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -17,7 +17,7 @@
 #include <tern/tern.h>
 
 #include "../core/core.h"
-#include "../loop/queue.h"
+#include "queue.h"
 
 struct fi_info;
 struct fid_fabric;
@@ -188,7 +188,7 @@ struct tern_ctx {
 	unsigned long imm_completed; /* expectations completed this pass */
 	struct tern__reqq imm_ready; /* satisfied when they were made */
 	unsigned long nexpect;	     /* expectations waiting */
-	/* The loop (src/loop/loop.c). */
+	/* The loop (src/engine/loop.c). */
 	int epfd;     /* rails' wait fds, the user's fds, wakefd */
 	int wakefd;   /* eventfd written by tern_stop() */
 	int can_wait; /* every rail's CQ has a wait fd */
@@ -208,7 +208,7 @@ struct tern_ctx {
 	int nevs, cur_ev; /* the epoll batch being dispatched */
 	void *evs;	  /* struct epoll_event[TERN__EVS] */
 	int hmem; /* every rail's provider reaches GPU memory (FI_HMEM) */
-	struct tern__stage *stage; /* src/hmem/stage.c, made on first need */
+	struct tern__stage *stage; /* src/engine/stage.c, made on first need */
 	uint64_t stage_copies;	   /* staging copies queued, ever */
 	uint64_t stage_bytes;
 	char prov_name[64];
@@ -248,7 +248,7 @@ static inline uint64_t tern__raddr(const struct tern_mr_desc *d, uint64_t off)
 	return (d->flags & TERN_MR_DESC_VIRT_ADDR) ? d->base + off : off;
 }
 
-/* src/fabric/: the provider boundary. */
+/* The provider boundary (ctx.c, ops.c, info.c). */
 int tern__err_from_fi(int fi_err);
 int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more);
 /* What one fi_cq_read() gave (@ret entries of @ent, or its error), as
@@ -289,7 +289,7 @@ int tern__rails_trywait(struct tern_ctx *ctx);
 void tern__ctx_finish_close(struct tern_ctx *ctx);
 void tern__peer_release(struct tern_peer *peer);
 
-/* src/loop/: queues and completions. */
+/* Queues and completions (progress.c, imm.c, loop.c). */
 void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status);
 void tern__queue(struct tern_ctx *ctx, struct tern_req *req);
 /* Clear a request's results and set what every operation carries. */
@@ -331,4 +331,4 @@ static inline int tern__leave(struct tern_ctx *ctx)
 	return 0;
 }
 
-#endif /* TERN_FABRIC_H */
+#endif /* TERN_ENGINE_H */

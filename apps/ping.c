@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/app.h"
+#include "apps/app.h"
 #include "core/core.h"
 
 #define PING_TIMEOUT_MS 10000

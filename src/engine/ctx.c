@@ -12,8 +12,8 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
-#include "fabric.h"
-#include "../hmem/stage.h"
+#include "engine.h"
+#include "stage.h"
 #include "../topo/topo.h"
 
 /* The API version tern asks for: the one it was built against. */

@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../fabric/fabric.h"
-#include "../hmem/stage.h"
+#include "engine.h"
+#include "stage.h"
 
 /* Events taken from epoll at once. */
 #define TERN__EVS 64

@@ -7,13 +7,13 @@
  * system call, and the user code around it runs cold. Still fabric-layer
  * code: the loop reaches the provider only through tern__rail_*().
  */
-#ifndef TERN_FABRIC_POST_H
-#define TERN_FABRIC_POST_H
+#ifndef TERN_ENGINE_POST_H
+#define TERN_ENGINE_POST_H
 
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_rma.h>
 
-#include "fabric.h"
+#include "engine.h"
 
 /* A post the provider refused: -EAGAIN, or the error, logged. */
 int tern__post_failed(struct tern_rail *rail, struct tern_req *req,
@@ -66,4 +66,4 @@ static inline __attribute__((always_inline)) int tern__rail_post_inline(
 	return tern__post_failed(rail, req, ret);
 }
 
-#endif /* TERN_FABRIC_POST_H */
+#endif /* TERN_ENGINE_POST_H */

@@ -9,9 +9,9 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
-#include "fabric.h"
+#include "engine.h"
 #include "../hmem/cuda.h"
-#include "../hmem/stage.h"
+#include "stage.h"
 
 #define TERN_MR_DESC_MAGIC   0x444d5254u /* "TRMD" little-endian */
 #define TERN_MR_DESC_VERSION 1

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <sys/random.h>
 
-#include "../fabric/fabric.h"
+#include "engine.h"
 
 #define IMM_CAP_MIN 256
 #define IMM_CAP_MAX (1u << 20)

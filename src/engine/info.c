@@ -12,7 +12,7 @@
 
 #include <tern/info.h>
 
-#include "fabric.h"
+#include "engine.h"
 
 static void mr_mode_str(uint64_t m, char *buf, size_t len)
 {

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../fabric/fabric.h"
-#include "../loop/stripe.h"
-#include "cuda.h"
+#include "engine.h"
+#include "stripe.h"
+#include "../hmem/cuda.h"
 #include "stage.h"
 
 enum {

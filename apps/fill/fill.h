@@ -13,7 +13,7 @@
 
 #include <tern/tern.h>
 
-#include "fill/proto.h"
+#include "apps/fill/proto.h"
 
 struct tern_fill_server;
 

@@ -19,7 +19,7 @@
 #include <sys/random.h>
 
 #include "core/core.h"
-#include "fill/fill.h"
+#include "apps/fill/fill.h"
 
 #define NRECV	      32
 #define REPLY_MAX     512

@@ -10,10 +10,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../fabric/fabric.h"
-#include "../fabric/post.h"
+#include "engine.h"
+#include "post.h"
 #include "stripe.h"
-#include "../hmem/stage.h"
+#include "stage.h"
 
 /* Completions read per rail per progress pass. */
 #define TERN_POLL_BATCH 64
@@ -529,7 +529,7 @@ static int prep_long(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 }
 
 /* A prepared request goes to a rail's queue, or, on a staged region, to
- * the staging pipeline (src/hmem/stage.c). */
+ * the staging pipeline (src/engine/stage.c). */
 static int submit(struct tern_ctx *ctx, struct tern_req *req)
 {
 	if (req->_priv.mr->smr != NULL)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/app.h"
+#include "apps/app.h"
 #include "core/core.h"
 
 #define PAGE	    4096

@@ -6,13 +6,15 @@ set -eu
 need="gcc make cmake pkg-config libfabric-dev libhwloc-dev"
 case "${1:-demo}" in
 demo) ;;
-# check: the network-namespace tests need ip, tc (iproute2) and nft
-check) need="$need libcmocka-dev python3 libibverbs-dev iproute2 nftables" ;;
+# check: the network-namespace tests need ip, tc (iproute2) and nft; the
+# public headers are compiled as C++ too (g++)
+check) need="$need libcmocka-dev python3 libibverbs-dev iproute2 nftables
+	g++" ;;
 # ci also boots the verbs test guest (make vm-check): qemu, cpio, kmod
 # fuzz: make fuzz-check builds with clang and links libFuzzer
 fuzz) need="$need libcmocka-dev python3 libibverbs-dev clang libclang-rt-dev" ;;
 ci) need="$need libcmocka-dev python3 clang libclang-rt-dev clang-format
-	libibverbs-dev iproute2 nftables qemu-system-x86 cpio kmod" ;;
+	libibverbs-dev iproute2 nftables qemu-system-x86 cpio kmod g++" ;;
 *) echo "usage: $0 demo|check|fuzz|ci" >&2; exit 2 ;;
 esac
 

@@ -23,6 +23,18 @@ extern "C" {
 #define TERN_VERSION_PATCH  0
 #define TERN_VERSION_STRING "0.1.0"
 
+/*
+ * TERN_API marks what libtern exports. The library is built with hidden
+ * visibility and a version script (src/libtern.map); every function
+ * declared in include/tern/ carries this mark and is listed in
+ * tests/abi/symbols.txt (docs/api.md, "ABI: what libtern exports").
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define TERN_API __attribute__((visibility("default")))
+#else
+#define TERN_API
+#endif
+
 /** tern's own error codes; returned negated, like errno values. */
 enum tern_errno {
 	TERN_EBASE = 256,

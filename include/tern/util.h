@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <tern/common.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -44,11 +44,11 @@ struct tern_boot_info {
  * @return 0 and the connected socket in *@p fd_p; a negative errno with
  * the reason in @p why (unresolvable name, refused, timed out...).
  */
-int tern_boot_dial(const char *addr, int timeout_ms, int *fd_p, char *why,
-		   size_t whylen);
+TERN_API int tern_boot_dial(const char *addr, int timeout_ms, int *fd_p,
+			    char *why, size_t whylen);
 
 /** The numeric address this side of a connected socket has (no port). */
-int tern_boot_local_host(int fd, char *host, size_t len);
+TERN_API int tern_boot_local_host(int fd, char *host, size_t len);
 
 /**
  * Client side of the handshake on a dialled socket: send our hello (card,
@@ -58,10 +58,10 @@ int tern_boot_local_host(int fd, char *host, size_t len);
  * malformed answer, -ETIMEDOUT, -TERN_EPEERGONE when the server closed
  * the socket; @p why says it in words.
  */
-int tern_boot_hello(int fd, const char *token,
-		    const struct tern_boot_info *mine,
-		    struct tern_boot_info *theirs, int timeout_ms, char *why,
-		    size_t whylen);
+TERN_API int tern_boot_hello(int fd, const char *token,
+			     const struct tern_boot_info *mine,
+			     struct tern_boot_info *theirs, int timeout_ms,
+			     char *why, size_t whylen);
 
 struct tern_boot_server;
 
@@ -90,15 +90,15 @@ struct tern_boot_server_attr {
  * answering with @p mine. @return 0; -EADDRINUSE, -EINVAL (bad address,
  * with @p why), another negative errno.
  */
-int tern_boot_server_open(struct tern_ctx *ctx,
-			  const struct tern_boot_server_attr *attr,
-			  const struct tern_boot_info *mine,
-			  struct tern_boot_server **srv_p, char *why,
-			  size_t whylen);
+TERN_API int tern_boot_server_open(struct tern_ctx *ctx,
+				   const struct tern_boot_server_attr *attr,
+				   const struct tern_boot_info *mine,
+				   struct tern_boot_server **srv_p, char *why,
+				   size_t whylen);
 
 /** The bound address as "HOST:PORT" (the real port when 0 was asked). */
-int tern_boot_server_addr(const struct tern_boot_server *srv, char *buf,
-			  size_t len);
+TERN_API int tern_boot_server_addr(const struct tern_boot_server *srv,
+				   char *buf, size_t len);
 
 /** Handshakes completed, refused, and live connections now. */
 struct tern_boot_server_stats {
@@ -107,21 +107,21 @@ struct tern_boot_server_stats {
 	uint64_t gone;
 	uint64_t live;
 };
-void tern_boot_server_stats(const struct tern_boot_server *srv,
-			    struct tern_boot_server_stats *st);
+TERN_API void tern_boot_server_stats(const struct tern_boot_server *srv,
+				     struct tern_boot_server_stats *st);
 
 /** Is a client with this card connected (handshake passed, socket open)? */
-int tern_boot_server_has_card(const struct tern_boot_server *srv,
-			      const void *card, size_t len);
+TERN_API int tern_boot_server_has_card(const struct tern_boot_server *srv,
+				       const void *card, size_t len);
 
 /** Close the listener and every connection (no callbacks). */
-void tern_boot_server_close(struct tern_boot_server *srv);
+TERN_API void tern_boot_server_close(struct tern_boot_server *srv);
 
 /**
  * Does @p arg name a bootstrap address rather than a hex card? (It has a
  * ':' or a '.', which a card never has.)
  */
-int tern_boot_is_addr(const char *arg);
+TERN_API int tern_boot_is_addr(const char *arg);
 
 #ifdef __cplusplus
 }

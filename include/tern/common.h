@@ -63,7 +63,7 @@ enum tern_errno {
  * @return a static string; never NULL. Thread-safe with glibc, whose
  * strerror() returns static texts for every errno value.
  */
-const char *tern_strerror(int ret);
+TERN_API const char *tern_strerror(int ret);
 
 /** Log levels, as in libfabric's FI_LOG_LEVEL. */
 enum tern_log_level {
@@ -78,23 +78,23 @@ enum tern_log_level {
  * environment variable TERN_LOG (none|warn|info|debug; default warn).
  * Log lines go to stderr; the library never writes to stdout.
  */
-void tern_log_set_level(enum tern_log_level level);
+TERN_API void tern_log_set_level(enum tern_log_level level);
 
 /** Current log threshold. */
-enum tern_log_level tern_log_get_level(void);
+TERN_API enum tern_log_level tern_log_get_level(void);
 
 /** Parse "none", "warn", "info", "debug" (or 0..3). @return level or -EINVAL */
-int tern_log_parse_level(const char *s);
+TERN_API int tern_log_parse_level(const char *s);
 
 /** tern's version string, e.g. "0.1.0". */
-const char *tern_version(void);
+TERN_API const char *tern_version(void);
 
 /**
  * The version of the libfabric library tern is running on, as
  * "MAJOR.MINOR" (from fi_version()), and the version tern was built with.
  */
-const char *tern_fabric_version(void);
-const char *tern_fabric_build_version(void);
+TERN_API const char *tern_fabric_version(void);
+TERN_API const char *tern_fabric_build_version(void);
 
 #ifdef __cplusplus
 }

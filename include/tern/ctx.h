@@ -106,7 +106,8 @@ struct tern_ctx_attr {
  * @return 0; -TERN_ENOPROV if no provider offers what tern needs (the log
  * says why), -EINVAL on bad attributes, -ENOMEM, -TERN_EPROV.
  */
-int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p);
+TERN_API int tern_ctx_open(const struct tern_ctx_attr *attr,
+			   struct tern_ctx **ctx_p);
 
 /**
  * Close a ctx, and with it the peers and memory regions still open on it
@@ -123,7 +124,7 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p);
  * (tern_run(), tern_progress(), tern_wait()) then returns -TERN_ECLOSED.
  * tern_ctx_close(NULL) returns 0.
  */
-int tern_ctx_close(struct tern_ctx *ctx);
+TERN_API int tern_ctx_close(struct tern_ctx *ctx);
 
 /**
  * Run progress for @p ms milliseconds whether or not anything completes,
@@ -133,7 +134,7 @@ int tern_ctx_close(struct tern_ctx *ctx);
  * when a peer is known gone (its bootstrap socket closed). Not from a
  * callback. @return 0; -EINVAL; -EDEADLK from a callback.
  */
-int tern_ctx_settle(struct tern_ctx *ctx, int ms);
+TERN_API int tern_ctx_settle(struct tern_ctx *ctx, int ms);
 
 /** What a ctx is running on; strings live as long as the ctx. */
 struct tern_ctx_info {
@@ -172,7 +173,7 @@ struct tern_ctx_info {
  * Switch busy polling on or off for later tern_wait() calls (a latency
  * tool spins while it measures, and sleeps when idle).
  */
-void tern_ctx_set_busy_poll(struct tern_ctx *ctx, int on);
+TERN_API void tern_ctx_set_busy_poll(struct tern_ctx *ctx, int on);
 
 /**
  * Cap the polling sleeps of an idle loop on a provider without wait fds
@@ -183,10 +184,11 @@ void tern_ctx_set_busy_poll(struct tern_ctx *ctx, int on);
  * for the target's next poll, so such a target wants a small cap (tern
  * atomic serve uses 50 µs: about 1-2% of a core while idle).
  */
-void tern_ctx_set_poll_max(struct tern_ctx *ctx, unsigned int max_us);
+TERN_API void tern_ctx_set_poll_max(struct tern_ctx *ctx, unsigned int max_us);
 
 /** Describe a ctx. @return 0, or -EINVAL. */
-int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info);
+TERN_API int tern_ctx_query(const struct tern_ctx *ctx,
+			    struct tern_ctx_info *info);
 
 /**
  * Write this ctx's card: the addresses of all its rails, in the versioned
@@ -194,7 +196,8 @@ int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info);
  * @return the card's length in bytes, or -ENOSPC if @p len is too small
  * (TERN_CARD_MAX always suffices).
  */
-ssize_t tern_ctx_card(const struct tern_ctx *ctx, void *buf, size_t len);
+TERN_API ssize_t tern_ctx_card(const struct tern_ctx *ctx, void *buf,
+			       size_t len);
 
 /**
  * Add a remote ctx, known by its card, as a peer (one address-vector entry
@@ -202,8 +205,8 @@ ssize_t tern_ctx_card(const struct tern_ctx *ctx, void *buf, size_t len);
  * @return 0; -TERN_ECARD for a malformed card or one from another kind of
  * provider (different address format); -ENOMEM; -TERN_EPROV.
  */
-int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
-		  struct tern_peer **peer_p);
+TERN_API int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
+			   struct tern_peer **peer_p);
 
 /**
  * Remove a peer. Operations to it still queued in tern complete with
@@ -212,7 +215,7 @@ int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
  * the last of them. The handle must not be used after this call.
  * tern_peer_remove(NULL) returns 0.
  */
-int tern_peer_remove(struct tern_peer *peer);
+TERN_API int tern_peer_remove(struct tern_peer *peer);
 
 #ifdef __cplusplus
 }

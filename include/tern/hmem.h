@@ -87,14 +87,15 @@ struct tern_mr_attr {
  * -TERN_EHMEM (a CUDA call failed; the log has CUDA's reason);
  * -TERN_EPROV; -ENOMEM (no pinned host memory for the shadow).
  */
-int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
-		    struct tern_mr **mr_p);
+TERN_API int tern_mr_regattr(struct tern_ctx *ctx,
+			     const struct tern_mr_attr *attr,
+			     struct tern_mr **mr_p);
 
 /** The path @p mr takes. */
-enum tern_mr_path tern_mr_path(const struct tern_mr *mr);
+TERN_API enum tern_mr_path tern_mr_path(const struct tern_mr *mr);
 
 /** "host", "cuda zero-copy" or "cuda staged". */
-const char *tern_mr_path_str(enum tern_mr_path path);
+TERN_API const char *tern_mr_path_str(enum tern_mr_path path);
 
 /** tern_mr_sync() directions. */
 #define TERN_MR_SYNC_IN	 (1U << 0) /**< what peers wrote -> the GPU */
@@ -109,8 +110,8 @@ const char *tern_mr_path_str(enum tern_mr_path path);
  * @return 0 (queued); -EINVAL (NULL, both or no direction);
  * -TERN_EBOUNDS.
  */
-int tern_mr_sync(struct tern_mr *mr, uint64_t off, uint64_t len,
-		 unsigned int dir, struct tern_req *req);
+TERN_API int tern_mr_sync(struct tern_mr *mr, uint64_t off, uint64_t len,
+			  unsigned int dir, struct tern_req *req);
 
 /** What tern_mem_probe() found. */
 struct tern_mem_info {
@@ -126,7 +127,8 @@ struct tern_mem_info {
  * (once per process). @return 0 with @p info filled (available or not);
  * -EINVAL for an unknown kind.
  */
-int tern_mem_probe(enum tern_mem_kind kind, struct tern_mem_info *info);
+TERN_API int tern_mem_probe(enum tern_mem_kind kind,
+			    struct tern_mem_info *info);
 
 /**
  * Allocate @p len bytes of @p kind (host: page-aligned; CUDA: cuMemAlloc
@@ -134,11 +136,11 @@ int tern_mem_probe(enum tern_mem_kind kind, struct tern_mem_info *info);
  * and tests that need memory of a kind without linking CUDA themselves.
  * @return 0; -TERN_ENOCUDA; -TERN_EHMEM; -ENOMEM; -EINVAL.
  */
-int tern_mem_alloc(enum tern_mem_kind kind, int device, size_t len,
-		   void **ptr_p);
+TERN_API int tern_mem_alloc(enum tern_mem_kind kind, int device, size_t len,
+			    void **ptr_p);
 
 /** Free what tern_mem_alloc() gave. NULL: 0. @return 0 or -TERN_EHMEM. */
-int tern_mem_free(enum tern_mem_kind kind, void *ptr);
+TERN_API int tern_mem_free(enum tern_mem_kind kind, void *ptr);
 
 /**
  * Copy @p len bytes between any two kinds (CUDA's unified addressing:
@@ -147,13 +149,14 @@ int tern_mem_free(enum tern_mem_kind kind, void *ptr);
  * alone returns earlier). Host-only copies need no CUDA.
  * @return 0; -TERN_EHMEM; -TERN_ENOCUDA.
  */
-int tern_mem_copy(void *dst, const void *src, size_t len);
+TERN_API int tern_mem_copy(void *dst, const void *src, size_t len);
 
 /**
  * The kind of memory @p ptr points to (and its CUDA device, -1 for host).
  * Without CUDA, every pointer is host memory. @return 0 or -EINVAL.
  */
-int tern_mem_query(const void *ptr, enum tern_mem_kind *kind_p, int *device_p);
+TERN_API int tern_mem_query(const void *ptr, enum tern_mem_kind *kind_p,
+			    int *device_p);
 
 #ifdef __cplusplus
 }

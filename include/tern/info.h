@@ -53,11 +53,11 @@ struct tern_prov_info {
  * @return 0 and *list_p / *count_p (count may be 0); -ENOMEM;
  * -TERN_EPROV when fi_getinfo fails for another reason than "no match".
  */
-int tern_info_list(const char *provider, struct tern_prov_info **list_p,
-		   size_t *count_p);
+TERN_API int tern_info_list(const char *provider,
+			    struct tern_prov_info **list_p, size_t *count_p);
 
 /** Free what tern_info_list() returned. NULL is fine. */
-void tern_info_free(struct tern_prov_info *list);
+TERN_API void tern_info_free(struct tern_prov_info *list);
 
 #ifdef __cplusplus
 }

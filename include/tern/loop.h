@@ -55,14 +55,14 @@ enum tern_run_mode {
  * failure; -EINVAL for a NULL ctx or bad mode; -EDEADLK when called from
  * inside a callback of the same ctx.
  */
-int tern_run(struct tern_ctx *ctx, enum tern_run_mode mode);
+TERN_API int tern_run(struct tern_ctx *ctx, enum tern_run_mode mode);
 
 /**
  * Make the current (or next) tern_run() of @p ctx return after the round
  * it is in. Safe from a callback, from another thread and from a signal
  * handler (it only sets a flag and writes an eventfd).
  */
-void tern_stop(struct tern_ctx *ctx);
+TERN_API void tern_stop(struct tern_ctx *ctx);
 
 /* ---- timers -------------------------------------------------------- */
 
@@ -83,7 +83,8 @@ struct tern_timer {
 	} _priv;
 };
 
-void tern_timer_init(struct tern_timer *timer, tern_timer_cb cb, void *data);
+TERN_API void tern_timer_init(struct tern_timer *timer, tern_timer_cb cb,
+			      void *data);
 
 /**
  * Start (or restart) @p timer: its callback runs @p timeout_ms from now,
@@ -92,15 +93,15 @@ void tern_timer_init(struct tern_timer *timer, tern_timer_cb cb, void *data);
  * stop or restart any timer, its own included.
  * @return 0; -EINVAL for a NULL argument or a timer active on another ctx.
  */
-int tern_timer_start(struct tern_ctx *ctx, struct tern_timer *timer,
-		     uint64_t timeout_ms, uint64_t repeat_ms);
+TERN_API int tern_timer_start(struct tern_ctx *ctx, struct tern_timer *timer,
+			      uint64_t timeout_ms, uint64_t repeat_ms);
 
 /** Stop @p timer if active; its callback will not run. @return 0. */
-int tern_timer_stop(struct tern_timer *timer);
+TERN_API int tern_timer_stop(struct tern_timer *timer);
 
 /** 1 while @p timer is started and its callback has not run (or it
  * repeats). */
-int tern_timer_active(const struct tern_timer *timer);
+TERN_API int tern_timer_active(const struct tern_timer *timer);
 
 /* ---- deferred work ------------------------------------------------- */
 
@@ -126,12 +127,12 @@ struct tern_defer {
  * Deferring a queued @p d again only changes its callback and data.
  * @return 0; -EINVAL.
  */
-int tern_defer(struct tern_ctx *ctx, struct tern_defer *d, tern_defer_cb cb,
-	       void *data);
+TERN_API int tern_defer(struct tern_ctx *ctx, struct tern_defer *d,
+			tern_defer_cb cb, void *data);
 
 /** Take back deferred work that has not run yet. @return 0, or -EALREADY
  * if it was not queued. */
-int tern_defer_cancel(struct tern_defer *d);
+TERN_API int tern_defer_cancel(struct tern_defer *d);
 
 /* ---- file descriptors ---------------------------------------------- */
 
@@ -166,11 +167,11 @@ struct tern_io {
  * @return 0; -EINVAL; -EEXIST if @p fd is watched by another tern_io of
  * this ctx; a negative errno from epoll.
  */
-int tern_io_start(struct tern_ctx *ctx, struct tern_io *io, int fd,
-		  unsigned int events, tern_io_cb cb, void *data);
+TERN_API int tern_io_start(struct tern_ctx *ctx, struct tern_io *io, int fd,
+			   unsigned int events, tern_io_cb cb, void *data);
 
 /** Stop watching; the callback will not run again. @return 0. */
-int tern_io_stop(struct tern_io *io);
+TERN_API int tern_io_stop(struct tern_io *io);
 
 /* ---- embedding in another loop ------------------------------------- */
 
@@ -181,7 +182,7 @@ int tern_io_stop(struct tern_io *io);
  * has passed) call tern_run(ctx, TERN_RUN_NOWAIT). Before sleeping, call
  * tern_ctx_arm(). The fd belongs to the ctx: do not close it.
  */
-int tern_ctx_fd(const struct tern_ctx *ctx);
+TERN_API int tern_ctx_fd(const struct tern_ctx *ctx);
 
 /**
  * Get ready to sleep on tern_ctx_fd().
@@ -189,14 +190,14 @@ int tern_ctx_fd(const struct tern_ctx *ctx);
  * tern_ctx_timeout() passes; -EAGAIN when work is already waiting (run
  * tern_run(ctx, TERN_RUN_NOWAIT) first, then arm again).
  */
-int tern_ctx_arm(struct tern_ctx *ctx);
+TERN_API int tern_ctx_arm(struct tern_ctx *ctx);
 
 /**
  * How long, in ms, the caller may sleep before it must run the loop: the
  * next timer, or the polling interval on a provider without wait fds.
  * @return -1 for "until the fd is readable", 0 for "now".
  */
-int tern_ctx_timeout(const struct tern_ctx *ctx);
+TERN_API int tern_ctx_timeout(const struct tern_ctx *ctx);
 
 #ifdef __cplusplus
 }

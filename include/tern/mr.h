@@ -62,28 +62,28 @@ struct tern_mr_desc {
  * @return 0; -EINVAL (NULL buf, len 0, no access bits or unknown bits);
  * -TERN_EPROV with the provider's reason in the log; -ENOMEM.
  */
-int tern_mr_reg(struct tern_ctx *ctx, void *buf, size_t len, uint64_t access,
-		struct tern_mr **mr_p);
+TERN_API int tern_mr_reg(struct tern_ctx *ctx, void *buf, size_t len,
+			 uint64_t access, struct tern_mr **mr_p);
 
 /**
  * Deregister. The caller must not close a region that queued or posted
  * operations still use. tern_mr_close(NULL) returns 0.
  */
-int tern_mr_close(struct tern_mr *mr);
+TERN_API int tern_mr_close(struct tern_mr *mr);
 
 /** Fill @p desc with what a peer needs to address @p mr. @return 0 */
-int tern_mr_desc(const struct tern_mr *mr, struct tern_mr_desc *desc);
+TERN_API int tern_mr_desc(const struct tern_mr *mr, struct tern_mr_desc *desc);
 
 /** Base address and length of a region. */
-void *tern_mr_addr(const struct tern_mr *mr);
-size_t tern_mr_len(const struct tern_mr *mr);
+TERN_API void *tern_mr_addr(const struct tern_mr *mr);
+TERN_API size_t tern_mr_len(const struct tern_mr *mr);
 
 /**
  * Pack a descriptor in the fixed little-endian wire format
  * (docs/protocol.md). @return bytes written, or -ENOSPC / -EINVAL.
  */
-ssize_t tern_mr_desc_pack(const struct tern_mr_desc *desc, void *buf,
-			  size_t len);
+TERN_API ssize_t tern_mr_desc_pack(const struct tern_mr_desc *desc, void *buf,
+				   size_t len);
 
 /**
  * Unpack and check a descriptor received from a peer.
@@ -91,8 +91,8 @@ ssize_t tern_mr_desc_pack(const struct tern_mr_desc *desc, void *buf,
  * version, with 0 or too many keys, or with base+len overflowing;
  * -TERN_EVERSION for a newer version.
  */
-ssize_t tern_mr_desc_unpack(const void *buf, size_t len,
-			    struct tern_mr_desc *desc);
+TERN_API ssize_t tern_mr_desc_unpack(const void *buf, size_t len,
+				     struct tern_mr_desc *desc);
 
 #ifdef __cplusplus
 }

@@ -102,7 +102,7 @@ struct tern_req {
  * Prepare @p req for its first post: clears results, sets callback and
  * data. Not needed between posts of a request that has completed.
  */
-void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data);
+TERN_API void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data);
 
 /**
  * Send @p len bytes at @p buf (inside @p mr, which needs
@@ -113,8 +113,8 @@ void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data);
  * buffer outside @p mr; -TERN_EACCESS if @p mr lacks TERN_ACCESS_LOCAL;
  * -EMSGSIZE above the provider's max_msg_size.
  */
-int tern_send(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
-	      size_t len, struct tern_req *req);
+TERN_API int tern_send(struct tern_peer *peer, struct tern_mr *mr,
+		       const void *buf, size_t len, struct tern_req *req);
 
 /**
  * Receive one message from any peer into @p buf (inside @p mr). On
@@ -122,15 +122,16 @@ int tern_send(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
  * completes with -TERN_ETRUNC.
  * @return 0 (queued); -EINVAL; -TERN_EBOUNDS; -TERN_EACCESS.
  */
-int tern_recv(struct tern_ctx *ctx, struct tern_mr *mr, void *buf, size_t len,
-	      struct tern_req *req);
+TERN_API int tern_recv(struct tern_ctx *ctx, struct tern_mr *mr, void *buf,
+		       size_t len, struct tern_req *req);
 
 /**
  * Like tern_send(), and the receiver's request gets @p imm in req->imm
  * with TERN_REQ_F_IMM set in req->flags (libfabric fi_senddata).
  */
-int tern_send_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
-		  size_t len, uint32_t imm, struct tern_req *req);
+TERN_API int tern_send_imm(struct tern_peer *peer, struct tern_mr *mr,
+			   const void *buf, size_t len, uint32_t imm,
+			   struct tern_req *req);
 
 /**
  * One-sided read of @p len bytes at offset @p roff of the peer's region
@@ -140,9 +141,9 @@ int tern_send_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
  * @return 0 (queued); -EINVAL; -TERN_EBOUNDS (local or remote range);
  * -TERN_EDESC.
  */
-int tern_read(struct tern_peer *peer, struct tern_mr *mr, void *buf, size_t len,
-	      const struct tern_mr_desc *rdesc, uint64_t roff,
-	      struct tern_req *req);
+TERN_API int tern_read(struct tern_peer *peer, struct tern_mr *mr, void *buf,
+		       size_t len, const struct tern_mr_desc *rdesc,
+		       uint64_t roff, struct tern_req *req);
 
 /**
  * One-sided write of [buf, buf+len) (inside local @p mr) to the peer's
@@ -153,18 +154,20 @@ int tern_read(struct tern_peer *peer, struct tern_mr *mr, void *buf, size_t len,
  * remote region (refused before posting); -TERN_EDESC if the descriptor has
  * fewer keys than the peer has rails.
  */
-int tern_write(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
-	       size_t len, const struct tern_mr_desc *rdesc, uint64_t roff,
-	       struct tern_req *req);
+TERN_API int tern_write(struct tern_peer *peer, struct tern_mr *mr,
+			const void *buf, size_t len,
+			const struct tern_mr_desc *rdesc, uint64_t roff,
+			struct tern_req *req);
 
 /**
  * Like tern_write(), and the target is told: each write with immediate
  * that lands counts once toward tern_imm_expect(target_ctx, imm, ...).
  * Immediates are 32 bits everywhere (EFA carries 4 bytes).
  */
-int tern_write_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
-		   size_t len, const struct tern_mr_desc *rdesc, uint64_t roff,
-		   uint32_t imm, struct tern_req *req);
+TERN_API int tern_write_imm(struct tern_peer *peer, struct tern_mr *mr,
+			    const void *buf, size_t len,
+			    const struct tern_mr_desc *rdesc, uint64_t roff,
+			    uint32_t imm, struct tern_req *req);
 
 /** One piece of a batched write: local offset -> region[region] + roff. */
 struct tern_piece {
@@ -191,10 +194,11 @@ struct tern_piece {
  * @return 0 (queued); -EINVAL (n 0, bad flags or region index);
  * -TERN_EBOUNDS (a piece outside either region); -TERN_EDESC; -TERN_EACCESS.
  */
-int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
-		      const struct tern_piece *pieces, size_t n,
-		      const struct tern_mr_desc *regions, unsigned int nregions,
-		      uint64_t flags, uint32_t imm, struct tern_req *req);
+TERN_API int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
+			       const struct tern_piece *pieces, size_t n,
+			       const struct tern_mr_desc *regions,
+			       unsigned int nregions, uint64_t flags,
+			       uint32_t imm, struct tern_req *req);
 
 /**
  * Atomically add @p add to the 64-bit word at offset @p roff (8-byte
@@ -204,18 +208,20 @@ int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
  * fetch-and-add (tern never emulates one with a read and a write);
  * -EINVAL for a misaligned offset; -TERN_EBOUNDS; -TERN_EDESC.
  */
-int tern_atomic_fetch_add(struct tern_peer *peer,
-			  const struct tern_mr_desc *rdesc, uint64_t roff,
-			  uint64_t add, struct tern_req *req);
+TERN_API int tern_atomic_fetch_add(struct tern_peer *peer,
+				   const struct tern_mr_desc *rdesc,
+				   uint64_t roff, uint64_t add,
+				   struct tern_req *req);
 
 /**
  * Atomically replace the 64-bit word at @p roff with @p swap if it equals
  * @p compare. req->value is the old value: the swap happened iff it equals
  * @p compare. Errors as tern_atomic_fetch_add().
  */
-int tern_atomic_cswap(struct tern_peer *peer, const struct tern_mr_desc *rdesc,
-		      uint64_t roff, uint64_t compare, uint64_t swap,
-		      struct tern_req *req);
+TERN_API int tern_atomic_cswap(struct tern_peer *peer,
+			       const struct tern_mr_desc *rdesc, uint64_t roff,
+			       uint64_t compare, uint64_t swap,
+			       struct tern_req *req);
 
 /**
  * Complete @p req once @p count writes carrying @p imm have landed in this
@@ -226,14 +232,14 @@ int tern_atomic_cswap(struct tern_peer *peer, const struct tern_mr_desc *rdesc,
  * @return 0 (registered); -EINVAL for count 0; -EBUSY if another
  * expectation for @p imm is pending.
  */
-int tern_imm_expect(struct tern_ctx *ctx, uint32_t imm, uint64_t count,
-		    struct tern_req *req);
+TERN_API int tern_imm_expect(struct tern_ctx *ctx, uint32_t imm, uint64_t count,
+			     struct tern_req *req);
 
 /**
  * Writes carrying @p imm that have landed and are not yet claimed by a
  * completed expectation (for progress reports).
  */
-uint64_t tern_imm_count(const struct tern_ctx *ctx, uint32_t imm);
+TERN_API uint64_t tern_imm_count(const struct tern_ctx *ctx, uint32_t imm);
 
 /**
  * Cancel @p req: a queued operation or an immediate expectation completes
@@ -245,14 +251,14 @@ uint64_t tern_imm_count(const struct tern_ctx *ctx, uint32_t imm);
  * @return 0; -EALREADY if it already completed; -EBUSY for a send or
  * write the provider already holds (it completes on its own).
  */
-int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req);
+TERN_API int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req);
 
 /**
  * Post queued operations and read completions once, without blocking.
  * @return the number of requests completed (>= 0), or a negative error if
  * a completion queue failed.
  */
-int tern_progress(struct tern_ctx *ctx);
+TERN_API int tern_progress(struct tern_ctx *ctx);
 
 /**
  * Drive progress until @p req is done (or, with @p req NULL, until any
@@ -265,7 +271,8 @@ int tern_progress(struct tern_ctx *ctx);
  * @return 0 (the request's own status is in req->status); -ETIMEDOUT, the
  * request still in flight; or a negative error from progress.
  */
-int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms);
+TERN_API int tern_wait(struct tern_ctx *ctx, struct tern_req *req,
+		       int timeout_ms);
 
 #ifdef __cplusplus
 }

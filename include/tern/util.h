@@ -28,10 +28,10 @@ struct tern_mt64 {
 };
 
 /** Seed like std::mt19937_64(seed); 5489 is the C++ default seed. */
-void tern_mt64_seed(struct tern_mt64 *rng, uint64_t seed);
+TERN_API void tern_mt64_seed(struct tern_mt64 *rng, uint64_t seed);
 
 /** Next 64-bit output, identical to std::mt19937_64::operator(). */
-uint64_t tern_mt64_next(struct tern_mt64 *rng);
+TERN_API uint64_t tern_mt64_next(struct tern_mt64 *rng);
 
 /**
  * Fill @p len bytes with the generator's stream: each output word is
@@ -39,30 +39,31 @@ uint64_t tern_mt64_next(struct tern_mt64 *rng);
  * (the remaining bytes of that word are discarded). Consecutive calls with
  * lengths that are multiples of 8 continue one stream.
  */
-void tern_mt64_fill(struct tern_mt64 *rng, void *buf, size_t len);
+TERN_API void tern_mt64_fill(struct tern_mt64 *rng, void *buf, size_t len);
 
 /**
  * Encode @p len bytes as lowercase hex into @p out (2*len+1 bytes, NUL
  * terminated).
  * @return 2*len, or -ENOSPC if @p outlen is too small.
  */
-ssize_t tern_hex_encode(const void *buf, size_t len, char *out, size_t outlen);
+TERN_API ssize_t tern_hex_encode(const void *buf, size_t len, char *out,
+				 size_t outlen);
 
 /**
  * Decode hex (either case, no separators, even length) into @p out.
  * @return the number of bytes written, -EINVAL on a non-hex character or odd
  * length, -ENOSPC if @p outlen is too small.
  */
-ssize_t tern_hex_decode(const char *hex, void *out, size_t outlen);
+TERN_API ssize_t tern_hex_decode(const char *hex, void *out, size_t outlen);
 
 /**
  * Parse a byte size such as "4096", "4K", "1M", "1MiB", "2G" (binary
  * multiples). @return 0 and *val_p, or -EINVAL / -ERANGE.
  */
-int tern_parse_size(const char *s, uint64_t *val_p);
+TERN_API int tern_parse_size(const char *s, uint64_t *val_p);
 
 /** Format @p bytes as "1 MiB", "4 KiB", "1000 B" into buf. @return buf */
-const char *tern_format_size(uint64_t bytes, char *buf, size_t buflen);
+TERN_API const char *tern_format_size(uint64_t bytes, char *buf, size_t buflen);
 
 #ifdef __cplusplus
 }

@@ -205,11 +205,13 @@ int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 		  struct tern_peer **peer_p);
 
 /**
- * Remove a peer. Operations to it still queued in tern complete with
- * -ECANCELED (callbacks run inside this call); operations already handed to
+ * Remove a peer. Runs no callback: operations to it still queued in tern
+ * are cancelled, and complete with -ECANCELED from the next progress pass
+ * (tern_progress(), tern_wait(), tern_run()); operations already handed to
  * the provider complete normally, and the peer's memory is released after
  * the last of them. The handle must not be used after this call.
- * tern_peer_remove(NULL) returns 0.
+ * May be called from a callback. tern_peer_remove(NULL) returns 0.
+ * @return 0; -EINVAL if the peer was already removed.
  */
 int tern_peer_remove(struct tern_peer *peer);
 

@@ -54,6 +54,7 @@ enum tern__state {
 	TERN__ST_POSTED,  /* handed to the provider, on ctx->posted */
 	TERN__ST_WAITING, /* an imm expectation in the imm table */
 	TERN__ST_STAGING, /* on a staged region: in ctx->stage (src/hmem/) */
+	TERN__ST_READY,	  /* finished, on ctx->ready: its callback is due */
 	TERN__ST_DONE,
 };
 
@@ -187,7 +188,10 @@ struct tern_ctx {
 	struct tern__imm_table imm;
 	unsigned long imm_completed; /* expectations completed this pass */
 	struct tern__reqq imm_ready; /* satisfied when they were made */
-	unsigned long nexpect;	     /* expectations waiting */
+	/* Finished outside a CQ read (cancelled, failed to post, of a
+	 * removed peer): their callbacks run from the next progress pass. */
+	struct tern__reqq ready;
+	unsigned long nexpect; /* expectations waiting */
 	/* The loop (src/engine/loop.c). */
 	int epfd;     /* rails' wait fds, the user's fds, wakefd */
 	int wakefd;   /* eventfd written by tern_stop() */
@@ -289,8 +293,19 @@ int tern__rails_trywait(struct tern_ctx *ctx);
 void tern__ctx_finish_close(struct tern_ctx *ctx);
 void tern__peer_release(struct tern_peer *peer);
 
-/* Queues and completions (progress.c, imm.c, loop.c). */
+/*
+ * Queues and completions (progress.c, imm.c, loop.c). The one completion
+ * path: tern__req_complete() finishes @req with @status (tern lets go of
+ * its peer and buffers) and puts it on ctx->ready; tern__ready_run(), from
+ * progress, sets req->done and runs its callback. Safe from anywhere: it
+ * runs no user code, so no caller has to expect its lists to change.
+ * tern__req_complete_now() runs the callback at once, for completions
+ * found by progress itself (a CQ entry, an immediate's count reached).
+ */
 void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status);
+void tern__req_complete_now(struct tern_ctx *ctx, struct tern_req *req,
+			    int status);
+int tern__ready_run(struct tern_ctx *ctx);
 void tern__queue(struct tern_ctx *ctx, struct tern_req *req);
 /* Clear a request's results and set what every operation carries. */
 void tern__req_fill(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,

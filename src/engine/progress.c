@@ -41,30 +41,66 @@ void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data)
 	req->_priv.xflags = 0;
 }
 
-/* The hot path's forms of tern__req_complete() and tern__queue(), which
- * the other files call. */
-static inline void complete_req(struct tern_req *req, int status)
+/*
+ * A request is finished: tern lets go of its peer (a removed peer is freed
+ * with its last request) and records the status. req->done is not set
+ * here: it means "tern no longer holds the request", which is true only
+ * once the request is off every list, just before its callback runs.
+ */
+static inline void finish_req(struct tern_req *req, int status)
 {
 	struct tern_peer *peer = req->_priv.peer;
 
-	req->_priv.state = TERN__ST_DONE;
 	req->status = status;
-	req->done = 1;
 	if (peer != NULL) {
 		req->_priv.peer = NULL;
 		peer->inflight--;
 		if (tern_unlikely(peer->removed))
 			tern__peer_release(peer);
 	}
+}
+
+/* The hot path's form of tern__req_complete_now(): from a CQ entry. */
+static inline void complete_req(struct tern_req *req, int status)
+{
+	finish_req(req, status);
+	req->_priv.state = TERN__ST_DONE;
+	req->done = 1;
 	/* Last touch of req by tern: the callback may reuse it. */
 	if (req->cb != NULL)
 		req->cb(req);
 }
 
-void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status)
+void tern__req_complete_now(struct tern_ctx *ctx, struct tern_req *req,
+			    int status)
 {
 	(void)ctx;
 	complete_req(req, status);
+}
+
+void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status)
+{
+	finish_req(req, status);
+	req->_priv.state = TERN__ST_READY;
+	tern__reqq_push(&ctx->ready, req);
+}
+
+/* Run the callbacks of finished requests, oldest first. A callback may
+ * post, cancel or close anything: each request is taken off the list
+ * before its callback runs, and the list is read again from its head. */
+int tern__ready_run(struct tern_ctx *ctx)
+{
+	struct tern_req *req;
+	int n = 0;
+
+	while ((req = tern__reqq_pop(&ctx->ready)) != NULL) {
+		req->_priv.state = TERN__ST_DONE;
+		req->done = 1;
+		n++;
+		if (req->cb != NULL)
+			req->cb(req);
+	}
+	return n;
 }
 
 static inline void queue_req(struct tern_ctx *ctx, struct tern_req *req)
@@ -98,8 +134,7 @@ static void pieces_posted(struct tern_ctx *ctx, struct tern_req *req)
 }
 
 /* Post the next piece of batch @req in @q. @return 0 (pieces remain),
- * -EAGAIN, 2 (all posted: it left @q) or 1 (it left @q and completed: its
- * callback ran). */
+ * -EAGAIN or 1 (all posted, or abandoned: it left @q). */
 static int post_piece(struct tern_ctx *ctx, struct tern_rail *rail,
 		      struct tern__reqq *q, struct tern_req *req,
 		      size_t *credits, int more)
@@ -128,12 +163,9 @@ static int post_piece(struct tern_ctx *ctx, struct tern_rail *rail,
 		req->_priv.err = ret;
 	}
 	if (req->_priv.next_piece == req->_priv.npieces) {
-		/* Read before: completing may hand the request back. */
-		int completes = req->_priv.inflight == 0;
-
 		tern__reqq_remove(q, req);
 		pieces_posted(ctx, req);
-		return completes ? 1 : 2;
+		return 1;
 	}
 	return 0;
 }
@@ -153,29 +185,29 @@ static int peer_blocked(struct tern_peer *const *blocked, int n,
 }
 
 /*
- * Post up to a batch from @q within @credits. @return completed-with-error
+ * Post up to a batch from @q within @credits. A post that fails finishes
+ * its request onto ctx->ready (its callback runs at the end of the pass).
  *
  * A refused post (-EAGAIN) does not hold up the whole queue: on shm it can
  * mean that one peer's command queue is full (a process that died takes no
  * more), so requests to other peers are tried after it, each peer's in its
  * own order. A refusal with no peer (receives) stops the pass.
  */
-static int post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
-		      struct tern__reqq *q, size_t *credits)
+static void post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
+		       struct tern__reqq *q, size_t *credits)
 {
 	size_t n = TERN_MIN(TERN_MIN(q->len, *credits), ctx->post_batch);
 	struct tern_peer *blocked[TERN__BLOCKED_MAX];
 	struct tern_req *req = q->head;
-	int failed = 0, nblocked = 0;
+	int nblocked = 0;
 
 	/* A batched write counts once in q->len but posts many pieces. */
 	if (req != NULL && req->_priv.op == TERN__OP_PIECES)
 		n = TERN_MIN(*credits, ctx->post_batch);
-	/* A failed post completes inside this loop, and its callback may
-	 * cancel queued siblings: after a callback, start again from the
-	 * head, never trust a saved pointer or n alone. (A hard failure of
-	 * a batch's last post leaves the FI_MORE posts before it to be
-	 * flushed by the rail's next post.) */
+	/* A failed post goes to ctx->ready: no callback runs in this loop,
+	 * so the saved next pointer stays good. (A hard failure of a batch's
+	 * last post leaves the FI_MORE posts before it to be flushed by the
+	 * rail's next post.) */
 	while (n > 0 && req != NULL) {
 		struct tern_req *next = req->_priv.next;
 		int more, ret;
@@ -195,8 +227,6 @@ static int post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 				goto refused;
 			n--;
 			if (ret == 1)
-				req = q->head; /* a callback ran */
-			else if (ret == 2)
 				req = next;
 			continue;
 		}
@@ -207,8 +237,7 @@ static int post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 		n--;
 		if (ret != 0) {
 			tern__req_complete(ctx, req, ret);
-			failed++;
-			req = q->head; /* a callback ran */
+			req = next;
 			continue;
 		}
 		(*credits)--;
@@ -223,7 +252,6 @@ static int post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 		blocked[nblocked++] = req->_priv.peer;
 		req = next;
 	}
-	return failed;
 }
 
 void tern__req_abort(struct tern_ctx *ctx, struct tern__reqq *q,
@@ -251,7 +279,7 @@ static int piece_done(struct tern_ctx *ctx, struct tern_req *req, int status)
 	    req->_priv.next_piece < req->_priv.npieces)
 		return 0;
 	tern__reqq_remove(&ctx->posted, req);
-	tern__req_complete(ctx, req, req->_priv.err);
+	complete_req(req, req->_priv.err);
 	return 1;
 }
 
@@ -292,15 +320,12 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 
 /* Post what @rail has queued, receives first. An empty queue costs no
  * call: most passes of a spinning wait find both empty. */
-static inline int post_rail(struct tern_ctx *ctx, struct tern_rail *rail)
+static inline void post_rail(struct tern_ctx *ctx, struct tern_rail *rail)
 {
-	int done = 0;
-
 	if (rail->rxq.len != 0)
-		done += post_queue(ctx, rail, &rail->rxq, &rail->rx_credits);
+		post_queue(ctx, rail, &rail->rxq, &rail->rx_credits);
 	if (rail->txq.len != 0)
-		done += post_queue(ctx, rail, &rail->txq, &rail->tx_credits);
-	return done;
+		post_queue(ctx, rail, &rail->txq, &rail->tx_credits);
 }
 
 /* Inlined into tern_progress(): see tern__rail_poll(). */
@@ -309,11 +334,11 @@ static TERN_ALWAYS_INLINE int progress_rail(struct tern_ctx *ctx,
 {
 	struct fi_cq_data_entry ent[TERN_POLL_BATCH];
 	struct tern__cqe cqe[TERN_POLL_BATCH];
-	int done, reaped = 0, n;
+	int done = 0, reaped = 0, n;
 
 	/* Post first: a queued operation goes out before we spend time in
 	 * the CQ (on tcp that means reading sockets): latency. */
-	done = post_rail(ctx, rail);
+	post_rail(ctx, rail);
 	do {
 		n = tern__rail_poll(rail, ent, cqe, TERN_ARRAY_SIZE(cqe));
 		if (n < 0)
@@ -325,7 +350,7 @@ static TERN_ALWAYS_INLINE int progress_rail(struct tern_ctx *ctx,
 	/* Completions freed credits and callbacks may have queued more: post
 	 * again now rather than a pass later (bandwidth). */
 	if (reaped != 0)
-		done += post_rail(ctx, rail);
+		post_rail(ctx, rail);
 	return done;
 }
 
@@ -351,6 +376,10 @@ int tern_progress(struct tern_ctx *ctx)
 	/* Immediates complete expectations inside dispatch; count them too. */
 	done += (int)ctx->imm_completed;
 	ctx->imm_completed = 0;
+	/* Cancelled, failed to post, of a removed peer: their callbacks run
+	 * here, the one place outside a CQ read where tern runs them. */
+	if (ctx->ready.head != NULL)
+		done += tern__ready_run(ctx);
 	if (ret >= 0 && ctx->nios != 0 && !ctx->close_pending)
 		done += tern__loop_poll_ios(ctx);
 	if (tern__leave(ctx))
@@ -360,16 +389,12 @@ int tern_progress(struct tern_ctx *ctx)
 
 int tern__post_queued(struct tern_ctx *ctx)
 {
-	int done = 0;
-
 	if (ctx == NULL)
 		return -EINVAL;
-	tern__enter(ctx);
+	/* Runs no callback: a post that fails waits on ctx->ready. */
 	for (unsigned int i = 0; i < ctx->nrails; i++)
-		done += post_rail(ctx, &ctx->rails[i]);
-	if (tern__leave(ctx))
-		return -TERN_ECLOSED;
-	return done;
+		post_rail(ctx, &ctx->rails[i]);
+	return 0;
 }
 
 int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms)
@@ -887,19 +912,15 @@ static int req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 		if (req->_priv.op != TERN__OP_RECV)
 			return -EBUSY;
 		return tern__rail_cancel(&ctx->rails[req->_priv.rail], req);
-	default:
+	default: /* done, or on ctx->ready: its callback is due */
 		return -EALREADY;
 	}
 }
 
 int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 {
-	int ret;
-
 	if (ctx == NULL || req == NULL)
 		return -EINVAL;
-	tern__enter(ctx);
-	ret = req_cancel(ctx, req);
-	tern__leave(ctx); /* its callback may have closed the ctx */
-	return ret;
+	/* Runs no callback: a cancelled request waits on ctx->ready. */
+	return req_cancel(ctx, req);
 }

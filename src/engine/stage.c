@@ -594,23 +594,18 @@ void tern__stage_cancel(struct tern_ctx *ctx, struct tern_req *req)
 void tern__stage_cancel_peer(struct tern_ctx *ctx, struct tern_peer *peer)
 {
 	struct tern__stage *st = ctx->stage;
-	struct tern_req *req;
-	int again = 1;
+	struct tern_req *req, *next;
 
 	if (st == NULL)
 		return;
-	/* Callbacks may change the list: walk again after each. */
-	while (again) {
-		again = 0;
-		for (req = st->ops.head; req != NULL; req = req->_priv.next) {
-			/* Not yet cancelled: may still start or succeed. */
-			if ((peer == NULL || req->_priv.peer == peer) &&
-			    req->_priv.sop == 0) {
-				tern__stage_cancel(ctx, req);
-				again = 1;
-				break;
-			}
-		}
+	/* A cancel runs no callback (it queues on ctx->ready) and takes
+	 * only the request itself off the list: one walk does. */
+	for (req = st->ops.head; req != NULL; req = next) {
+		next = req->_priv.next;
+		/* Not yet cancelled: may still start or succeed. */
+		if ((peer == NULL || req->_priv.peer == peer) &&
+		    req->_priv.sop == 0)
+			tern__stage_cancel(ctx, req);
 	}
 }
 

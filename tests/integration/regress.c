@@ -3,9 +3,14 @@
  * Regressions found in review, on a real provider, two ctxs in one process:
  * 1. cancelling a batched write whose pieces are partly out completes it
  *    once, after those pieces, never while the provider holds them;
- * 2. a callback run by tern_peer_remove() may remove the same peer;
- * 3. a callback run by tern_peer_remove() may cancel a sibling, and every
- *    operation queued to the removed peer is still cancelled;
+ * 2. tern_peer_remove() runs no callback: the operations queued to the
+ *    peer complete -ECANCELED from the next progress pass, once each, and
+ *    a callback there may remove another peer, whose queued operations
+ *    complete in the same pass (once these callbacks ran inside the
+ *    removal, and a callback could free what the removal was walking);
+ * 3. a callback of a removed peer's operation may cancel a sibling (it
+ *    has completed already: -EALREADY), and every operation queued to
+ *    the removed peer is still cancelled;
  * 4. a peer that stops taking messages (on shm its command queue fills
  *    and every post to it is refused) does not hold up posts to others.
  * usage: regress PROVIDER   (tcp binds 127.0.0.1)
@@ -121,24 +126,24 @@ static void test_cancel_half_posted_batch(void)
 	free(src);
 }
 
-static struct tern_peer *g_peer;
+static struct tern_peer *g_peer, *g_other;
 static struct tern_ctx *g_ctx;
-static struct tern_req g_q[3];
+static struct tern_req g_q[5];
 static int g_inner = 1;
 
-static void remove_again_cb(struct tern_req *r)
+static void remove_other_cb(struct tern_req *r)
 {
 	(void)r;
 	calls++;
 	if (calls == 1)
-		g_inner = tern_peer_remove(g_peer);
+		g_inner = tern_peer_remove(g_other);
 }
 
 static void cancel_sibling_cb(struct tern_req *r)
 {
 	calls++;
 	if (r == &g_q[0])
-		tern_req_cancel(g_ctx, &g_q[1]);
+		g_inner = tern_req_cancel(g_ctx, &g_q[1]);
 }
 
 static void test_peer_remove_reentry(void (*cb)(struct tern_req *),
@@ -149,26 +154,45 @@ static void test_peer_remove_reentry(void (*cb)(struct tern_req *),
 	uint8_t *m = buf(4096, 1);
 	struct tern_mr *mr;
 
+	int nq = cb == remove_other_cb ? 5 : 3;
+
 	g_ctx = a;
 	g_peer = peer_of(a, b);
+	g_other = peer_of(a, b);
 	calls = 0;
+	g_inner = 1;
 	CHECK(tern_mr_reg(a, m, 4096, TERN_ACCESS_LOCAL, &mr) == 0, "reg");
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < nq; i++) {
 		tern_req_init(&g_q[i], cb, NULL);
-		CHECK(tern_send(g_peer, mr, m, 64, &g_q[i]) == 0, "send");
+		CHECK(tern_send(i < 3 ? g_peer : g_other, mr, m, 64, &g_q[i]) ==
+			      0,
+		      "send");
 	}
 	CHECK(tern_peer_remove(g_peer) == 0, "remove");
+	CHECK(calls == 0, "%d callback(s) ran inside tern_peer_remove", calls);
 	for (int i = 0; i < 3; i++)
+		CHECK(!g_q[i].done, "send %d done inside the removal", i);
+	CHECK(tern_progress(a) >= 3, "progress");
+	for (int i = 0; i < nq; i++)
 		CHECK(g_q[i].done && g_q[i].status == -ECANCELED,
 		      "queued send %d not cancelled (done %d status %d)", i,
 		      g_q[i].done, g_q[i].status);
-	CHECK(calls == 3, "%d callbacks, want 3", calls);
-	if (cb == remove_again_cb)
-		CHECK(g_inner == -EINVAL, "inner remove returned %d", g_inner);
+	CHECK(calls == nq, "%d callbacks, want %d", calls, nq);
+	if (cb == remove_other_cb)
+		CHECK(g_inner == 0, "inner remove returned %d", g_inner);
+	else
+		CHECK(g_inner == -EALREADY, "sibling cancel returned %d",
+		      g_inner);
+	for (int i = 0; i < 100; i++)
+		tern_progress(a);
+	CHECK(calls == nq, "completed more than once: %d callbacks", calls);
+	if (cb != remove_other_cb)
+		CHECK(tern_peer_remove(g_other) == 0, "remove other");
 	/* One peer and one region left open: closing the ctx closes them,
 	 * and a send queued to that peer completes cancelled, once. */
 	calls = 0;
-	g_peer = NULL; /* gone: the callback's remove is a no-op now */
+	g_peer = NULL;
+	g_other = NULL; /* gone: the callback's remove is a no-op now */
 	tern_req_init(&g_q[0], cb, NULL);
 	CHECK(tern_send(keep, mr, m, 64, &g_q[0]) == 0, "send");
 	CHECK(tern_ctx_close(a) == 0 && tern_ctx_close(b) == 0, "close");
@@ -268,12 +292,12 @@ int main(int argc, char **argv)
 	g_prov = argv[1];
 	setvbuf(stdout, NULL, _IONBF, 0);
 	test_cancel_half_posted_batch();
-	test_peer_remove_reentry(remove_again_cb,
-				 "a callback of tern_peer_remove removes the "
-				 "same peer");
+	test_peer_remove_reentry(remove_other_cb,
+				 "tern_peer_remove runs no callback; one from "
+				 "the next progress removes another peer");
 	test_peer_remove_reentry(cancel_sibling_cb,
-				 "a callback of tern_peer_remove cancels a "
-				 "sibling; all queued sends cancelled");
+				 "a callback of a removed peer's send cancels "
+				 "a sibling; all queued sends cancelled");
 	test_stuck_peer();
 	printf("PASS: regressions over %s\n", g_prov);
 	return 0;

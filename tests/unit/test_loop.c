@@ -1246,7 +1246,14 @@ static void test_imm_cancel(void **state)
 	cq_imm(11);
 	assert_int_equal(tern_progress(e->ctx), 0);
 	assert_int_equal(tern_req_cancel(e->ctx, &x.req), 0);
+	/* Its callback runs from the next progress pass, never inside the
+	 * cancel; until then it is not done, and cannot be cancelled. */
+	assert_int_equal(x.calls, 0);
+	assert_int_equal(x.req.done, 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &x.req), -EALREADY);
+	assert_int_equal(tern_progress(e->ctx), 1);
 	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.done_in_cb, 1);
 	assert_int_equal(x.req.done, 1);
 	assert_int_equal(x.req.status, -ECANCELED);
 	assert_int_equal(tern_req_cancel(e->ctx, &x.req), -EALREADY);
@@ -1270,6 +1277,8 @@ static void test_imm_cancel(void **state)
 	track_init(&x);
 	assert_int_equal(tern_imm_expect(e->ctx, 12, 1, &x.req), 0);
 	assert_int_equal(tern_req_cancel(e->ctx, &x.req), 0);
+	assert_int_equal(x.calls, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
 	assert_int_equal(x.calls, 1);
 	assert_int_equal(x.req.status, -ECANCELED);
 	assert_int_equal(tern_progress(e->ctx), 0);
@@ -1516,17 +1525,25 @@ static void test_cancel_queued(void **state)
 	assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf, 64, &r.req), 0);
 	assert_int_equal(e->peer.inflight, 3);
 
+	/* Cancelled now (the peer lets go of it), called back from the
+	 * next progress pass: never inside tern_req_cancel(). */
 	assert_int_equal(tern_req_cancel(e->ctx, &w[1].req), 0);
+	assert_int_equal(w[1].calls, 0);
+	assert_int_equal(w[1].req.done, 0);
+	assert_int_equal(e->peer.inflight, 2);
+	assert_int_equal(tern_req_cancel(e->ctx, &r.req), 0);
+	assert_int_equal(r.calls, 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &w[1].req), -EALREADY);
+
+	/* The others go, the cancelled ones never reach the provider, and
+	 * their callbacks run once, from this pass. */
+	assert_int_equal(tern_progress(e->ctx), 2);
 	assert_int_equal(w[1].calls, 1);
 	assert_int_equal(w[1].done_in_cb, 1);
 	assert_int_equal(w[1].req.status, -ECANCELED);
-	assert_int_equal(e->peer.inflight, 2);
-	assert_int_equal(tern_req_cancel(e->ctx, &r.req), 0);
 	assert_int_equal(r.calls, 1);
 	assert_int_equal(r.req.status, -ECANCELED);
 	assert_int_equal(tern_req_cancel(e->ctx, &w[1].req), -EALREADY);
-
-	/* The others go, the cancelled ones never reach the provider. */
 	assert_int_equal(tern_progress(e->ctx), 0);
 	assert_int_equal(fk.ncalls, 2);
 	assert_ptr_equal(fk.calls[0].context, ctx_of(&w[0]));
@@ -1545,6 +1562,68 @@ static void test_cancel_queued(void **state)
 	assert_int_equal(w[0].req.status, 0);
 	assert_int_equal(tern_req_cancel(NULL, &w[0].req), -EINVAL);
 	assert_int_equal(tern_req_cancel(e->ctx, NULL), -EINVAL);
+}
+
+/* A wait on a cancelled request returns at once: one progress pass runs
+ * its callback (it is not done before that, so a wait cannot skip it). */
+static void test_cancel_then_wait(void **state)
+{
+	struct env *e = *state;
+	struct tracked w;
+
+	assert_int_equal(write_nth(e, &w, 0), 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &w.req), 0);
+	assert_int_equal(w.calls, 0);
+	assert_int_equal(tern_wait(e->ctx, &w.req, -1), 0);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.done_in_cb, 1);
+	assert_int_equal(w.req.status, -ECANCELED);
+	assert_int_equal(fk.ncalls, 0);
+	assert_int_equal(e->peer.inflight, 0);
+	/* Done now: a second wait runs no pass and no callback. */
+	assert_int_equal(tern_wait(e->ctx, &w.req, -1), 0);
+	assert_int_equal(w.calls, 1);
+}
+
+/* A callback run for a cancelled request may post it again at once: it
+ * is off every list of tern's by then. */
+struct repost {
+	struct env *e;
+	int calls;
+	int ret;
+};
+
+static void repost_cb(struct tern_req *req)
+{
+	struct repost *rp = req->data;
+
+	if (rp->calls++ == 0)
+		rp->ret = tern_write(&rp->e->peer, &rp->e->mr, rp->e->buf, 8,
+				     &rp->e->rdesc, 0, req);
+}
+
+static void test_cancelled_cb_reposts(void **state)
+{
+	struct env *e = *state;
+	struct repost rp = { .e = e, .ret = 1 };
+	struct tern_req req;
+
+	tern_req_init(&req, repost_cb, &rp);
+	assert_int_equal(
+		tern_write(&e->peer, &e->mr, e->buf, 8, &e->rdesc, 0, &req), 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &req), 0);
+	assert_int_equal(rp.calls, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(rp.calls, 1);
+	assert_int_equal(rp.ret, 0);
+	assert_int_equal(req.done, 0);
+	assert_int_equal(fk.ncalls, 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 1);
+	cq_ok(fk.calls[0].context, 8, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(rp.calls, 2);
+	assert_int_equal(req.status, 0);
 }
 
 static void test_cancel_posted_recv(void **state)
@@ -1975,6 +2054,9 @@ static void test_drain_cancels_everything(void **state)
 	assert_int_equal(tern_progress(e->ctx), 0);
 	assert_int_equal(e->ctx->posted.len, 1);
 	tern__loop_cancel_posted(e->ctx);
+	/* ctx close then runs their callbacks (tern__ctx_finish_close()). */
+	assert_int_equal(c.calls, 0);
+	assert_int_equal(tern__ready_run(e->ctx), 1);
 	assert_int_equal(c.calls, 1);
 	assert_int_equal(c.status, -ECANCELED);
 	assert_int_equal(e->ctx->posted.len, 0);
@@ -2003,8 +2085,11 @@ static void test_wait(void **state)
 	assert_int_equal(w.req.status, 0);
 }
 
-/* A failed post's callback cancels a sibling still queued behind it:
- * progress must not post the vanished request (it once did: NULL deref). */
+/* A failed post's callback cancels a sibling queued behind it. The post's
+ * failure goes to the ready list, so progress finishes posting the queue
+ * before any callback runs: the sibling is out by then and cannot be
+ * cancelled (once the callback ran mid-walk and progress posted the
+ * vanished request: NULL deref). */
 struct sib {
 	struct tern_ctx *ctx;
 	struct tern_req *victim;
@@ -2034,12 +2119,21 @@ static void test_failed_post_cb_cancels_sibling(void **state)
 		tern_write(&e->peer, &e->mr, e->buf, 8, &e->rdesc, 0, &a), 0);
 	assert_int_equal(write_nth(e, &v, 1), 0);
 	b.victim = &v.req;
-	assert_true(tern_progress(e->ctx) >= 1);
+	/* Posting alone runs no callback, even for a failed post. */
+	assert_int_equal(tern__post_queued(e->ctx), 0);
+	assert_int_equal(b.calls, 0);
+	assert_int_equal(a.done, 0);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(tern_progress(e->ctx), 1);
 	assert_int_equal(b.calls, 1);
-	assert_int_equal(b.cancel_ret, 0);
+	assert_int_equal(a.status, -TERN_EPROV);
+	assert_int_equal(b.cancel_ret, -EBUSY);
+	assert_int_equal(v.calls, 0);
+	cq_ok(ctx_of(&v), 64, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
 	assert_int_equal(v.calls, 1);
-	assert_int_equal(v.req.status, -ECANCELED);
-	assert_int_equal(fk.ncalls, 1);
+	assert_int_equal(v.req.status, 0);
+	assert_int_equal(fk.ncalls, 2);
 }
 
 /* Latency: a queued operation is handed to the provider before progress
@@ -2147,6 +2241,8 @@ int main(void)
 		T(test_imm_ignores_plain_remote_write),
 		T(test_checks_before_posting),
 		T(test_cancel_queued),
+		T(test_cancel_then_wait),
+		T(test_cancelled_cb_reposts),
 		T(test_cancel_posted_recv),
 		T(test_callback_posts),
 		T(test_callback_reuses_request),

@@ -7,6 +7,9 @@
 
 #include <tern/req.h>
 
+/* The engine's view of a request's private area. */
+#define tern__rp(req) (&(req)->_priv)
+
 struct tern__reqq {
 	struct tern_req *head, *tail;
 	size_t len;

@@ -897,7 +897,7 @@ int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req)
 
 	if (rail->ep == NULL) /* closing: completes when the ctx goes */
 		return -EBUSY;
-	ret = fi_cancel(&rail->ep->fid, req->_priv.fictx);
+	ret = fi_cancel(&rail->ep->fid, tern__rp(req)->fictx);
 	return ret == 0 ? 0 : -TERN_EPROV;
 }
 

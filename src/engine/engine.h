@@ -28,7 +28,7 @@ struct fid_av;
 struct fid_mr;
 struct tern__stage;
 
-/* Operations a request can carry (req->_priv.op). */
+/* Operations a request can carry (tern__rp(req)->op). */
 enum tern__op {
 	TERN__OP_NONE = 0,
 	TERN__OP_SEND,
@@ -44,10 +44,10 @@ enum tern__op {
 	TERN__OP_SYNC, /* tern_mr_sync(): copies only (src/hmem/) */
 };
 
-/* req->_priv.xflags */
+/* tern__rp(req)->xflags */
 #define TERN__XF_DELIVER (1U << 0) /* ask for FI_DELIVERY_COMPLETE */
 
-/* Where a request is (req->_priv.state). */
+/* Where a request is (tern__rp(req)->state). */
 enum tern__state {
 	TERN__ST_IDLE = 0,
 	TERN__ST_QUEUED,  /* on a rail's txq/rxq */
@@ -282,7 +282,7 @@ static inline int tern__rail_poll(struct tern_rail *rail,
 }
 
 int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req);
-/* Post chunk req->_priv.next_piece of a striped write/read on @rail. */
+/* Post chunk tern__rp(req)->next_piece of a striped write/read on @rail. */
 int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req);
 int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 			  int more);

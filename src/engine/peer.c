@@ -197,8 +197,8 @@ int tern_peer_remove(struct tern_peer *peer)
 		struct tern_req *r = q->head, *next;
 
 		for (; r != NULL; r = next) {
-			next = r->_priv.next;
-			if (r->_priv.peer == peer)
+			next = tern__rp(r)->next;
+			if (tern__rp(r)->peer == peer)
 				tern__req_abort(ctx, q, r, -ECANCELED);
 		}
 	}

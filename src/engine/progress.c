@@ -33,12 +33,12 @@ void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data)
 	req->flags = 0;
 	req->prov_errno = 0;
 	req->errmsg[0] = '\0';
-	req->_priv.next = req->_priv.prev = NULL;
-	req->_priv.peer = NULL;
-	req->_priv.op = 0;
-	req->_priv.state = 0;
-	req->_priv.ready = 0;
-	req->_priv.xflags = 0;
+	tern__rp(req)->next = tern__rp(req)->prev = NULL;
+	tern__rp(req)->peer = NULL;
+	tern__rp(req)->op = 0;
+	tern__rp(req)->state = 0;
+	tern__rp(req)->ready = 0;
+	tern__rp(req)->xflags = 0;
 }
 
 /*
@@ -49,11 +49,11 @@ void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data)
  */
 static inline void finish_req(struct tern_req *req, int status)
 {
-	struct tern_peer *peer = req->_priv.peer;
+	struct tern_peer *peer = tern__rp(req)->peer;
 
 	req->status = status;
 	if (peer != NULL) {
-		req->_priv.peer = NULL;
+		tern__rp(req)->peer = NULL;
 		peer->inflight--;
 		if (tern_unlikely(peer->removed))
 			tern__peer_release(peer);
@@ -64,7 +64,7 @@ static inline void finish_req(struct tern_req *req, int status)
 static inline void complete_req(struct tern_req *req, int status)
 {
 	finish_req(req, status);
-	req->_priv.state = TERN__ST_DONE;
+	tern__rp(req)->state = TERN__ST_DONE;
 	req->done = 1;
 	/* Last touch of req by tern: the callback may reuse it. */
 	if (req->cb != NULL)
@@ -81,7 +81,7 @@ void tern__req_complete_now(struct tern_ctx *ctx, struct tern_req *req,
 void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status)
 {
 	finish_req(req, status);
-	req->_priv.state = TERN__ST_READY;
+	tern__rp(req)->state = TERN__ST_READY;
 	tern__reqq_push(&ctx->ready, req);
 }
 
@@ -94,7 +94,7 @@ int tern__ready_run(struct tern_ctx *ctx)
 	int n = 0;
 
 	while ((req = tern__reqq_pop(&ctx->ready)) != NULL) {
-		req->_priv.state = TERN__ST_DONE;
+		tern__rp(req)->state = TERN__ST_DONE;
 		req->done = 1;
 		n++;
 		if (req->cb != NULL)
@@ -105,12 +105,12 @@ int tern__ready_run(struct tern_ctx *ctx)
 
 static inline void queue_req(struct tern_ctx *ctx, struct tern_req *req)
 {
-	struct tern_rail *rail = &ctx->rails[req->_priv.rail];
+	struct tern_rail *rail = &ctx->rails[tern__rp(req)->rail];
 
-	req->_priv.state = TERN__ST_QUEUED;
-	if (req->_priv.peer != NULL)
-		req->_priv.peer->inflight++;
-	if (req->_priv.op == TERN__OP_RECV)
+	tern__rp(req)->state = TERN__ST_QUEUED;
+	if (tern__rp(req)->peer != NULL)
+		tern__rp(req)->peer->inflight++;
+	if (tern__rp(req)->op == TERN__OP_RECV)
 		tern__reqq_push(&rail->rxq, req);
 	else
 		tern__reqq_push(&rail->txq, req);
@@ -125,11 +125,11 @@ void tern__queue(struct tern_ctx *ctx, struct tern_req *req)
  * completes with its last piece's completion, or now if none is out. */
 static void pieces_posted(struct tern_ctx *ctx, struct tern_req *req)
 {
-	if (req->_priv.inflight == 0) {
-		tern__req_complete(ctx, req, req->_priv.err);
+	if (tern__rp(req)->inflight == 0) {
+		tern__req_complete(ctx, req, tern__rp(req)->err);
 		return;
 	}
-	req->_priv.state = TERN__ST_POSTED;
+	tern__rp(req)->state = TERN__ST_POSTED;
 	tern__reqq_push(&ctx->posted, req);
 }
 
@@ -141,11 +141,12 @@ static int post_piece(struct tern_ctx *ctx, struct tern_rail *rail,
 {
 	int ret;
 
-	if (req->_priv.sop != 0) {
+	if (tern__rp(req)->sop != 0) {
 		/* A striped chunk: on its own rail, with that rail's
 		 * credits, never FI_MORE (the next chunk is elsewhere). */
-		rail = &ctx->rails[tern__stripe_rail(
-			req->_priv.rail, req->_priv.next_piece, ctx->nrails)];
+		rail = &ctx->rails[tern__stripe_rail(tern__rp(req)->rail,
+						     tern__rp(req)->next_piece,
+						     ctx->nrails)];
 		credits = &rail->tx_credits;
 		if (*credits == 0)
 			return -EAGAIN;
@@ -155,14 +156,14 @@ static int post_piece(struct tern_ctx *ctx, struct tern_rail *rail,
 	}
 	if (ret == -EAGAIN)
 		return ret;
-	req->_priv.next_piece++;
+	tern__rp(req)->next_piece++;
 	if (ret == 0) {
 		(*credits)--;
-		req->_priv.inflight++;
-	} else if (req->_priv.err == 0) {
-		req->_priv.err = ret;
+		tern__rp(req)->inflight++;
+	} else if (tern__rp(req)->err == 0) {
+		tern__rp(req)->err = ret;
 	}
-	if (req->_priv.next_piece == req->_priv.npieces) {
+	if (tern__rp(req)->next_piece == tern__rp(req)->npieces) {
 		tern__reqq_remove(q, req);
 		pieces_posted(ctx, req);
 		return 1;
@@ -202,26 +203,26 @@ static void post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 	int nblocked = 0;
 
 	/* A batched write counts once in q->len but posts many pieces. */
-	if (req != NULL && req->_priv.op == TERN__OP_PIECES)
+	if (req != NULL && tern__rp(req)->op == TERN__OP_PIECES)
 		n = TERN_MIN(*credits, ctx->post_batch);
 	/* A failed post goes to ctx->ready: no callback runs in this loop,
 	 * so the saved next pointer stays good. (A hard failure of a batch's
 	 * last post leaves the FI_MORE posts before it to be flushed by the
 	 * rail's next post.) */
 	while (n > 0 && req != NULL) {
-		struct tern_req *next = req->_priv.next;
+		struct tern_req *next = tern__rp(req)->next;
 		int more, ret;
 
-		if (req->_priv.peer != NULL &&
-		    peer_blocked(blocked, nblocked, req->_priv.peer)) {
+		if (tern__rp(req)->peer != NULL &&
+		    peer_blocked(blocked, nblocked, tern__rp(req)->peer)) {
 			req = next;
 			continue;
 		}
 		more = n > 1 &&
-		       (next != NULL ||
-			(req->_priv.op == TERN__OP_PIECES &&
-			 req->_priv.next_piece + 1 < req->_priv.npieces));
-		if (req->_priv.op == TERN__OP_PIECES) {
+		       (next != NULL || (tern__rp(req)->op == TERN__OP_PIECES &&
+					 tern__rp(req)->next_piece + 1 <
+						 tern__rp(req)->npieces));
+		if (tern__rp(req)->op == TERN__OP_PIECES) {
 			ret = post_piece(ctx, rail, q, req, credits, more);
 			if (ret == -EAGAIN)
 				goto refused;
@@ -241,15 +242,16 @@ static void post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 			continue;
 		}
 		(*credits)--;
-		req->_priv.state = TERN__ST_POSTED;
+		tern__rp(req)->state = TERN__ST_POSTED;
 		tern__reqq_push(&ctx->posted, req);
 		req = next;
 		continue;
 	refused:
 		/* It stays queued, re-posted on a later pass. */
-		if (req->_priv.peer == NULL || nblocked == TERN__BLOCKED_MAX)
+		if (tern__rp(req)->peer == NULL ||
+		    nblocked == TERN__BLOCKED_MAX)
 			break;
-		blocked[nblocked++] = req->_priv.peer;
+		blocked[nblocked++] = tern__rp(req)->peer;
 		req = next;
 	}
 }
@@ -258,11 +260,11 @@ void tern__req_abort(struct tern_ctx *ctx, struct tern__reqq *q,
 		     struct tern_req *req, int status)
 {
 	tern__reqq_remove(q, req);
-	if (req->_priv.op == TERN__OP_PIECES) {
+	if (tern__rp(req)->op == TERN__OP_PIECES) {
 		/* Pieces already out finish first; then the batch ends. */
-		if (req->_priv.err == 0)
-			req->_priv.err = status;
-		req->_priv.next_piece = req->_priv.npieces;
+		if (tern__rp(req)->err == 0)
+			tern__rp(req)->err = status;
+		tern__rp(req)->next_piece = tern__rp(req)->npieces;
 		pieces_posted(ctx, req);
 		return;
 	}
@@ -272,14 +274,14 @@ void tern__req_abort(struct tern_ctx *ctx, struct tern__reqq *q,
 /* A piece of a batched write finished. */
 static int piece_done(struct tern_ctx *ctx, struct tern_req *req, int status)
 {
-	req->_priv.inflight--;
-	if (status != 0 && req->_priv.err == 0)
-		req->_priv.err = status;
-	if (req->_priv.inflight > 0 ||
-	    req->_priv.next_piece < req->_priv.npieces)
+	tern__rp(req)->inflight--;
+	if (status != 0 && tern__rp(req)->err == 0)
+		tern__rp(req)->err = status;
+	if (tern__rp(req)->inflight > 0 ||
+	    tern__rp(req)->next_piece < tern__rp(req)->npieces)
 		return 0;
 	tern__reqq_remove(&ctx->posted, req);
-	complete_req(req, req->_priv.err);
+	complete_req(req, tern__rp(req)->err);
 	return 1;
 }
 
@@ -295,7 +297,7 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 	if (c->slot != NULL) {
 		tern__slot_free(rail, c->slot);
 		rail->tx_credits++;
-		if (req->_priv.op == TERN__OP_PIECES)
+		if (tern__rp(req)->op == TERN__OP_PIECES)
 			return piece_done(ctx, req, c->status);
 		req->value = c->data;
 		tern__reqq_remove(&ctx->posted, req);
@@ -303,7 +305,7 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 		return 1;
 	}
 	tern__reqq_remove(&ctx->posted, req);
-	if (req->_priv.op == TERN__OP_RECV) {
+	if (tern__rp(req)->op == TERN__OP_RECV) {
 		rail->rx_credits++;
 		if (c->imm_data) {
 			req->imm = c->data;
@@ -504,13 +506,13 @@ static inline __attribute__((always_inline)) int prep(
 	/* Messages use rail 0 on both sides, so a receive always sits where
 	 * the message lands; one-sided operations spread over the rails
 	 * (round-robin without a division per operation). */
-	req->_priv.rail = 0;
+	tern__rp(req)->rail = 0;
 	if (ctx->nrails > 1 && op != TERN__OP_SEND && op != TERN__OP_SEND_IMM &&
 	    op != TERN__OP_RECV) {
 		unsigned int r = ctx->next_rail;
 
 		ctx->next_rail = r + 1 < ctx->nrails ? r + 1 : 0;
-		req->_priv.rail = (uint8_t)r;
+		tern__rp(req)->rail = (uint8_t)r;
 	}
 	return 0;
 }
@@ -527,13 +529,13 @@ void tern__req_fill(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 	req->flags = 0;
 	req->prov_errno = 0;
 	req->errmsg[0] = '\0';
-	req->_priv.ctx = ctx;
-	req->_priv.op = op;
-	req->_priv.sop = 0; /* rma_common() sets it for a striped one */
-	req->_priv.xflags = 0;
-	req->_priv.peer = peer;
-	req->_priv.mr = mr;
-	req->_priv.buf = (void *)(uintptr_t)buf;
+	tern__rp(req)->ctx = ctx;
+	tern__rp(req)->op = op;
+	tern__rp(req)->sop = 0; /* rma_common() sets it for a striped one */
+	tern__rp(req)->xflags = 0;
+	tern__rp(req)->peer = peer;
+	tern__rp(req)->mr = mr;
+	tern__rp(req)->buf = (void *)(uintptr_t)buf;
 }
 
 /* prep() for a write or read that is cut in chunks (striped or staged):
@@ -557,7 +559,7 @@ static int prep_long(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
  * the staging pipeline (src/engine/stage.c). */
 static int submit(struct tern_ctx *ctx, struct tern_req *req)
 {
-	if (req->_priv.mr->smr != NULL)
+	if (tern__rp(req)->mr->smr != NULL)
 		tern__stage_submit(ctx, req);
 	else
 		tern__queue(ctx, req);
@@ -626,13 +628,13 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 		ret = prep_long(ctx, req, op, peer, mr, buf, len);
 		if (ret != 0)
 			return ret;
-		req->_priv.operand = roff;
-		req->_priv.imm = imm;
-		req->_priv.rbase = rdesc->base;
-		req->_priv.rlen = rdesc->len;
-		req->_priv.rflags = rdesc->flags;
-		req->_priv.nregions = rdesc->nkeys;
-		memcpy(req->_priv.rkeys, rdesc->keys, sizeof(rdesc->keys));
+		tern__rp(req)->operand = roff;
+		tern__rp(req)->imm = imm;
+		tern__rp(req)->rbase = rdesc->base;
+		tern__rp(req)->rlen = rdesc->len;
+		tern__rp(req)->rflags = rdesc->flags;
+		tern__rp(req)->nregions = rdesc->nkeys;
+		memcpy(tern__rp(req)->rkeys, rdesc->keys, sizeof(rdesc->keys));
 		tern__stage_submit(ctx, req);
 		return 0;
 	}
@@ -645,30 +647,30 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 		ret = prep_long(ctx, req, op, peer, mr, buf, len);
 		if (ret != 0)
 			return ret;
-		req->_priv.op = TERN__OP_PIECES;
-		req->_priv.sop = op;
-		req->_priv.operand = ctx->stripe_chunk;
-		req->_priv.npieces = (uint32_t)tern__stripe_count(
+		tern__rp(req)->op = TERN__OP_PIECES;
+		tern__rp(req)->sop = op;
+		tern__rp(req)->operand = ctx->stripe_chunk;
+		tern__rp(req)->npieces = (uint32_t)tern__stripe_count(
 			len, ctx->stripe_chunk);
-		req->_priv.next_piece = 0;
-		req->_priv.inflight = 0;
-		req->_priv.err = 0;
-		req->_priv.count = 0;
-		req->_priv.raddr = tern__raddr(rdesc, roff);
+		tern__rp(req)->next_piece = 0;
+		tern__rp(req)->inflight = 0;
+		tern__rp(req)->err = 0;
+		tern__rp(req)->count = 0;
+		tern__rp(req)->raddr = tern__raddr(rdesc, roff);
 		for (unsigned int i = 0; i < peer->nrails; i++)
-			req->_priv.rkeys[i] = rdesc->keys[i];
+			tern__rp(req)->rkeys[i] = rdesc->keys[i];
 		tern__queue(ctx, req);
 		return 0;
 	}
 	ret = prep(ctx, req, op, peer, mr, buf, len);
 	if (ret != 0)
 		return ret;
-	rrail = req->_priv.rail;
+	rrail = tern__rp(req)->rail;
 	if (rrail >= peer->nrails)
 		rrail %= peer->nrails;
-	req->_priv.rkey = rdesc->keys[rrail];
-	req->_priv.raddr = tern__raddr(rdesc, roff);
-	req->_priv.imm = imm;
+	tern__rp(req)->rkey = rdesc->keys[rrail];
+	tern__rp(req)->raddr = tern__raddr(rdesc, roff);
+	tern__rp(req)->imm = imm;
 	queue_req(ctx, req);
 	return 0;
 }
@@ -696,9 +698,9 @@ static inline __attribute__((always_inline)) int rma_common(
 	ret = prep(ctx, req, op, peer, mr, buf, len);
 	if (tern_unlikely(ret != 0))
 		return ret;
-	req->_priv.rkey = rdesc->keys[0];
-	req->_priv.raddr = tern__raddr(rdesc, roff);
-	req->_priv.imm = imm;
+	tern__rp(req)->rkey = rdesc->keys[0];
+	tern__rp(req)->raddr = tern__raddr(rdesc, roff);
+	tern__rp(req)->imm = imm;
 	queue_req(ctx, req);
 	return 0;
 }
@@ -729,7 +731,7 @@ int tern_send_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
 	ret = prep(peer->ctx, req, TERN__OP_SEND_IMM, peer, mr, buf, len);
 	if (ret != 0)
 		return ret;
-	req->_priv.imm = imm;
+	tern__rp(req)->imm = imm;
 	return submit(peer->ctx, req);
 }
 
@@ -769,15 +771,15 @@ int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
 	if (ret != 0)
 		return ret;
 	req->len = total;
-	req->_priv.pieces = pieces;
-	req->_priv.regions = regions;
-	req->_priv.npieces = (uint32_t)n;
-	req->_priv.nregions = nregions;
-	req->_priv.next_piece = 0;
-	req->_priv.inflight = 0;
-	req->_priv.err = 0;
-	req->_priv.count = (flags & TERN_PIECES_IMM) != 0;
-	req->_priv.imm = imm;
+	tern__rp(req)->pieces = pieces;
+	tern__rp(req)->regions = regions;
+	tern__rp(req)->npieces = (uint32_t)n;
+	tern__rp(req)->nregions = nregions;
+	tern__rp(req)->next_piece = 0;
+	tern__rp(req)->inflight = 0;
+	tern__rp(req)->err = 0;
+	tern__rp(req)->count = (flags & TERN_PIECES_IMM) != 0;
+	tern__rp(req)->imm = imm;
 	return submit(peer->ctx, req);
 }
 
@@ -809,10 +811,10 @@ static int atomic_common(struct tern_peer *peer,
 	ret = prep(ctx, req, op, peer, ctx->scratch_mr, ctx->scratch, 8);
 	if (ret != 0)
 		return ret;
-	req->_priv.rkey = rdesc->keys[req->_priv.rail % peer->nrails];
-	req->_priv.raddr = tern__raddr(rdesc, roff);
-	req->_priv.operand = operand;
-	req->_priv.compare = compare;
+	tern__rp(req)->rkey = rdesc->keys[tern__rp(req)->rail % peer->nrails];
+	tern__rp(req)->raddr = tern__raddr(rdesc, roff);
+	tern__rp(req)->operand = operand;
+	tern__rp(req)->compare = compare;
 	tern__queue(ctx, req);
 	return 0;
 }
@@ -854,9 +856,10 @@ void tern__loop_drain(struct tern_ctx *ctx)
 	tern__imm_cancel_all(ctx);
 	/* Posted receives are cancelled in the provider; sends and writes
 	 * get a bounded time to finish. */
-	for (req = ctx->posted.head; req != NULL; req = req->_priv.next) {
-		if (req->_priv.op == TERN__OP_RECV)
-			tern__rail_cancel(&ctx->rails[req->_priv.rail], req);
+	for (req = ctx->posted.head; req != NULL; req = tern__rp(req)->next) {
+		if (tern__rp(req)->op == TERN__OP_RECV)
+			tern__rail_cancel(&ctx->rails[tern__rp(req)->rail],
+					  req);
 	}
 	while ((ctx->posted.len > 0 || tern__stage_alive(ctx)) &&
 	       tern__now_ns() < deadline) {
@@ -882,8 +885,8 @@ void tern__loop_cancel_posted(struct tern_ctx *ctx)
 			  ctx->posted.len);
 	/* The endpoints are closed: nothing more will complete. */
 	while ((req = tern__reqq_pop(&ctx->posted)) != NULL) {
-		if (req->_priv.op == TERN__OP_PIECES)
-			req->_priv.inflight = 0;
+		if (tern__rp(req)->op == TERN__OP_PIECES)
+			tern__rp(req)->inflight = 0;
 		tern__req_complete(ctx, req, -ECANCELED);
 	}
 }
@@ -892,14 +895,14 @@ static int req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 {
 	struct tern_rail *rail;
 
-	switch (req->_priv.state) {
+	switch (tern__rp(req)->state) {
 	case TERN__ST_QUEUED:
 		/* A batch with pieces already out completes when they have:
 		 * the provider may still be reading its buffers. */
-		rail = &ctx->rails[req->_priv.rail];
+		rail = &ctx->rails[tern__rp(req)->rail];
 		tern__req_abort(ctx,
-				req->_priv.op == TERN__OP_RECV ? &rail->rxq
-							       : &rail->txq,
+				tern__rp(req)->op == TERN__OP_RECV ? &rail->rxq
+								   : &rail->txq,
 				req, -ECANCELED);
 		return 0;
 	case TERN__ST_WAITING:
@@ -909,9 +912,9 @@ static int req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 		tern__stage_cancel(ctx, req);
 		return 0;
 	case TERN__ST_POSTED:
-		if (req->_priv.op != TERN__OP_RECV)
+		if (tern__rp(req)->op != TERN__OP_RECV)
 			return -EBUSY;
-		return tern__rail_cancel(&ctx->rails[req->_priv.rail], req);
+		return tern__rail_cancel(&ctx->rails[tern__rp(req)->rail], req);
 	default: /* done, or on ctx->ready: its callback is due */
 		return -EALREADY;
 	}

@@ -555,7 +555,7 @@ static int write_nth(struct env *e, struct tracked *t, unsigned int i)
 
 static void *ctx_of(struct tracked *t)
 {
-	return t->req._priv.fictx;
+	return tern__rp(&t->req)->fictx;
 }
 
 /* ---- 1. Posts only queue; progress posts them, fields intact ---- */
@@ -1832,7 +1832,8 @@ static void test_callback_expects_mid_batch(void **state)
 static size_t call_of(const struct tracked *t)
 {
 	for (size_t i = 0; i < fk.ncalls; i++) {
-		if (fk.calls[i].context == (const void *)t->req._priv.fictx)
+		if (fk.calls[i].context ==
+		    (const void *)tern__rp(&t->req)->fictx)
 			return i;
 	}
 	fail_msg("request never posted");

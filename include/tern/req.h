@@ -51,8 +51,19 @@ typedef void (*tern_req_cb)(struct tern_req *req);
 #define TERN_REQ_ERRMSG_LEN 96
 
 /**
- * A caller-owned request. Initialise it with tern_req_init() before its
- * first post. Once it has completed it may be posted again as it is:
+ * Bytes of a request that are private to tern: libfabric's context
+ * (struct fi_context2, 64 bytes), the queue links, the operation's
+ * target and progress, and per operation what it alone needs. Its layout
+ * is the library's own (src/engine/engine.h); it changes only with the
+ * ABI version.
+ */
+#define TERN_REQ_PRIV_SIZE 192
+
+/**
+ * A caller-owned request, 344 bytes on LP64 (152 public, 192 private;
+ * it was 632 with its private fields spelled out): tern allocates nothing
+ * per operation. Initialise it with tern_req_init() before its first
+ * post. Once it has completed it may be posted again as it is:
  * every post clears its results and keeps its callback and data (call
  * tern_req_init() again to change those). A request still in flight must
  * not be posted again.
@@ -71,39 +82,8 @@ struct tern_req {
 	int prov_errno;	    /**< provider-specific error number, or 0 */
 	char errmsg[TERN_REQ_ERRMSG_LEN]; /**< provider's error text, or "" */
 
-	/** Private to tern; do not touch. */
-	struct {
-		void *fictx[8]; /* struct fi_context2 handed to libfabric */
-		struct tern_req *next, *prev;
-		struct tern_ctx *ctx;
-		struct tern_peer *peer;
-		struct tern_mr *mr;
-		void *buf;
-		uint64_t raddr;
-		uint64_t rkey;
-		uint64_t count;
-		uint64_t operand;
-		uint64_t compare;
-		const void *pieces;
-		const void *regions;
-		uint32_t npieces;
-		uint32_t next_piece;
-		uint32_t inflight;
-		uint32_t nregions;
-		uint32_t imm;
-		int32_t err;
-		uint8_t op;
-		uint8_t rail;
-		uint8_t state;
-		uint8_t ready;
-		uint8_t sop; /* a striped write or read: its operation */
-		uint8_t xflags;
-		uint32_t ndone;	 /* staged: chunks finished */
-		uint32_t rflags; /* staged: the remote descriptor's flags */
-		uint64_t rbase;	 /* staged: the remote descriptor's base */
-		uint64_t rlen;	 /* staged: ... and length */
-		uint64_t rkeys[TERN_MAX_RAILS]; /* striped: key per rail */
-	} _priv;
+	/** Private to tern; do not touch (TERN_REQ_PRIV_SIZE bytes). */
+	uint64_t _priv[TERN_REQ_PRIV_SIZE / sizeof(uint64_t)];
 };
 
 /**

@@ -124,7 +124,7 @@ static void expectation_done(struct tern_ctx *ctx, struct tern__imm_slot *s)
 {
 	struct tern_req *req = s->req;
 
-	s->arrived -= tern__rp(req)->count;
+	s->arrived -= tern__rp(req)->u.expect.count;
 	s->req = NULL;
 	ctx->nexpect--;
 	if (s->arrived == 0)
@@ -147,7 +147,7 @@ void tern__imm_arrived(struct tern_ctx *ctx, uint32_t imm)
 	}
 	s->arrived++;
 	if (s->req != NULL && !tern__rp(s->req)->ready &&
-	    s->arrived >= tern__rp(s->req)->count)
+	    s->arrived >= tern__rp(s->req)->u.expect.count)
 		expectation_done(ctx, s);
 }
 
@@ -168,7 +168,7 @@ int tern_imm_expect(struct tern_ctx *ctx, uint32_t imm, uint64_t count,
 	/* Results cleared as for any post (the request may be reused). */
 	tern__req_fill(ctx, req, TERN__OP_IMM_EXPECT, NULL, NULL, NULL,
 		       (size_t)count);
-	tern__rp(req)->count = count;
+	tern__rp(req)->u.expect.count = count;
 	tern__rp(req)->imm = imm;
 	tern__rp(req)->state = TERN__ST_WAITING;
 	s->req = req;

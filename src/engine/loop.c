@@ -89,6 +89,8 @@ void tern__loop_fini(struct tern_ctx *ctx)
 	ctx->epfd = ctx->wakefd = -1;
 	free(ctx->evs);
 	ctx->evs = NULL;
+	/* Every request completed by now: the whole pool is free. */
+	tern__desc_pool_fini(ctx);
 }
 
 /* ---- timers -------------------------------------------------------- */

@@ -19,9 +19,7 @@
 /* Every tern message travels with this tag; receives match it exactly. */
 #define TERN_TAG_MSG 0x7465726eULL
 
-_Static_assert(sizeof(((struct tern_req *)0)->_priv.fictx) >=
-		       sizeof(struct fi_context2),
-	       "request context too small for libfabric");
+/* The request context fits libfabric's: engine.h checks it. */
 
 /* Map a provider error (positive FI_E* value) to a tern error code. */
 int tern__err_from_fi(int fi_err)
@@ -100,9 +98,9 @@ static ssize_t post_atomic(struct tern_rail *rail, struct tern_req *req,
 	struct fi_ioc cmp = { .addr = &w[1], .count = 1 };
 	struct fi_ioc res = { .addr = &w[2], .count = 1 };
 	struct fi_rma_ioc rioc = {
-		.addr = tern__rp(req)->raddr,
+		.addr = tern__rp(req)->u.atomic.raddr,
 		.count = 1,
-		.key = tern__rp(req)->rkey,
+		.key = tern__rp(req)->u.atomic.rkey,
 	};
 	struct fi_msg_atomic msg = {
 		.msg_iov = &op,
@@ -116,8 +114,8 @@ static ssize_t post_atomic(struct tern_rail *rail, struct tern_req *req,
 		.context = slot->fictx,
 	};
 
-	w[0] = tern__rp(req)->operand;
-	w[1] = tern__rp(req)->compare;
+	w[0] = tern__rp(req)->u.atomic.operand;
+	w[1] = tern__rp(req)->u.atomic.compare;
 	w[2] = 0;
 	if (tern__rp(req)->op == TERN__OP_FADD)
 		return fi_fetch_atomicmsg(rail->ep, &msg, &res, &desc, 1,
@@ -140,7 +138,8 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 	case TERN__OP_WRITE:
 	case TERN__OP_READ:
 		ret = tern__post_rma(rail, req, tern__rp(req)->buf, req->len,
-				     tern__rp(req)->raddr, tern__rp(req)->rkey,
+				     tern__rp(req)->u.rma.raddr,
+				     tern__rp(req)->u.rma.rkey,
 				     tern__rp(req)->fictx, flags);
 		break;
 	case TERN__OP_SEND:
@@ -190,17 +189,17 @@ int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 			  int more)
 {
 	const struct tern_piece *pc =
-		(const struct tern_piece *)tern__rp(req)->pieces +
+		(const struct tern_piece *)tern__rp(req)->u.batch.pieces +
 		tern__rp(req)->next_piece;
 	const struct tern_mr_desc *rd =
-		(const struct tern_mr_desc *)tern__rp(req)->regions +
+		(const struct tern_mr_desc *)tern__rp(req)->u.batch.regions +
 		pc->region;
 	uint64_t raddr = tern__raddr(rd, pc->roff);
 	uint64_t flags = more ? FI_MORE : 0;
 	struct tern__slot *slot;
 	ssize_t ret;
 
-	if (tern__rp(req)->count) /* TERN_PIECES_IMM */
+	if (tern__rp(req)->u.batch.with_imm)
 		flags |= FI_REMOTE_CQ_DATA;
 	slot = slot_get(rail, req);
 	if (slot == NULL)
@@ -220,15 +219,16 @@ int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req)
 	struct tern__slot *slot;
 	ssize_t ret;
 
-	tern__stripe_chunk(req->len, tern__rp(req)->operand,
+	tern__stripe_chunk(req->len, tern__rp(req)->u.stripe.chunk,
 			   tern__rp(req)->next_piece, &off, &len);
 	slot = slot_get(rail, req);
 	if (slot == NULL)
 		return -EAGAIN;
 	ret = tern__post_rma(
 		rail, req, (char *)tern__rp(req)->buf + off, len,
-		tern__rp(req)->raddr + off,
-		tern__rp(req)->rkeys[rail->idx % tern__rp(req)->peer->nrails],
+		tern__rp(req)->u.stripe.raddr + off,
+		tern__rp(req)->u.stripe.rd->d.keys[rail->idx %
+						   tern__rp(req)->peer->nrails],
 		slot->fictx, 0);
 	if (ret != 0)
 		tern__slot_free(rail, slot);
@@ -249,7 +249,7 @@ static inline void decode_ctx(struct tern_rail *rail, void *op_context,
 			cqe->data = slot_words(rail, cqe->slot)[2];
 		return;
 	}
-	cqe->req = tern_container_of(op_context, struct tern_req, _priv.fictx);
+	cqe->req = tern__req_of_fictx(op_context);
 }
 
 /* Give a consumed FI_RX_CQ_DATA sink receive back to the provider. Losing

@@ -60,8 +60,9 @@ static inline __attribute__((always_inline)) int tern__rail_post_inline(
 	if (op == TERN__OP_WRITE_IMM)
 		flags |= FI_REMOTE_CQ_DATA;
 	ret = tern__post_rma(rail, req, tern__rp(req)->buf, req->len,
-			     tern__rp(req)->raddr, tern__rp(req)->rkey,
-			     tern__rp(req)->fictx, flags);
+			     tern__rp(req)->u.rma.raddr,
+			     tern__rp(req)->u.rma.rkey, tern__rp(req)->fictx,
+			     flags);
 	if (tern_likely(ret == 0))
 		return 0;
 	return tern__post_failed(rail, req, ret);

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
@@ -78,8 +79,51 @@ void tern__req_complete_now(struct tern_ctx *ctx, struct tern_req *req,
 	complete_req(req, status);
 }
 
+struct tern__desc *tern__desc_get(struct tern_ctx *ctx,
+				  const struct tern_mr_desc *src)
+{
+	struct tern__desc *rd = ctx->desc_free;
+
+	if (rd != NULL)
+		ctx->desc_free = rd->next_free;
+	else if ((rd = malloc(sizeof(*rd))) == NULL)
+		return NULL;
+	rd->d = *src;
+	return rd;
+}
+
+static void desc_put(struct tern_ctx *ctx, struct tern__desc *rd)
+{
+	rd->next_free = ctx->desc_free;
+	ctx->desc_free = rd;
+}
+
+void tern__desc_pool_fini(struct tern_ctx *ctx)
+{
+	struct tern__desc *rd;
+
+	while ((rd = ctx->desc_free) != NULL) {
+		ctx->desc_free = rd->next_free;
+		free(rd);
+	}
+}
+
+/* A striped or staged request gives its descriptor copy back as it
+ * finishes (never on the single-rail path: no test there). */
+static void drop_desc(struct tern_ctx *ctx, struct tern_req *req)
+{
+	struct tern__req_priv *p = tern__rp(req);
+
+	if (!(p->xflags & TERN__XF_DESC))
+		return;
+	p->xflags &= (uint8_t)~TERN__XF_DESC;
+	desc_put(ctx,
+		 p->op == TERN__OP_PIECES ? p->u.stripe.rd : p->u.staged.rd);
+}
+
 void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status)
 {
+	drop_desc(ctx, req);
 	finish_req(req, status);
 	tern__rp(req)->state = TERN__ST_READY;
 	tern__reqq_push(&ctx->ready, req);
@@ -281,6 +325,7 @@ static int piece_done(struct tern_ctx *ctx, struct tern_req *req, int status)
 	    tern__rp(req)->next_piece < tern__rp(req)->npieces)
 		return 0;
 	tern__reqq_remove(&ctx->posted, req);
+	drop_desc(ctx, req);
 	complete_req(req, tern__rp(req)->err);
 	return 1;
 }
@@ -612,6 +657,7 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 					     uint64_t roff, uint8_t op,
 					     uint32_t imm, struct tern_req *req)
 {
+	struct tern__desc *rd;
 	struct tern_ctx *ctx;
 	unsigned int rrail;
 	int ret;
@@ -625,16 +671,18 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 	if (ret != 0)
 		return ret;
 	if (tern_unlikely(mr != NULL && mr->smr != NULL)) {
+		rd = tern__desc_get(ctx, rdesc);
+		if (rd == NULL)
+			return -ENOMEM;
 		ret = prep_long(ctx, req, op, peer, mr, buf, len);
-		if (ret != 0)
+		if (ret != 0) {
+			desc_put(ctx, rd);
 			return ret;
-		tern__rp(req)->operand = roff;
+		}
 		tern__rp(req)->imm = imm;
-		tern__rp(req)->rbase = rdesc->base;
-		tern__rp(req)->rlen = rdesc->len;
-		tern__rp(req)->rflags = rdesc->flags;
-		tern__rp(req)->nregions = rdesc->nkeys;
-		memcpy(tern__rp(req)->rkeys, rdesc->keys, sizeof(rdesc->keys));
+		tern__rp(req)->xflags |= TERN__XF_DESC;
+		tern__rp(req)->u.staged.roff = roff;
+		tern__rp(req)->u.staged.rd = rd;
 		tern__stage_submit(ctx, req);
 		return 0;
 	}
@@ -644,21 +692,25 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 		/* Chunks over every rail, posted like a batch's pieces;
 		 * each is at most a chunk, so the whole may exceed the
 		 * provider's largest message. */
+		rd = tern__desc_get(ctx, rdesc);
+		if (rd == NULL)
+			return -ENOMEM;
 		ret = prep_long(ctx, req, op, peer, mr, buf, len);
-		if (ret != 0)
+		if (ret != 0) {
+			desc_put(ctx, rd);
 			return ret;
+		}
 		tern__rp(req)->op = TERN__OP_PIECES;
 		tern__rp(req)->sop = op;
-		tern__rp(req)->operand = ctx->stripe_chunk;
+		tern__rp(req)->xflags |= TERN__XF_DESC;
 		tern__rp(req)->npieces = (uint32_t)tern__stripe_count(
 			len, ctx->stripe_chunk);
 		tern__rp(req)->next_piece = 0;
 		tern__rp(req)->inflight = 0;
 		tern__rp(req)->err = 0;
-		tern__rp(req)->count = 0;
-		tern__rp(req)->raddr = tern__raddr(rdesc, roff);
-		for (unsigned int i = 0; i < peer->nrails; i++)
-			tern__rp(req)->rkeys[i] = rdesc->keys[i];
+		tern__rp(req)->u.stripe.raddr = tern__raddr(rdesc, roff);
+		tern__rp(req)->u.stripe.chunk = ctx->stripe_chunk;
+		tern__rp(req)->u.stripe.rd = rd;
 		tern__queue(ctx, req);
 		return 0;
 	}
@@ -668,8 +720,8 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 	rrail = tern__rp(req)->rail;
 	if (rrail >= peer->nrails)
 		rrail %= peer->nrails;
-	tern__rp(req)->rkey = rdesc->keys[rrail];
-	tern__rp(req)->raddr = tern__raddr(rdesc, roff);
+	tern__rp(req)->u.rma.rkey = rdesc->keys[rrail];
+	tern__rp(req)->u.rma.raddr = tern__raddr(rdesc, roff);
 	tern__rp(req)->imm = imm;
 	queue_req(ctx, req);
 	return 0;
@@ -698,8 +750,8 @@ static inline __attribute__((always_inline)) int rma_common(
 	ret = prep(ctx, req, op, peer, mr, buf, len);
 	if (tern_unlikely(ret != 0))
 		return ret;
-	tern__rp(req)->rkey = rdesc->keys[0];
-	tern__rp(req)->raddr = tern__raddr(rdesc, roff);
+	tern__rp(req)->u.rma.rkey = rdesc->keys[0];
+	tern__rp(req)->u.rma.raddr = tern__raddr(rdesc, roff);
 	tern__rp(req)->imm = imm;
 	queue_req(ctx, req);
 	return 0;
@@ -771,14 +823,14 @@ int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
 	if (ret != 0)
 		return ret;
 	req->len = total;
-	tern__rp(req)->pieces = pieces;
-	tern__rp(req)->regions = regions;
+	tern__rp(req)->u.batch.pieces = pieces;
+	tern__rp(req)->u.batch.regions = regions;
+	tern__rp(req)->u.batch.nregions = nregions;
+	tern__rp(req)->u.batch.with_imm = (flags & TERN_PIECES_IMM) != 0;
 	tern__rp(req)->npieces = (uint32_t)n;
-	tern__rp(req)->nregions = nregions;
 	tern__rp(req)->next_piece = 0;
 	tern__rp(req)->inflight = 0;
 	tern__rp(req)->err = 0;
-	tern__rp(req)->count = (flags & TERN_PIECES_IMM) != 0;
 	tern__rp(req)->imm = imm;
 	return submit(peer->ctx, req);
 }
@@ -811,10 +863,11 @@ static int atomic_common(struct tern_peer *peer,
 	ret = prep(ctx, req, op, peer, ctx->scratch_mr, ctx->scratch, 8);
 	if (ret != 0)
 		return ret;
-	tern__rp(req)->rkey = rdesc->keys[tern__rp(req)->rail % peer->nrails];
-	tern__rp(req)->raddr = tern__raddr(rdesc, roff);
-	tern__rp(req)->operand = operand;
-	tern__rp(req)->compare = compare;
+	tern__rp(req)->u.atomic.rkey =
+		rdesc->keys[tern__rp(req)->rail % peer->nrails];
+	tern__rp(req)->u.atomic.raddr = tern__raddr(rdesc, roff);
+	tern__rp(req)->u.atomic.operand = operand;
+	tern__rp(req)->u.atomic.compare = compare;
 	tern__queue(ctx, req);
 	return 0;
 }

@@ -7,8 +7,7 @@
 
 #include <tern/req.h>
 
-/* The engine's view of a request's private area. */
-#define tern__rp(req) (&(req)->_priv)
+/* tern__rp() and struct tern__req_priv: engine.h, which includes this. */
 
 struct tern__reqq {
 	struct tern_req *head, *tail;

@@ -154,7 +154,7 @@ static int is_source(const struct tern_req *req)
 	case TERN__OP_PIECES:
 		return 1;
 	case TERN__OP_SYNC:
-		return tern__rp(req)->imm == TERN_MR_SYNC_OUT;
+		return tern__rp(req)->u.sync.dir == TERN_MR_SYNC_OUT;
 	default:
 		return 0;
 	}
@@ -244,16 +244,6 @@ static int chunk_copy(struct tern__stage_chunk *ch, int out, uint64_t len)
 
 static void net_done(struct tern_req *inner);
 
-/* The remote region the request targets, as the descriptor it came with. */
-static void remote_desc(const struct tern_req *req, struct tern_mr_desc *rd)
-{
-	rd->base = tern__rp(req)->rbase;
-	rd->len = tern__rp(req)->rlen;
-	rd->flags = tern__rp(req)->rflags;
-	rd->nkeys = tern__rp(req)->nregions;
-	memcpy(rd->keys, tern__rp(req)->rkeys, sizeof(rd->keys));
-}
-
 /* Hand the chunk's operation on the shadow to tern. */
 static int chunk_post(struct tern__stage_chunk *ch)
 {
@@ -261,7 +251,8 @@ static int chunk_post(struct tern__stage_chunk *ch)
 	struct tern_peer *peer = tern__rp(req)->peer;
 	struct tern_mr *smr = tern__rp(req)->mr->smr;
 	char *h = shadow(req) + ch->off;
-	struct tern_mr_desc rd;
+	/* The remote region, as the descriptor it came with (a copy). */
+	const struct tern_mr_desc *rd = &tern__rp(req)->u.staged.rd->d;
 	const struct tern_piece *pc;
 	const struct tern_mr_desc *regions;
 	int ret;
@@ -277,27 +268,25 @@ static int chunk_post(struct tern__stage_chunk *ch)
 	case TERN__OP_RECV:
 		return tern_recv(tern__rp(req)->ctx, smr, h, ch->len, in);
 	case TERN__OP_READ:
-		remote_desc(req, &rd);
-		return tern_read(peer, smr, h, ch->len, &rd, ch->roff, in);
+		return tern_read(peer, smr, h, ch->len, rd, ch->roff, in);
 	case TERN__OP_WRITE:
-		remote_desc(req, &rd);
-		return tern_write(peer, smr, h, ch->len, &rd, ch->roff, in);
+		return tern_write(peer, smr, h, ch->len, rd, ch->roff, in);
 	case TERN__OP_WRITE_IMM:
-		remote_desc(req, &rd);
 		if (ch->idx + 1 == tern__rp(req)->npieces)
-			return tern_write_imm(peer, smr, h, ch->len, &rd,
+			return tern_write_imm(peer, smr, h, ch->len, rd,
 					      ch->roff, tern__rp(req)->imm, in);
 		/* The immediate goes with the last chunk, posted once the
 		 * others completed: they must have landed by then, on any
 		 * rail, so ask for delivery, not just transmission. */
-		ret = tern_write(peer, smr, h, ch->len, &rd, ch->roff, in);
+		ret = tern_write(peer, smr, h, ch->len, rd, ch->roff, in);
 		if (ret == 0)
 			tern__rp(in)->xflags |= TERN__XF_DELIVER;
 		return ret;
 	case TERN__OP_PIECES:
-		pc = (const struct tern_piece *)tern__rp(req)->pieces + ch->idx;
-		regions = tern__rp(req)->regions;
-		if (tern__rp(req)->count) /* TERN_PIECES_IMM */
+		pc = (const struct tern_piece *)tern__rp(req)->u.batch.pieces +
+		     ch->idx;
+		regions = tern__rp(req)->u.batch.regions;
+		if (tern__rp(req)->u.batch.with_imm)
 			return tern_write_imm(peer, smr, h, ch->len,
 					      &regions[pc->region], pc->roff,
 					      tern__rp(req)->imm, in);
@@ -314,7 +303,8 @@ static void chunk_net(struct tern__stage_chunk *ch)
 	int ret;
 
 	if (tern__rp(req)->err != 0 &&
-	    (tern__rp(req)->op != TERN__OP_PIECES || tern__rp(req)->sop != 0)) {
+	    (tern__rp(req)->op != TERN__OP_PIECES ||
+	     (tern__rp(req)->xflags & TERN__XF_CANCELLED))) {
 		chunk_finish(ch, tern__rp(req)->err);
 		return;
 	}
@@ -392,8 +382,10 @@ static void chunk_start(struct tern__stage *st, struct tern_req *req)
 	ch->idx = i;
 	ch->roff = 0;
 	if (tern__rp(req)->op == TERN__OP_PIECES) {
-		const struct tern_piece *pc =
-			(const struct tern_piece *)tern__rp(req)->pieces + i;
+		const struct tern_piece *pc = (const struct tern_piece *)
+						      tern__rp(req)
+							      ->u.batch.pieces +
+					      i;
 
 		ch->off = pc->loff;
 		ch->len = pc->len;
@@ -404,11 +396,12 @@ static void chunk_start(struct tern__stage *st, struct tern_req *req)
 		ch->len = req->len;
 	} else {
 		tern__stripe_chunk(req->len, st->chunk, i, &ch->off, &ch->len);
-		ch->roff = tern__rp(req)->operand + ch->off;
+		ch->roff = tern__rp(req)->u.staged.roff + ch->off;
 		ch->off += base;
 	}
 	if (tern__rp(req)->op == TERN__OP_SYNC) {
-		ret = chunk_copy(ch, tern__rp(req)->imm == TERN_MR_SYNC_OUT,
+		ret = chunk_copy(ch,
+				 tern__rp(req)->u.sync.dir == TERN_MR_SYNC_OUT,
 				 ch->len);
 		if (ret != 0 || !ch->has_ev)
 			chunk_finish(ch, ret);
@@ -432,7 +425,7 @@ void tern__stage_submit(struct tern_ctx *ctx, struct tern_req *req)
 	struct tern__stage *st = ctx->stage;
 
 	tern__rp(req)->state = TERN__ST_STAGING;
-	tern__rp(req)->sop = 0; /* 1 once cancelled */
+	/* xflags: TERN__XF_CANCELLED once cancelled (the post cleared it) */
 	tern__rp(req)->next_piece = 0;
 	tern__rp(req)->inflight = 0;
 	tern__rp(req)->ndone = 0;
@@ -485,7 +478,7 @@ static void start_chunks(struct tern__stage *st)
 			 * error. */
 			if ((tern__rp(req)->err == 0 ||
 			     (tern__rp(req)->op == TERN__OP_PIECES &&
-			      tern__rp(req)->sop == 0)) &&
+			      !(tern__rp(req)->xflags & TERN__XF_CANCELLED))) &&
 			    tern__rp(req)->next_piece <
 				    tern__rp(req)->npieces) {
 				/* In posting order within each pool. */
@@ -578,7 +571,8 @@ void tern__stage_cancel(struct tern_ctx *ctx, struct tern_req *req)
 			return;
 	}
 	set_err(req, -ECANCELED);
-	tern__rp(req)->sop = 1; /* cancelled: nothing more is posted */
+	/* Cancelled: nothing more is posted. */
+	tern__rp(req)->xflags |= TERN__XF_CANCELLED;
 	tern__rp(req)->next_piece = tern__rp(req)->npieces; /* start no more */
 	/* Hold it: a chunk finishing below must not complete it (its
 	 * callback may free or reuse it) before the walk is over. */
@@ -611,7 +605,7 @@ void tern__stage_cancel_peer(struct tern_ctx *ctx, struct tern_peer *peer)
 		next = tern__rp(req)->next;
 		/* Not yet cancelled: may still start or succeed. */
 		if ((peer == NULL || tern__rp(req)->peer == peer) &&
-		    tern__rp(req)->sop == 0)
+		    !(tern__rp(req)->xflags & TERN__XF_CANCELLED))
 			tern__stage_cancel(ctx, req);
 	}
 }
@@ -669,8 +663,7 @@ int tern_mr_sync(struct tern_mr *mr, uint64_t off, uint64_t len,
 	}
 	tern__req_fill(ctx, req, TERN__OP_SYNC, NULL, mr, (char *)mr->buf + off,
 		       len);
-	tern__rp(req)->operand = 0;
-	tern__rp(req)->imm = dir;
+	tern__rp(req)->u.sync.dir = dir;
 	tern__stage_submit(ctx, req);
 	return 0;
 }

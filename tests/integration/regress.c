@@ -24,6 +24,8 @@
 #include <tern/tern.h>
 
 #include "check.h"
+/* Test 1 looks at a request's private progress (tern__rp()). */
+#include "../../src/engine/engine.h"
 
 static const char *g_prov;
 
@@ -101,11 +103,11 @@ static void test_cancel_half_posted_batch(void)
 	      "post");
 	/* Batch 1: each pass posts a piece or two; stop while one is out
 	 * (tests may look at the request's private fields). */
-	for (int i = 0; i < 100000 && req._priv.inflight == 0; i++) {
+	for (int i = 0; i < 100000 && tern__rp(&req)->inflight == 0; i++) {
 		tern_progress(b); /* the target answers the first contact */
 		tern_progress(a);
 	}
-	one_out = req._priv.inflight > 0 && !req.done;
+	one_out = tern__rp(&req)->inflight > 0 && !req.done;
 	CHECK(one_out, "never caught the batch with a piece out");
 	CHECK(tern_req_cancel(a, &req) == 0, "cancel");
 	CHECK(calls == 0, "completed while a piece was still out");

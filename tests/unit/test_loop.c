@@ -1919,6 +1919,64 @@ static void test_striping(void **state)
 	assert_int_equal(fk.calls[6].len, 2048);
 }
 
+/* A striped write copies the descriptor into the ctx's pool: the caller's
+ * may go at once; the copy comes back when the write completes (or is
+ * cancelled) and the next striped write reuses it. */
+static void test_striping_desc_pool(void **state)
+{
+	struct env *e = *state;
+	struct tern_mr_desc d;
+	struct tern__desc *copy;
+	struct tracked w;
+
+	e->ctx->nrails = 2;
+	e->ctx->stripe_chunk = 1024;
+	e->peer.nrails = 2;
+	e->peer.fiaddr[1] = PEER_ADDR + 1;
+	d = e->rdesc;
+	d.nkeys = 2;
+	d.keys[1] = RKEY + 1;
+	track_init(&w);
+	assert_null(e->ctx->desc_free);
+	assert_int_equal(
+		tern_write(&e->peer, &e->mr, e->buf, 2048, &d, 0, &w.req), 0);
+	memset(&d, 0xa5, sizeof(d)); /* the caller's copy is gone */
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(fk.calls[0].rkey, RKEY);
+	assert_int_equal(fk.calls[1].rkey, RKEY + 1);
+	cq_ok(fk.calls[0].context, 0, FI_WRITE, 0);
+	cq_ok(fk.calls[1].context, 0, FI_WRITE, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(w.calls, 1);
+	copy = e->ctx->desc_free;
+	assert_non_null(copy);
+	assert_null(copy->next_free);
+
+	/* Reused, and given back by a cancel too. */
+	d = e->rdesc;
+	d.nkeys = 2;
+	track_init(&w);
+	assert_int_equal(
+		tern_write(&e->peer, &e->mr, e->buf, 2048, &d, 0, &w.req), 0);
+	assert_null(e->ctx->desc_free);
+	assert_int_equal(tern_req_cancel(e->ctx, &w.req), 0);
+	assert_ptr_equal(e->ctx->desc_free, copy);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(w.status, -ECANCELED);
+}
+
+/* What a request costs: the header says so (req.h). */
+static void test_req_size(void **state)
+{
+	(void)state;
+	assert_int_equal(sizeof(((struct tern_req *)0)->_priv),
+			 TERN_REQ_PRIV_SIZE);
+	assert_true(sizeof(struct tern__req_priv) <= TERN_REQ_PRIV_SIZE);
+	if (sizeof(void *) == 8)
+		assert_int_equal(sizeof(struct tern_req), 344);
+}
+
 static void test_rails(void **state)
 {
 	struct env *e = *state;
@@ -2251,6 +2309,8 @@ int main(void)
 		T(test_callback_expects_mid_batch),
 		T(test_striping),
 		T(test_rails),
+		T(test_striping_desc_pool),
+		T(test_req_size),
 		T(test_drain_cancels_everything),
 		T(test_wait),
 #undef T

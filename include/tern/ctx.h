@@ -108,15 +108,25 @@ struct tern_ctx_attr {
 int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p);
 
 /**
- * Close a ctx, and with it the peers and memory regions still open on it
- * (their handles become invalid). Operations still queued complete with
- * -ECANCELED at once; operations already with the provider get up to 2 s
- * to finish, then complete with -ECANCELED; each exactly once, with its
- * callback run, before any memory is freed. Active timers, deferred work
- * and fd watchers are stopped without running. Over verbs;ofi_rxm it then
- * keeps progressing for $TERN_VERBS_LINGER_MS (default 20 ms) before the
- * endpoints close, so neither side crashes on a flow-control credit still
- * in flight (a libfabric bug; README, "Known limits").
+ * Close a ctx and everything still open on it. What happens to its live
+ * children, in order:
+ * - Timers, deferred work and fd watchers: stopped without running (the
+ *   structs are the caller's again, inactive; fds are not closed).
+ * - Peers: removed, as tern_peer_remove() (their handles become invalid).
+ * - Requests: every one completes exactly once, its callback run inside
+ *   this call (the one exception to "callbacks run only from progress"):
+ *   queued operations, immediate expectations and staged operations with
+ *   -ECANCELED at once; operations already with the provider get up to
+ *   2 s to finish, then the endpoints close and they complete -ECANCELED.
+ *   Over verbs;ofi_rxm it keeps progressing for $TERN_VERBS_LINGER_MS
+ *   (default 20 ms) before the endpoints close, so neither side crashes
+ *   on a flow-control credit still in flight (a libfabric bug; README,
+ *   "Known limits").
+ * - Memory regions: closed once no request uses them any more, even one
+ *   tern_mr_close() refused with -EBUSY (their handles become invalid;
+ *   the buffers are the caller's to free).
+ * All callbacks have run before any of tern's memory is freed; a
+ * callback that posts is refused (-ECANCELED).
  * Called from a callback of this ctx, it refuses new posts at once and
  * finishes when the tern call that ran the callback returns; that call
  * (tern_run(), tern_progress(), tern_wait()) then returns -TERN_ECLOSED.

@@ -215,10 +215,11 @@ struct tern_mr {
 	struct fid_mr *fmr[TERN_MAX_RAILS];
 	void *desc[TERN_MAX_RAILS];
 	uint64_t key[TERN_MAX_RAILS];
-	int kind;   /* enum tern_mem_kind */
-	int device; /* CUDA device, -1 for host */
-	int path;   /* enum tern_mr_path */
-	int hidden; /* tern's own (a shadow): not in ctx->mrs */
+	unsigned long inflight; /* queued + posted + staged operations on it */
+	int kind;		/* enum tern_mem_kind */
+	int device;		/* CUDA device, -1 for host */
+	int path;		/* enum tern_mr_path */
+	int hidden;		/* tern's own (a shadow): not in ctx->mrs */
 	/* Staged: the pinned host shadow's region (holds the keys). */
 	struct tern_mr *smr;
 	int dmabuf_fd; /* zero-copy, while registering: the export, or -1 */
@@ -388,6 +389,8 @@ const char *tern__provider_canonical(const char *name);
 int tern__rails_trywait(struct tern_ctx *ctx);
 void tern__ctx_finish_close(struct tern_ctx *ctx);
 void tern__peer_release(struct tern_peer *peer);
+/* Close @mr whatever is in flight on it: ctx teardown, shadows. */
+int tern__mr_close(struct tern_mr *mr);
 
 /*
  * Queues and completions (progress.c, imm.c, loop.c). The one completion

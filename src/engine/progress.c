@@ -51,8 +51,11 @@ void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data)
 static inline void finish_req(struct tern_req *req, int status)
 {
 	struct tern_peer *peer = tern__rp(req)->peer;
+	struct tern_mr *mr = tern__rp(req)->mr;
 
 	req->status = status;
+	if (mr != NULL) /* NULL: an immediate expectation */
+		mr->inflight--;
 	if (peer != NULL) {
 		tern__rp(req)->peer = NULL;
 		peer->inflight--;
@@ -152,6 +155,7 @@ static inline void queue_req(struct tern_ctx *ctx, struct tern_req *req)
 	struct tern_rail *rail = &ctx->rails[tern__rp(req)->rail];
 
 	tern__rp(req)->state = TERN__ST_QUEUED;
+	tern__rp(req)->mr->inflight++; /* every queued operation has one */
 	if (tern__rp(req)->peer != NULL)
 		tern__rp(req)->peer->inflight++;
 	if (tern__rp(req)->op == TERN__OP_RECV)

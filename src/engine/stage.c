@@ -452,6 +452,7 @@ void tern__stage_submit(struct tern_ctx *ctx, struct tern_req *req)
 							   req->len, st->chunk);
 		break;
 	}
+	tern__rp(req)->mr->inflight++;
 	if (tern__rp(req)->peer != NULL)
 		tern__rp(req)->peer->inflight++;
 	tern__reqq_push(&st->ops, req);

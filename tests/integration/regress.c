@@ -12,7 +12,11 @@
  *    has completed already: -EALREADY), and every operation queued to
  *    the removed peer is still cancelled;
  * 4. a peer that stops taking messages (on shm its command queue fills
- *    and every post to it is refused) does not hold up posts to others.
+ *    and every post to it is refused) does not hold up posts to others;
+ * 5. a region with operations in flight refuses to close (-EBUSY) until
+ *    they completed; closing the ctx closes it anyway, and completes a
+ *    queued write -ECANCELED with its callback run, while the ctx's timer,
+ *    deferred work and fd watcher are stopped without running.
  * usage: regress PROVIDER   (tcp binds 127.0.0.1)
  */
 #include <errno.h>
@@ -285,6 +289,86 @@ static void test_stuck_peer(void)
 	       accepted, FLOOD);
 }
 
+static int g_timer_ran, g_defer_ran, g_io_ran;
+
+static void timer_cb(struct tern_timer *t)
+{
+	(void)t;
+	g_timer_ran++;
+}
+
+static void defer_cb(struct tern_defer *d)
+{
+	(void)d;
+	g_defer_ran++;
+}
+
+static void io_cb(struct tern_io *io, unsigned int events)
+{
+	(void)io;
+	(void)events;
+	g_io_ran++;
+}
+
+static void test_lifetimes(void)
+{
+	struct tern_ctx *a = open_ctx(0), *b = open_ctx(0);
+	struct tern_peer *p = peer_of(a, b);
+	uint8_t *src = buf(4096, 7), *dst = buf(4096, 0);
+	struct tern_mr *smr, *dmr;
+	struct tern_mr_desc d;
+	struct tern_timer t;
+	struct tern_defer df = { 0 };
+	struct tern_io io = { 0 };
+	struct tern_req req;
+	int fds[2];
+
+	CHECK(tern_mr_reg(a, src, 4096, TERN_ACCESS_LOCAL, &smr) == 0, "reg");
+	CHECK(tern_mr_reg(b, dst, 4096, TERN_ACCESS_REMOTE_WRITE, &dmr) == 0,
+	      "reg");
+	CHECK(tern_mr_desc(dmr, &d) == 0, "desc");
+	calls = 0;
+	tern_req_init(&req, count_cb, NULL);
+	CHECK(tern_write(p, smr, src, 4096, &d, 0, &req) == 0, "write");
+	CHECK(tern_mr_close(smr) == -EBUSY, "closed a region still queued");
+	spin(a, b, &req.done);
+	CHECK(req.done && req.status == 0 && calls == 1, "write: %d",
+	      req.status);
+	CHECK(memcmp(src, dst, 4096) == 0, "write landed wrong");
+	CHECK(tern_mr_close(smr) == 0, "close once idle");
+	printf("ok: a region with a write in flight refuses to close "
+	       "(-EBUSY), then closes\n");
+
+	/* Closing the ctx with live children. */
+	CHECK(tern_mr_reg(a, src, 4096, TERN_ACCESS_LOCAL, &smr) == 0, "reg");
+	calls = 0;
+	tern_req_init(&req, count_cb, NULL);
+	CHECK(tern_write(p, smr, src, 4096, &d, 0, &req) == 0, "write");
+	CHECK(pipe(fds) == 0, "pipe");
+	CHECK(write(fds[1], "x", 1) == 1, "pipe write");
+	tern_timer_init(&t, timer_cb, NULL);
+	CHECK(tern_timer_start(a, &t, 0, 0) == 0, "timer");
+	CHECK(tern_defer(a, &df, defer_cb, NULL) == 0, "defer");
+	CHECK(tern_io_start(a, &io, fds[0], TERN_IO_READ, io_cb, NULL) == 0,
+	      "io");
+	CHECK(tern_mr_close(smr) == -EBUSY, "closed a region still queued");
+	CHECK(tern_ctx_close(a) == 0, "close with live children");
+	CHECK(req.done && req.status == -ECANCELED && calls == 1,
+	      "queued write at close: done %d status %d, %d callbacks",
+	      req.done, req.status, calls);
+	CHECK(g_timer_ran == 0 && g_defer_ran == 0 && g_io_ran == 0,
+	      "ran at close: timer %d defer %d io %d", g_timer_ran, g_defer_ran,
+	      g_io_ran);
+	tern_mr_close(dmr);
+	CHECK(tern_ctx_close(b) == 0, "close");
+	close(fds[0]);
+	close(fds[1]);
+	free(src);
+	free(dst);
+	printf("ok: ctx close with a busy region, a peer, a queued write, a "
+	       "timer, deferred work and an fd watcher\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -301,6 +385,7 @@ int main(int argc, char **argv)
 				 "a callback of a removed peer's send cancels "
 				 "a sibling; all queued sends cancelled");
 	test_stuck_peer();
+	test_lifetimes();
 	printf("PASS: regressions over %s\n", g_prov);
 	return 0;
 }

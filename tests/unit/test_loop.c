@@ -1626,6 +1626,46 @@ static void test_cancelled_cb_reposts(void **state)
 	assert_int_equal(req.status, 0);
 }
 
+/* Regions count what is in flight on them, as peers do: a queued or
+ * posted operation pins its region (tern_mr_close() answers -EBUSY), and
+ * lets go of it as it finishes, a cancelled one at the cancel. */
+static void test_mr_inflight(void **state)
+{
+	struct env *e = *state;
+	struct tracked w, r, x;
+
+	assert_int_equal(write_nth(e, &w, 0), 0);
+	track_init(&r);
+	assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf, 64, &r.req), 0);
+	assert_int_equal(e->mr.inflight, 2);
+	assert_int_equal(tern_mr_close(&e->mr), -EBUSY);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(e->mr.inflight, 2); /* posted: still pinned */
+	assert_int_equal(tern_mr_close(&e->mr), -EBUSY);
+	cq_ok(ctx_of(&w), 64, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(e->mr.inflight, 1);
+	/* A posted receive cancelled: the provider's completion lets go. */
+	fk.cancel_completes = 1;
+	assert_int_equal(tern_req_cancel(e->ctx, &r.req), 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(r.status, -ECANCELED);
+	assert_int_equal(e->mr.inflight, 0);
+	/* A queued write cancelled lets go at once, before its callback. */
+	assert_int_equal(write_nth(e, &w, 1), 0);
+	assert_int_equal(e->mr.inflight, 1);
+	assert_int_equal(tern_req_cancel(e->ctx, &w.req), 0);
+	assert_int_equal(e->mr.inflight, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	/* An expectation uses no region. */
+	track_init(&x);
+	assert_int_equal(tern_imm_expect(e->ctx, 4, 1, &x.req), 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &x.req), 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(e->mr.inflight, 0);
+	assert_int_equal(tern_mr_close(NULL), 0);
+}
+
 static void test_cancel_posted_recv(void **state)
 {
 	struct env *e = *state;
@@ -2301,6 +2341,7 @@ int main(void)
 		T(test_checks_before_posting),
 		T(test_cancel_queued),
 		T(test_cancel_then_wait),
+		T(test_mr_inflight),
 		T(test_cancelled_cb_reposts),
 		T(test_cancel_posted_recv),
 		T(test_callback_posts),

@@ -251,14 +251,19 @@ static int chunk_post(struct tern__stage_chunk *ch)
 	struct tern_peer *peer = tern__rp(req)->peer;
 	struct tern_mr *smr = tern__rp(req)->mr->smr;
 	char *h = shadow(req) + ch->off;
-	/* The remote region, as the descriptor it came with (a copy). */
-	const struct tern_mr_desc *rd = &tern__rp(req)->u.staged.rd->d;
+	const struct tern_mr_desc *rd;
 	const struct tern_piece *pc;
 	const struct tern_mr_desc *regions;
 	int ret;
 
 	tern_req_init(in, net_done, ch);
 	ch->phase = CH_NET;
+	/* A write or read: the remote region, as the descriptor it came
+	 * with (the pool's copy). */
+	if (tern__rp(req)->xflags & TERN__XF_DESC)
+		rd = &tern__rp(req)->u.staged.rd->d;
+	else
+		rd = NULL;
 	switch (tern__rp(req)->op) {
 	case TERN__OP_SEND:
 		return tern_send(peer, smr, h, ch->len, in);

@@ -43,10 +43,11 @@ void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data)
 }
 
 /*
- * A request is finished: tern lets go of its peer (a removed peer is freed
- * with its last request) and records the status. req->done is not set
- * here: it means "tern no longer holds the request", which is true only
- * once the request is off every list, just before its callback runs.
+ * A request is finished: tern lets go of its region and its peer (a
+ * removed peer is freed with its last request) and records the status.
+ * req->done is not set here: it means "tern no longer holds the request",
+ * which is true only once the request is off every list, just before its
+ * callback runs.
  */
 static inline void finish_req(struct tern_req *req, int status)
 {

@@ -67,11 +67,11 @@ static int client_add(struct tern_ctx *ctx, struct client *cl,
 	return slot;
 }
 
-int tern_atomic_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
-		       FILE *log, uint64_t *final_counter)
+int app_atomic_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
+		      FILE *log, uint64_t *final_counter)
 {
 	struct client *cl = calloc(MAX_CLIENTS, sizeof(*cl));
-	struct tern_msgbox mb;
+	struct app_msgbox mb;
 	struct tern_mr *mr = NULL;
 	uint64_t *page = NULL, clients = 0;
 	int ret;
@@ -81,7 +81,7 @@ int tern_atomic_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 	/* Peers' atomics need this side's progress and give it no
 	 * completions: never let an idle loop sleep long. */
 	tern_ctx_set_poll_max(ctx, 50);
-	ret = tern_msgbox_open(ctx, &mb);
+	ret = app_msgbox_open(ctx, &mb);
 	if (ret != 0) {
 		free(cl);
 		return ret;
@@ -95,14 +95,14 @@ int tern_atomic_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 	if (ret != 0)
 		goto out;
 	while (!*stop) {
-		struct tern_hello h, ack = { .kind = TERN_HELLO_ACK };
-		ssize_t n = tern_msgbox_recv(&mb, 200);
+		struct app_hello h, ack = { .kind = APP_HELLO_ACK };
+		ssize_t n = app_msgbox_recv(&mb, 200);
 		int slot;
 
 		if (n == -ETIMEDOUT)
 			continue;
-		if (n < 0 || tern_hello_decode(mb.rbuf, (size_t)n, &h) != 0 ||
-		    (h.kind != TERN_HELLO_ATOMIC && h.kind != TERN_HELLO_BYE)) {
+		if (n < 0 || app_hello_decode(mb.rbuf, (size_t)n, &h) != 0 ||
+		    (h.kind != APP_HELLO_ATOMIC && h.kind != APP_HELLO_BYE)) {
 			fprintf(log, "atomic: dropped a message that is not an "
 				     "atomic HELLO or BYE\n");
 			continue;
@@ -110,7 +110,7 @@ int tern_atomic_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		/* Clients stay peers until they say goodbye: removing one
 		 * while its atomics are in flight would lose them. */
 		slot = client_find(cl, h.card, h.card_len);
-		if (h.kind == TERN_HELLO_BYE) {
+		if (h.kind == APP_HELLO_BYE) {
 			if (slot >= 0)
 				client_drop(&cl[slot]);
 			continue;
@@ -124,24 +124,24 @@ int tern_atomic_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		}
 		ack.has_desc = 1;
 		tern_mr_desc(mr, &ack.desc);
-		n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &ack);
+		n = app_hello_encode(mb.sbuf, APP_MSGBOX_MAX, &ack);
 		if (n > 0 &&
-		    tern_msgbox_send(&mb, cl[slot].peer, (size_t)n, 5000) == 0)
+		    app_msgbox_send(&mb, cl[slot].peer, (size_t)n, 5000) == 0)
 			clients++;
 		/* The page is the target's own memory: read it directly. */
 		if (clients % 16 == 1)
 			fprintf(log,
 				"atomic: %" PRIu64 " client(s) so far, "
 				"counter %" PRIu64 "\n",
-				clients, page[TERN_ATOMIC_COUNTER / 8]);
+				clients, page[APP_ATOMIC_COUNTER / 8]);
 		fflush(log);
 	}
 	fprintf(log,
 		"atomic: served %" PRIu64 " client(s); counter %" PRIu64
 		", lock word %" PRIu64 "\n",
-		clients, page[TERN_ATOMIC_COUNTER / 8],
-		page[TERN_ATOMIC_LOCK / 8]);
-	*final_counter = page[TERN_ATOMIC_COUNTER / 8];
+		clients, page[APP_ATOMIC_COUNTER / 8],
+		page[APP_ATOMIC_LOCK / 8]);
+	*final_counter = page[APP_ATOMIC_COUNTER / 8];
 out:
 	for (int i = 0; i < MAX_CLIENTS; i++) {
 		if (cl[i].peer != NULL)
@@ -150,40 +150,40 @@ out:
 	free(cl);
 	tern_mr_close(mr);
 	free(page);
-	tern_msgbox_close(&mb);
+	app_msgbox_close(&mb);
 	return ret;
 }
 
-int tern_atomic_bye(struct tern_ctx *ctx, struct tern_peer *peer)
+int app_atomic_bye(struct tern_ctx *ctx, struct tern_peer *peer)
 {
 	uint8_t mycard[TERN_CARD_MAX];
-	struct tern_hello h = { .kind = TERN_HELLO_BYE };
-	struct tern_msgbox mb;
+	struct app_hello h = { .kind = APP_HELLO_BYE };
+	struct app_msgbox mb;
 	ssize_t n;
-	int ret = tern_msgbox_open(ctx, &mb);
+	int ret = app_msgbox_open(ctx, &mb);
 
 	if (ret != 0)
 		return ret;
 	h.card = mycard;
 	h.card_len = (size_t)tern_ctx_card(ctx, mycard, sizeof(mycard));
-	n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &h);
-	ret = n < 0 ? (int)n : tern_msgbox_send(&mb, peer, (size_t)n, 5000);
-	tern_msgbox_close(&mb);
+	n = app_hello_encode(mb.sbuf, APP_MSGBOX_MAX, &h);
+	ret = n < 0 ? (int)n : app_msgbox_send(&mb, peer, (size_t)n, 5000);
+	app_msgbox_close(&mb);
 	return ret;
 }
 
-int tern_atomic_hello(struct tern_ctx *ctx, const void *card, size_t card_len,
-		      struct tern_peer **peer_p, struct tern_mr_desc *desc,
-		      char *why, size_t whylen)
+int app_atomic_hello(struct tern_ctx *ctx, const void *card, size_t card_len,
+		     struct tern_peer **peer_p, struct tern_mr_desc *desc,
+		     char *why, size_t whylen)
 {
 	uint8_t mycard[TERN_CARD_MAX];
-	struct tern_hello h = { .kind = TERN_HELLO_ATOMIC }, ack;
+	struct app_hello h = { .kind = APP_HELLO_ATOMIC }, ack;
 	struct tern_peer *peer = NULL;
-	struct tern_msgbox mb;
+	struct app_msgbox mb;
 	ssize_t n;
 	int ret;
 
-	ret = tern_msgbox_open(ctx, &mb);
+	ret = app_msgbox_open(ctx, &mb);
 	if (ret != 0)
 		return ret;
 	ret = tern_peer_add(ctx, card, card_len, &peer);
@@ -194,10 +194,10 @@ int tern_atomic_hello(struct tern_ctx *ctx, const void *card, size_t card_len,
 	}
 	h.card = mycard;
 	h.card_len = (size_t)tern_ctx_card(ctx, mycard, sizeof(mycard));
-	n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &h);
-	ret = n < 0 ? (int)n : tern_msgbox_send(&mb, peer, (size_t)n, 5000);
+	n = app_hello_encode(mb.sbuf, APP_MSGBOX_MAX, &h);
+	ret = n < 0 ? (int)n : app_msgbox_send(&mb, peer, (size_t)n, 5000);
 	if (ret == 0) {
-		n = tern_msgbox_recv(&mb, 10000);
+		n = app_msgbox_recv(&mb, 10000);
 		ret = n < 0 ? (int)n : 0;
 	}
 	if (ret != 0) {
@@ -205,8 +205,8 @@ int tern_atomic_hello(struct tern_ctx *ctx, const void *card, size_t card_len,
 			 tern_strerror(ret));
 		goto out;
 	}
-	ret = tern_hello_decode(mb.rbuf, (size_t)n, &ack);
-	if (ret != 0 || ack.kind != TERN_HELLO_ACK || !ack.has_desc) {
+	ret = app_hello_decode(mb.rbuf, (size_t)n, &ack);
+	if (ret != 0 || ack.kind != APP_HELLO_ACK || !ack.has_desc) {
 		snprintf(why, whylen, "unexpected answer from the server");
 		ret = -TERN_EPROTO;
 		goto out;
@@ -216,6 +216,6 @@ int tern_atomic_hello(struct tern_ctx *ctx, const void *card, size_t card_len,
 	peer = NULL;
 out:
 	tern_peer_remove(peer);
-	tern_msgbox_close(&mb);
+	app_msgbox_close(&mb);
 	return ret;
 }

@@ -9,16 +9,16 @@
 
 #define HELLO_HDR 20
 
-int tern_msgbox_open(struct tern_ctx *ctx, struct tern_msgbox *mb)
+int app_msgbox_open(struct tern_ctx *ctx, struct app_msgbox *mb)
 {
 	int ret;
 
 	memset(mb, 0, sizeof(*mb));
 	mb->ctx = ctx;
-	if (posix_memalign((void **)&mb->sbuf, 128, 2 * TERN_MSGBOX_MAX) != 0)
+	if (posix_memalign((void **)&mb->sbuf, 128, 2 * APP_MSGBOX_MAX) != 0)
 		return -ENOMEM;
-	mb->rbuf = mb->sbuf + TERN_MSGBOX_MAX;
-	ret = tern_mr_reg(ctx, mb->sbuf, 2 * TERN_MSGBOX_MAX, TERN_ACCESS_LOCAL,
+	mb->rbuf = mb->sbuf + APP_MSGBOX_MAX;
+	ret = tern_mr_reg(ctx, mb->sbuf, 2 * APP_MSGBOX_MAX, TERN_ACCESS_LOCAL,
 			  &mb->mr);
 	if (ret != 0) {
 		free(mb->sbuf);
@@ -27,7 +27,7 @@ int tern_msgbox_open(struct tern_ctx *ctx, struct tern_msgbox *mb)
 	return ret;
 }
 
-void tern_msgbox_close(struct tern_msgbox *mb)
+void app_msgbox_close(struct app_msgbox *mb)
 {
 	if (mb->sbuf == NULL)
 		return;
@@ -39,12 +39,12 @@ void tern_msgbox_close(struct tern_msgbox *mb)
 	mb->sbuf = NULL;
 }
 
-int tern_msgbox_send(struct tern_msgbox *mb, struct tern_peer *peer, size_t len,
-		     int timeout_ms)
+int app_msgbox_send(struct app_msgbox *mb, struct tern_peer *peer, size_t len,
+		    int timeout_ms)
 {
 	int ret;
 
-	if (len > TERN_MSGBOX_MAX)
+	if (len > APP_MSGBOX_MAX)
 		return -EMSGSIZE;
 	tern_req_init(&mb->sreq, NULL, NULL);
 	ret = tern_send(peer, mb->mr, mb->sbuf, len, &mb->sreq);
@@ -53,13 +53,13 @@ int tern_msgbox_send(struct tern_msgbox *mb, struct tern_peer *peer, size_t len,
 	return ret != 0 ? ret : mb->sreq.status;
 }
 
-ssize_t tern_msgbox_recv(struct tern_msgbox *mb, int timeout_ms)
+ssize_t app_msgbox_recv(struct app_msgbox *mb, int timeout_ms)
 {
 	int ret;
 
 	if (!mb->recv_posted) {
 		tern_req_init(&mb->rreq, NULL, NULL);
-		ret = tern_recv(mb->ctx, mb->mr, mb->rbuf, TERN_MSGBOX_MAX,
+		ret = tern_recv(mb->ctx, mb->mr, mb->rbuf, APP_MSGBOX_MAX,
 				&mb->rreq);
 		if (ret != 0)
 			return ret;
@@ -72,14 +72,14 @@ ssize_t tern_msgbox_recv(struct tern_msgbox *mb, int timeout_ms)
 	return mb->rreq.status != 0 ? mb->rreq.status : (ssize_t)mb->rreq.len;
 }
 
-ssize_t tern_hello_encode(void *buf, size_t cap, const struct tern_hello *h)
+ssize_t app_hello_encode(void *buf, size_t cap, const struct app_hello *h)
 {
 	uint8_t dbuf[TERN_MR_DESC_MAX];
 	ssize_t dlen = 0;
 	size_t len;
 	uint8_t *p = buf;
 
-	if (h->card_len > TERN_CARD_MAX || h->params_len > TERN_HELLO_PARAMS)
+	if (h->card_len > TERN_CARD_MAX || h->params_len > APP_HELLO_PARAMS)
 		return -EINVAL;
 	if (h->has_desc) {
 		dlen = tern_mr_desc_pack(&h->desc, dbuf, sizeof(dbuf));
@@ -89,8 +89,8 @@ ssize_t tern_hello_encode(void *buf, size_t cap, const struct tern_hello *h)
 	len = HELLO_HDR + h->card_len + (size_t)dlen + h->params_len;
 	if (len > cap)
 		return -ENOSPC;
-	tern__put_u32(p, TERN_HELLO_MAGIC);
-	tern__put_u16(p + 4, TERN_HELLO_VERSION);
+	tern__put_u32(p, APP_HELLO_MAGIC);
+	tern__put_u16(p + 4, APP_HELLO_VERSION);
 	tern__put_u16(p + 6, h->kind);
 	tern__put_u32(p + 8, (uint32_t)len);
 	tern__put_u16(p + 12, (uint16_t)h->card_len);
@@ -107,23 +107,23 @@ ssize_t tern_hello_encode(void *buf, size_t cap, const struct tern_hello *h)
 	return (ssize_t)len;
 }
 
-int tern_hello_decode(const void *buf, size_t len, struct tern_hello *h)
+int app_hello_decode(const void *buf, size_t len, struct app_hello *h)
 {
 	const uint8_t *p = buf;
-	struct tern_hello x = { 0 };
+	struct app_hello x = { 0 };
 	size_t dlen;
 
-	if (len < HELLO_HDR || tern__get_u32(p) != TERN_HELLO_MAGIC)
+	if (len < HELLO_HDR || tern__get_u32(p) != APP_HELLO_MAGIC)
 		return -TERN_EPROTO;
-	if (tern__get_u16(p + 4) != TERN_HELLO_VERSION)
+	if (tern__get_u16(p + 4) != APP_HELLO_VERSION)
 		return -TERN_EVERSION;
 	x.kind = tern__get_u16(p + 6);
 	x.card_len = tern__get_u16(p + 12);
 	dlen = tern__get_u16(p + 14);
 	x.params_len = tern__get_u32(p + 16);
-	if (tern__get_u32(p + 8) != len || x.kind < TERN_HELLO_PING ||
-	    x.kind > TERN_HELLO_KIND_MAX || x.card_len > TERN_CARD_MAX ||
-	    dlen > TERN_MR_DESC_MAX || x.params_len > TERN_HELLO_PARAMS ||
+	if (tern__get_u32(p + 8) != len || x.kind < APP_HELLO_PING ||
+	    x.kind > APP_HELLO_KIND_MAX || x.card_len > TERN_CARD_MAX ||
+	    dlen > TERN_MR_DESC_MAX || x.params_len > APP_HELLO_PARAMS ||
 	    HELLO_HDR + x.card_len + dlen + x.params_len != len)
 		return -TERN_EPROTO;
 	x.card = p + HELLO_HDR;

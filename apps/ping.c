@@ -18,13 +18,13 @@
 #define PING_IMM	1
 
 /* params: u32 mode, iters, warmup, nsizes, sizes[nsizes] */
-ssize_t tern_ping_params_encode(const struct tern_ping_params *p, void *buf,
-				size_t cap)
+ssize_t app_ping_params_encode(const struct app_ping_params *p, void *buf,
+			       size_t cap)
 {
 	size_t len = 16 + 4 * (size_t)p->nsizes;
 	uint8_t *b = buf;
 
-	if (p->nsizes > TERN_PING_MAX_SIZES)
+	if (p->nsizes > APP_PING_MAX_SIZES)
 		return -EINVAL;
 	if (cap < len)
 		return -ENOSPC;
@@ -37,12 +37,11 @@ ssize_t tern_ping_params_encode(const struct tern_ping_params *p, void *buf,
 	return (ssize_t)len;
 }
 
-int tern_ping_params_decode(const void *buf, size_t len,
-			    struct tern_ping_params *p, char *why,
-			    size_t whylen)
+int app_ping_params_decode(const void *buf, size_t len,
+			   struct app_ping_params *p, char *why, size_t whylen)
 {
 	const uint8_t *b = buf;
-	struct tern_ping_params x = { 0 };
+	struct app_ping_params x = { 0 };
 
 	if (len < 16) {
 		snprintf(why, whylen, "ping parameters truncated");
@@ -52,29 +51,29 @@ int tern_ping_params_decode(const void *buf, size_t len,
 	x.iters = tern__get_u32(b + 4);
 	x.warmup = tern__get_u32(b + 8);
 	x.nsizes = tern__get_u32(b + 12);
-	if (x.nsizes == 0 || x.nsizes > TERN_PING_MAX_SIZES ||
+	if (x.nsizes == 0 || x.nsizes > APP_PING_MAX_SIZES ||
 	    len != 16 + 4 * (size_t)x.nsizes) {
 		snprintf(why, whylen, "%u sizes in %zu bytes (1..%d sizes)",
-			 x.nsizes, len, TERN_PING_MAX_SIZES);
+			 x.nsizes, len, APP_PING_MAX_SIZES);
 		return -TERN_EPROTO;
 	}
-	if (x.mode != TERN_PING_SEND && x.mode != TERN_PING_WRITE) {
+	if (x.mode != APP_PING_SEND && x.mode != APP_PING_WRITE) {
 		snprintf(why, whylen, "unknown ping mode %u", x.mode);
 		return -TERN_EREFUSED;
 	}
-	if (x.iters == 0 || x.iters > TERN_PING_MAX_ITERS ||
-	    x.warmup > TERN_PING_MAX_ITERS) {
+	if (x.iters == 0 || x.iters > APP_PING_MAX_ITERS ||
+	    x.warmup > APP_PING_MAX_ITERS) {
 		snprintf(why, whylen,
 			 "iterations %u / warm-up %u outside "
 			 "1..%u",
-			 x.iters, x.warmup, TERN_PING_MAX_ITERS);
+			 x.iters, x.warmup, APP_PING_MAX_ITERS);
 		return -TERN_EREFUSED;
 	}
 	for (uint32_t i = 0; i < x.nsizes; i++) {
 		x.sizes[i] = tern__get_u32(b + 16 + 4 * i);
-		if (x.sizes[i] == 0 || x.sizes[i] > TERN_PING_MAX_SIZE) {
+		if (x.sizes[i] == 0 || x.sizes[i] > APP_PING_MAX_SIZE) {
 			snprintf(why, whylen, "size %u outside 1..%u",
-				 x.sizes[i], TERN_PING_MAX_SIZE);
+				 x.sizes[i], APP_PING_MAX_SIZE);
 			return -TERN_EREFUSED;
 		}
 	}
@@ -82,7 +81,7 @@ int tern_ping_params_decode(const void *buf, size_t len,
 	return 0;
 }
 
-static uint32_t max_size(const struct tern_ping_params *p)
+static uint32_t max_size(const struct app_ping_params *p)
 {
 	uint32_t m = 0;
 
@@ -139,7 +138,7 @@ static int post_expect(struct side *s)
 /* Send (or write with immediate) @size bytes to the other side. */
 static int fire(struct side *s, uint32_t mode, uint32_t size)
 {
-	if (mode == TERN_PING_SEND)
+	if (mode == APP_PING_SEND)
 		return tern_send(s->peer, s->mr, s->buf + s->half, size,
 				 &s->sreq);
 	return tern_write_imm(s->peer, s->mr, s->buf + s->half, size,
@@ -149,15 +148,15 @@ static int fire(struct side *s, uint32_t mode, uint32_t size)
 /* Arm for the next arrival: a receive, or an immediate expectation. */
 static int arm(struct side *s, uint32_t mode, uint32_t size)
 {
-	return mode == TERN_PING_SEND ? post_recv(s, size) : post_expect(s);
+	return mode == APP_PING_SEND ? post_recv(s, size) : post_expect(s);
 }
 
 static int arrived(struct side *s, uint32_t mode, uint32_t size)
 {
-	struct tern_req *r = mode == TERN_PING_SEND ? &s->rreq : &s->ireq;
+	struct tern_req *r = mode == APP_PING_SEND ? &s->rreq : &s->ireq;
 	int ret = wait_ok(s, r);
 
-	if (ret == 0 && mode == TERN_PING_SEND && r->len != size)
+	if (ret == 0 && mode == APP_PING_SEND && r->len != size)
 		ret = -TERN_EPROTO;
 	return ret;
 }
@@ -165,7 +164,7 @@ static int arrived(struct side *s, uint32_t mode, uint32_t size)
 /* The server's half: wait, answer; armed for the next before answering.
  * The schedule is sizes x (warmup + iters) steps, the first armed by the
  * caller before its ACK. */
-static int serve_session(struct side *s, const struct tern_ping_params *p)
+static int serve_session(struct side *s, const struct app_ping_params *p)
 {
 	uint64_t n = (uint64_t)p->warmup + p->iters, total = n * p->nsizes;
 	int ret = 0;
@@ -200,10 +199,10 @@ static double pct(const uint64_t *s, size_t n, double q)
 
 /* @res from the first @n round trips of @rtt (sorted here), @ns after
  * the first of them started. */
-static void summarize(struct tern_ping_result *res, uint32_t size,
-		      uint64_t *rtt, uint32_t n, uint64_t ns)
+static void summarize(struct app_ping_result *res, uint32_t size, uint64_t *rtt,
+		      uint32_t n, uint64_t ns)
 {
-	*res = (struct tern_ping_result){
+	*res = (struct app_ping_result){
 		.size = size,
 		.iters = n,
 		.rate = ns ? (double)n * 1e9 / (double)ns : 0,
@@ -217,8 +216,8 @@ static void summarize(struct tern_ping_result *res, uint32_t size,
 	res->mbps = (double)size * 8 / res->p50_us;
 }
 
-static int client_session(struct side *s, const struct tern_ping_params *p,
-			  struct tern_ping_result *res)
+static int client_session(struct side *s, const struct app_ping_params *p,
+			  struct app_ping_result *res)
 {
 	uint64_t *rtt = malloc(sizeof(*rtt) * p->iters);
 	int ret = 0;
@@ -329,11 +328,11 @@ static void side_close(struct side *s)
 }
 
 /* Reply ERROR to the sender of a HELLO we refuse (its card is in it). */
-static void refuse(struct tern_msgbox *mb, const struct tern_hello *h,
+static void refuse(struct app_msgbox *mb, const struct app_hello *h,
 		   const char *why)
 {
-	struct tern_hello e = {
-		.kind = TERN_HELLO_ERROR,
+	struct app_hello e = {
+		.kind = APP_HELLO_ERROR,
 		.params = (const uint8_t *)why,
 		.params_len = strlen(why),
 	};
@@ -342,40 +341,40 @@ static void refuse(struct tern_msgbox *mb, const struct tern_hello *h,
 
 	if (tern_peer_add(mb->ctx, h->card, h->card_len, &peer) != 0)
 		return;
-	n = tern_hello_encode(mb->sbuf, TERN_MSGBOX_MAX, &e);
+	n = app_hello_encode(mb->sbuf, APP_MSGBOX_MAX, &e);
 	if (n > 0)
-		tern_msgbox_send(mb, peer, (size_t)n, 2000);
+		app_msgbox_send(mb, peer, (size_t)n, 2000);
 	tern_peer_remove(peer);
 }
 
-int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
-		     FILE *log)
+int app_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
+		    FILE *log)
 {
-	struct tern_msgbox mb;
-	int ret = tern_msgbox_open(ctx, &mb);
+	struct app_msgbox mb;
+	int ret = app_msgbox_open(ctx, &mb);
 
 	if (ret != 0)
 		return ret;
 	while (!*stop) {
-		struct tern_ping_params p;
-		struct tern_hello h, ack = { .kind = TERN_HELLO_ACK };
+		struct app_ping_params p;
+		struct app_hello h, ack = { .kind = APP_HELLO_ACK };
 		struct side *s = NULL;
 		char why[128];
-		ssize_t n = tern_msgbox_recv(&mb, 200);
+		ssize_t n = app_msgbox_recv(&mb, 200);
 		uint64_t t0;
 
 		if (n == -ETIMEDOUT)
 			continue;
-		if (n < 0 || tern_hello_decode(mb.rbuf, (size_t)n, &h) != 0) {
+		if (n < 0 || app_hello_decode(mb.rbuf, (size_t)n, &h) != 0) {
 			fprintf(log, "ping: dropped a malformed message\n");
 			continue;
 		}
-		if (h.kind != TERN_HELLO_PING || !h.has_desc) {
+		if (h.kind != APP_HELLO_PING || !h.has_desc) {
 			refuse(&mb, &h, "not a ping HELLO");
 			continue;
 		}
-		ret = tern_ping_params_decode(h.params, h.params_len, &p, why,
-					      sizeof(why));
+		ret = app_ping_params_decode(h.params, h.params_len, &p, why,
+					     sizeof(why));
 		if (ret != 0) {
 			fprintf(log, "ping: refused: %s\n", why);
 			refuse(&mb, &h, why);
@@ -393,11 +392,11 @@ int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		s->remote = h.desc;
 		ack.has_desc = 1;
 		tern_mr_desc(s->mr, &ack.desc);
-		n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &ack);
+		n = app_hello_encode(mb.sbuf, APP_MSGBOX_MAX, &ack);
 		fprintf(log,
 			"ping: client: %s mode, %u size(s), %u+%u "
 			"iterations\n",
-			p.mode == TERN_PING_SEND ? "send" : "write", p.nsizes,
+			p.mode == APP_PING_SEND ? "send" : "write", p.nsizes,
 			p.warmup, p.iters);
 		fflush(log);
 		t0 = tern__now_ns();
@@ -405,7 +404,7 @@ int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		tern_ctx_set_busy_poll(ctx, 1);
 		ret = arm(s, p.mode, p.sizes[0]);
 		if (ret == 0)
-			ret = tern_msgbox_send(&mb, s->peer, (size_t)n, 5000);
+			ret = app_msgbox_send(&mb, s->peer, (size_t)n, 5000);
 		if (ret == 0)
 			ret = serve_session(s, &p);
 		tern_ctx_set_busy_poll(ctx, 0);
@@ -419,24 +418,24 @@ int tern_ping_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		fflush(log);
 		side_close(s);
 	}
-	tern_msgbox_close(&mb);
+	app_msgbox_close(&mb);
 	return 0;
 }
 
-int tern_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
-		     const struct tern_ping_params *p,
-		     volatile sig_atomic_t *stop,
-		     struct tern_ping_result *results, char *why, size_t whylen)
+int app_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
+		    const struct app_ping_params *p,
+		    volatile sig_atomic_t *stop,
+		    struct app_ping_result *results, char *why, size_t whylen)
 {
-	uint8_t mycard[TERN_CARD_MAX], params[TERN_HELLO_PARAMS];
-	struct tern_hello h = { .kind = TERN_HELLO_PING }, ack;
-	struct tern_msgbox mb;
+	uint8_t mycard[TERN_CARD_MAX], params[APP_HELLO_PARAMS];
+	struct app_hello h = { .kind = APP_HELLO_PING }, ack;
+	struct app_msgbox mb;
 	struct side *s = NULL;
 	ssize_t n;
 	int ret;
 
 	memset(results, 0, sizeof(*results) * p->nsizes);
-	ret = tern_msgbox_open(ctx, &mb);
+	ret = app_msgbox_open(ctx, &mb);
 	if (ret != 0)
 		return ret;
 	ret = side_open(&s, ctx, max_size(p), stop);
@@ -451,12 +450,12 @@ int tern_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
 	h.has_desc = 1;
 	tern_mr_desc(s->mr, &h.desc);
 	h.params = params;
-	h.params_len = (size_t)tern_ping_params_encode(p, params,
-						       sizeof(params));
-	n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &h);
-	ret = n < 0 ? (int)n : tern_msgbox_send(&mb, s->peer, (size_t)n, 5000);
+	h.params_len = (size_t)app_ping_params_encode(p, params,
+						      sizeof(params));
+	n = app_hello_encode(mb.sbuf, APP_MSGBOX_MAX, &h);
+	ret = n < 0 ? (int)n : app_msgbox_send(&mb, s->peer, (size_t)n, 5000);
 	if (ret == 0) {
-		n = tern_msgbox_recv(&mb, 10000);
+		n = app_msgbox_recv(&mb, 10000);
 		ret = n < 0 ? (int)n : 0;
 	}
 	if (ret != 0) {
@@ -464,14 +463,14 @@ int tern_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
 			 tern_strerror(ret));
 		goto out;
 	}
-	ret = tern_hello_decode(mb.rbuf, (size_t)n, &ack);
-	if (ret == 0 && ack.kind == TERN_HELLO_ERROR) {
+	ret = app_hello_decode(mb.rbuf, (size_t)n, &ack);
+	if (ret == 0 && ack.kind == APP_HELLO_ERROR) {
 		snprintf(why, whylen, "server refused: %.*s",
 			 (int)TERN_MIN(ack.params_len, 200), ack.params);
 		ret = -TERN_EREFUSED;
 		goto out;
 	}
-	if (ret != 0 || ack.kind != TERN_HELLO_ACK || !ack.has_desc) {
+	if (ret != 0 || ack.kind != APP_HELLO_ACK || !ack.has_desc) {
 		snprintf(why, whylen, "unexpected answer from the server");
 		ret = -TERN_EPROTO;
 		goto out;
@@ -484,6 +483,6 @@ int tern_ping_client(struct tern_ctx *ctx, const void *card, size_t card_len,
 		snprintf(why, whylen, "ping failed: %s", tern_strerror(ret));
 out:
 	side_close(s);
-	tern_msgbox_close(&mb);
+	app_msgbox_close(&mb);
 	return ret;
 }

@@ -4,8 +4,8 @@
  * and the reporters (table, JSON, CSV, SVG). An internal library the CLI
  * calls; not installed.
  */
-#ifndef TERN_BENCH_H
-#define TERN_BENCH_H
+#ifndef BENCH_H
+#define BENCH_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -21,11 +21,11 @@
  * 1/2^SUB_BITS (0.8% with 7 bits) of a true sample value. Fixed memory
  * whatever the number of samples; min, max, count and mean are exact.
  */
-#define TERN_HIST_SUB_BITS 7
-#define TERN_HIST_SUB	   (1u << TERN_HIST_SUB_BITS)
-#define TERN_HIST_BUCKETS  ((64 - TERN_HIST_SUB_BITS + 1) * TERN_HIST_SUB)
+#define BENCH_HIST_SUB_BITS 7
+#define BENCH_HIST_SUB	    (1u << BENCH_HIST_SUB_BITS)
+#define BENCH_HIST_BUCKETS  ((64 - BENCH_HIST_SUB_BITS + 1) * BENCH_HIST_SUB)
 
-struct tern_hist {
+struct bench_hist {
 	uint64_t count;
 	uint64_t min;
 	uint64_t max;
@@ -33,30 +33,30 @@ struct tern_hist {
 	 * long double is a soft-float call on aarch64). */
 	uint64_t sum_lo;
 	uint64_t sum_hi;
-	uint64_t buckets[TERN_HIST_BUCKETS];
+	uint64_t buckets[BENCH_HIST_BUCKETS];
 };
 
-void tern_hist_init(struct tern_hist *h);
-void tern_hist_add(struct tern_hist *h, uint64_t v);
+void bench_hist_init(struct bench_hist *h);
+void bench_hist_add(struct bench_hist *h, uint64_t v);
 /* Merge @src into @dst. */
-void tern_hist_merge(struct tern_hist *dst, const struct tern_hist *src);
+void bench_hist_merge(struct bench_hist *dst, const struct bench_hist *src);
 /*
  * The q-quantile (0 <= q <= 1): the smallest bucket value v such that at
  * least ceil(q * count) samples are <= v, reported as the bucket's lower
  * bound clamped to [min, max]. q = 0 gives min, q = 1 gives max. 0 when
  * empty.
  */
-uint64_t tern_hist_quantile(const struct tern_hist *h, double q);
-double tern_hist_mean(const struct tern_hist *h);
+uint64_t bench_hist_quantile(const struct bench_hist *h, double q);
+double bench_hist_mean(const struct bench_hist *h);
 
 /* Index of the bucket holding @v, and the lowest value of bucket @i. */
-size_t tern_hist_index(uint64_t v);
-uint64_t tern_hist_lower(size_t i);
+size_t bench_hist_index(uint64_t v);
+uint64_t bench_hist_lower(size_t i);
 
 /* --- results ----------------------------------------------------------- */
 
 /* One size of one run. Rates use SI units: Gbit/s = 10^9 bit/s. */
-struct tern_bench_point {
+struct bench_point {
 	uint64_t size;	   /* bytes per operation */
 	uint64_t ops;	   /* timed operations */
 	uint64_t bytes;	   /* timed payload bytes */
@@ -74,7 +74,7 @@ struct tern_bench_point {
 	int verified;	/* 1 checked equal, 0 not checked, -1 mismatch */
 };
 
-struct tern_bench_context {
+struct bench_context {
 	char tern_version[32];
 	char fabric_version[32];
 	char provider[64];
@@ -105,20 +105,20 @@ struct tern_bench_context {
 	char command[512]; /* the command line, for the record */
 };
 
-struct tern_bench_report {
-	struct tern_bench_context ctx;
+struct bench_report {
+	struct bench_context ctx;
 	size_t npoints;
-	struct tern_bench_point points[64];
+	struct bench_point points[64];
 };
 
 /* The aligned table users read (stdout). */
-void tern_bench_print_table(FILE *f, const struct tern_bench_report *r);
+void bench_print_table(FILE *f, const struct bench_report *r);
 /* Every figure and the whole context; @return 0 or -errno. */
-int tern_bench_write_json(FILE *f, const struct tern_bench_report *r);
+int bench_write_json(FILE *f, const struct bench_report *r);
 /* One header line, then one line per size, stable column order. */
-int tern_bench_write_csv(FILE *f, const struct tern_bench_report *r);
+int bench_write_csv(FILE *f, const struct bench_report *r);
 /* A self-contained SVG: bandwidth (Gbit/s) and p99 latency (us) against
  * size, log-scaled size axis. */
-int tern_bench_write_svg(FILE *f, const struct tern_bench_report *r);
+int bench_write_svg(FILE *f, const struct bench_report *r);
 
-#endif /* TERN_BENCH_H */
+#endif /* BENCH_H */

@@ -4,8 +4,8 @@
  * and pace their processes alike. Header-only, so that bench/raw stays a
  * program on libfabric alone. Include it after defining _GNU_SOURCE.
  */
-#ifndef TERN_BENCH_COMMON_H
-#define TERN_BENCH_COMMON_H
+#ifndef BENCH_COMMON_H
+#define BENCH_COMMON_H
 
 #include <errno.h>
 #include <sched.h>
@@ -18,7 +18,7 @@
  * peer or target (@peer 1) on B, so the tools meet the same placement run
  * after run. @who prefixes an error.
  */
-static inline void tern_bench_split_cpus(const char *who, int peer)
+static inline void bench_split_cpus(const char *who, int peer)
 {
 	const char *v = getenv("TERN_BENCH_CPUS");
 	unsigned int a, b;
@@ -42,7 +42,7 @@ static inline void tern_bench_split_cpus(const char *who, int peer)
  * the region's shared cache lines, on tcp it sets how large a piece of a
  * write each socket read takes (docs/performance.md).
  */
-static inline void tern_bench_pause(long n)
+static inline void bench_pause(long n)
 {
 	for (long i = 0; i < n; i++) {
 #if defined(__x86_64__) || defined(__i386__)

@@ -25,38 +25,38 @@
 #define CTRL_TIMEOUT_MS 10000
 
 static const char *const op_names[] = {
-	[TERN_BENCH_WRITE] = "write",	[TERN_BENCH_WRITEDATA] = "writedata",
-	[TERN_BENCH_READ] = "read",	[TERN_BENCH_SEND] = "send",
-	[TERN_BENCH_ATOMIC] = "atomic",
+	[BENCH_WRITE] = "write",   [BENCH_WRITEDATA] = "writedata",
+	[BENCH_READ] = "read",	   [BENCH_SEND] = "send",
+	[BENCH_ATOMIC] = "atomic",
 };
 
-const char *tern_bench_op_name(int op)
+const char *bench_op_name(int op)
 {
-	if (op < TERN_BENCH_WRITE || op > TERN_BENCH_ATOMIC)
+	if (op < BENCH_WRITE || op > BENCH_ATOMIC)
 		return "?";
 	return op_names[op];
 }
 
-int tern_bench_op_parse(const char *s)
+int bench_op_parse(const char *s)
 {
-	for (int op = TERN_BENCH_WRITE; op <= TERN_BENCH_ATOMIC; op++) {
+	for (int op = BENCH_WRITE; op <= BENCH_ATOMIC; op++) {
 		if (strcmp(s, op_names[op]) == 0)
 			return op;
 	}
 	return -EINVAL;
 }
 
-int tern_bench_mem_parse(const char *s, struct tern_bench_mem *m)
+int bench_mem_parse(const char *s, struct bench_mem *m)
 {
 	char *end;
 	long dev;
 
 	if (strcmp(s, "host") == 0) {
-		*m = (struct tern_bench_mem){ .kind = TERN_MEM_HOST };
+		*m = (struct bench_mem){ .kind = TERN_MEM_HOST };
 		return 0;
 	}
 	if (strcmp(s, "cuda") == 0) {
-		*m = (struct tern_bench_mem){ .kind = TERN_MEM_CUDA };
+		*m = (struct bench_mem){ .kind = TERN_MEM_CUDA };
 		return 0;
 	}
 	if (strncmp(s, "cuda:", 5) != 0 || s[5] < '0' || s[5] > '9')
@@ -65,13 +65,11 @@ int tern_bench_mem_parse(const char *s, struct tern_bench_mem *m)
 	dev = strtol(s + 5, &end, 10);
 	if (errno != 0 || *end != '\0' || dev > 1023)
 		return -EINVAL;
-	*m = (struct tern_bench_mem){ .kind = TERN_MEM_CUDA,
-				      .device = (int)dev };
+	*m = (struct bench_mem){ .kind = TERN_MEM_CUDA, .device = (int)dev };
 	return 0;
 }
 
-const char *tern_bench_mem_name(const struct tern_bench_mem *m, char *buf,
-				size_t len)
+const char *bench_mem_name(const struct bench_mem *m, char *buf, size_t len)
 {
 	if (m == NULL || m->kind == TERN_MEM_HOST)
 		snprintf(buf, len, "host");
@@ -136,15 +134,15 @@ static int params_decode(const uint8_t *b, size_t len, struct bench_params *p,
 	p->max_size = tern__get_u64(b + 8);
 	p->seed = tern__get_u64(b + 16);
 	p->verify = tern__get_u32(b + 24);
-	if (p->op < TERN_BENCH_WRITE || p->op > TERN_BENCH_ATOMIC ||
-	    p->window == 0 || p->window > TERN_BENCH_MAX_WINDOW ||
-	    p->max_size == 0 || p->max_size > TERN_BENCH_MAX_SIZE ||
-	    p->verify > 1 || tern__get_u32(b + 28) != 0) {
+	if (p->op < BENCH_WRITE || p->op > BENCH_ATOMIC || p->window == 0 ||
+	    p->window > BENCH_MAX_WINDOW || p->max_size == 0 ||
+	    p->max_size > BENCH_MAX_SIZE || p->verify > 1 ||
+	    tern__get_u32(b + 28) != 0) {
 		snprintf(why, whylen,
 			 "bench op %u, window %u, size %" PRIu64
 			 " outside limits (window 1..%d, size 1..%llu)",
-			 p->op, p->window, p->max_size, TERN_BENCH_MAX_WINDOW,
-			 TERN_BENCH_MAX_SIZE);
+			 p->op, p->window, p->max_size, BENCH_MAX_WINDOW,
+			 BENCH_MAX_SIZE);
 		return -TERN_EREFUSED;
 	}
 	return 0;
@@ -229,11 +227,11 @@ struct rx_slot {
 
 struct responder {
 	struct tern_ctx *ctx;
-	struct tern_msgbox *mb;
+	struct app_msgbox *mb;
 	struct tern_peer *peer;
 	struct bench_params p;
-	struct tern_bench_mem mem; /* of the region */
-	uint8_t *region;	   /* a device pointer for CUDA */
+	struct bench_mem mem; /* of the region */
+	uint8_t *region;      /* a device pointer for CUDA */
 	size_t region_len;
 	struct tern_mr *mr;
 	uint8_t *pattern; /* MT(seed), for checking sends and CHECKs */
@@ -269,7 +267,7 @@ static int drain_rx(struct responder *r)
 	for (size_t i = 0; i < r->nrx && ret == 0; i++) {
 		struct rx_slot *s = &r->rx[i];
 		const uint8_t *msg = s->buf;
-		struct tern_hello h;
+		struct app_hello h;
 
 		if (!s->req.done)
 			continue;
@@ -285,8 +283,8 @@ static int drain_rx(struct responder *r)
 					msg = NULL;
 			}
 			if (s->req.imm == BENCH_BYE_IMM && msg != NULL &&
-			    tern_hello_decode(msg, s->req.len, &h) == 0 &&
-			    h.kind == TERN_HELLO_BYE && h.params_len == 8) {
+			    app_hello_decode(msg, s->req.len, &h) == 0 &&
+			    h.kind == APP_HELLO_BYE && h.params_len == 8) {
 				r->expected = tern__get_u64(h.params);
 				r->bye = 1;
 			}
@@ -321,16 +319,16 @@ static int responder_setup(struct responder *r, char *why, size_t whylen)
 	size_t len = r->p.max_size;
 	uint64_t access = TERN_ACCESS_REMOTE_WRITE | TERN_ACCESS_REMOTE_READ;
 	int cuda = r->mem.kind == TERN_MEM_CUDA;
-	char name[TERN_BENCH_MEM_NAME];
+	char name[BENCH_MEM_NAME];
 	void *region = NULL;
 	int ret;
 
 	switch (r->p.op) {
-	case TERN_BENCH_ATOMIC:
+	case BENCH_ATOMIC:
 		len = 4096;
 		access = TERN_ACCESS_REMOTE_ATOMIC;
 		break;
-	case TERN_BENCH_SEND:
+	case BENCH_SEND:
 		/* Receives of the largest size, as many as memory allows. */
 		r->nrx = (size_t)TERN_MIN(2ULL * r->p.window,
 					  RECV_MEM_MAX / r->p.max_size);
@@ -341,7 +339,7 @@ static int responder_setup(struct responder *r, char *why, size_t whylen)
 	default:
 		break;
 	}
-	tern_bench_mem_name(&r->mem, name, sizeof(name));
+	bench_mem_name(&r->mem, name, sizeof(name));
 	ret = tern_mem_alloc(r->mem.kind, r->mem.device, len, &region);
 	if (ret != 0) {
 		snprintf(why, whylen, "allocating %zu bytes of %s memory: %s",
@@ -352,7 +350,7 @@ static int responder_setup(struct responder *r, char *why, size_t whylen)
 	r->region_len = len;
 	/* Zeros, so that bytes a session left behind never pass a check;
 	 * reads find the pattern. */
-	ret = mem_fill(r->mem.kind, r->region, len, r->p.op == TERN_BENCH_READ,
+	ret = mem_fill(r->mem.kind, r->region, len, r->p.op == BENCH_READ,
 		       r->p.seed);
 	if (ret != 0) {
 		snprintf(why, whylen, "filling %s memory: %s", name,
@@ -367,7 +365,7 @@ static int responder_setup(struct responder *r, char *why, size_t whylen)
 					.kind = r->mem.kind,
 					.device = cuda ? r->mem.device : -1 },
 		&r->mr);
-	if (ret == -TERN_ENOTSUP && r->p.op == TERN_BENCH_ATOMIC && cuda)
+	if (ret == -TERN_ENOTSUP && r->p.op == BENCH_ATOMIC && cuda)
 		snprintf(why, whylen, ATOMIC_CUDA_WHY);
 	else if (ret != 0)
 		snprintf(why, whylen, "registering %zu bytes of %s memory: %s",
@@ -376,7 +374,7 @@ static int responder_setup(struct responder *r, char *why, size_t whylen)
 		return ret;
 	/* Reads come from what the region publishes: a staged region's
 	 * shadow, filled from the GPU before the first read. */
-	if (r->p.op == TERN_BENCH_READ && cuda) {
+	if (r->p.op == BENCH_READ && cuda) {
 		ret = mr_sync_wait(r->ctx, r->mr, len, TERN_MR_SYNC_OUT);
 		if (ret != 0) {
 			snprintf(why, whylen, "tern_mr_sync(SYNC_OUT): %s",
@@ -384,9 +382,9 @@ static int responder_setup(struct responder *r, char *why, size_t whylen)
 			return ret;
 		}
 	}
-	if (r->p.op == TERN_BENCH_SEND || (r->p.verify && cuda &&
-					   (r->p.op == TERN_BENCH_WRITE ||
-					    r->p.op == TERN_BENCH_WRITEDATA))) {
+	if (r->p.op == BENCH_SEND ||
+	    (r->p.verify && cuda &&
+	     (r->p.op == BENCH_WRITE || r->p.op == BENCH_WRITEDATA))) {
 		r->pattern = alloc_aligned(r->p.max_size);
 		if (r->pattern == NULL)
 			return -ENOMEM;
@@ -397,7 +395,7 @@ static int responder_setup(struct responder *r, char *why, size_t whylen)
 				return -ENOMEM;
 		}
 	}
-	if (r->p.op != TERN_BENCH_SEND)
+	if (r->p.op != BENCH_SEND)
 		return 0;
 	r->rx = calloc(r->nrx, sizeof(*r->rx));
 	if (r->rx == NULL)
@@ -416,21 +414,21 @@ static int responder_setup(struct responder *r, char *why, size_t whylen)
 static int responder_reply(struct responder *r, int kind, const void *params,
 			   size_t len)
 {
-	struct tern_hello h = { .kind = kind };
+	struct app_hello h = { .kind = kind };
 	ssize_t n;
 
 	h.params = params;
 	h.params_len = len;
-	n = tern_hello_encode(r->mb->sbuf, TERN_MSGBOX_MAX, &h);
+	n = app_hello_encode(r->mb->sbuf, APP_MSGBOX_MAX, &h);
 	return n < 0 ? (int)n
-		     : tern_msgbox_send(r->mb, r->peer, (size_t)n,
-					CTRL_TIMEOUT_MS);
+		     : app_msgbox_send(r->mb, r->peer, (size_t)n,
+				       CTRL_TIMEOUT_MS);
 }
 
 /* Refuse a session whose setup failed, with the reason: ERROR. */
 static void responder_refuse(struct responder *r, const char *why)
 {
-	responder_reply(r, TERN_HELLO_ERROR, why, strlen(why));
+	responder_reply(r, APP_HELLO_ERROR, why, strlen(why));
 }
 
 /*
@@ -460,7 +458,7 @@ static int responder_check(struct responder *r, uint64_t len)
 	}
 	tern__put_u32(params, (uint32_t)equal);
 	tern__put_u32(params + 4, (uint32_t)-ret);
-	return responder_reply(r, TERN_HELLO_ACK, params, sizeof(params));
+	return responder_reply(r, APP_HELLO_ACK, params, sizeof(params));
 }
 
 /* Answer a BYE with what arrived: ACK {received, bad}. */
@@ -470,7 +468,7 @@ static int responder_bye(struct responder *r)
 
 	tern__put_u64(params, r->received);
 	tern__put_u64(params + 8, r->bad);
-	return responder_reply(r, TERN_HELLO_ACK, params, sizeof(params));
+	return responder_reply(r, APP_HELLO_ACK, params, sizeof(params));
 }
 
 /*
@@ -482,14 +480,14 @@ static int responder_bye(struct responder *r)
  */
 static ssize_t responder_recv(struct responder *r, int timeout_ms)
 {
-	struct tern_msgbox *mb = r->mb;
+	struct app_msgbox *mb = r->mb;
 	uint64_t until;
 	unsigned int spins = 0;
 	ssize_t n;
 
 	if (r->pause == 0 || !mb->recv_posted) {
 		/* Posts the receive (and waits as a plain target would). */
-		n = tern_msgbox_recv(mb, r->pause == 0 ? timeout_ms : 0);
+		n = app_msgbox_recv(mb, r->pause == 0 ? timeout_ms : 0);
 		if (r->pause == 0 || n != -ETIMEDOUT)
 			return n;
 	}
@@ -500,11 +498,11 @@ static ssize_t responder_recv(struct responder *r, int timeout_ms)
 		if (k < 0)
 			return k;
 		if (k == 0)
-			tern_bench_pause(r->pause);
+			bench_pause(r->pause);
 		if (++spins % 64 == 0 && tern__now_ns() >= until)
 			return -ETIMEDOUT;
 	}
-	return tern_msgbox_recv(mb, 0); /* done: collects it */
+	return app_msgbox_recv(mb, 0); /* done: collects it */
 }
 
 static int responder_session(struct responder *r, volatile sig_atomic_t *stop)
@@ -513,7 +511,7 @@ static int responder_session(struct responder *r, volatile sig_atomic_t *stop)
 	int ret = 0;
 
 	while (!*stop && ret == 0) {
-		if (r->p.op == TERN_BENCH_SEND) {
+		if (r->p.op == BENCH_SEND) {
 			ret = tern_wait(r->ctx, NULL, 100);
 			if (ret == -ETIMEDOUT)
 				ret = 0;
@@ -530,27 +528,27 @@ static int responder_session(struct responder *r, volatile sig_atomic_t *stop)
 			continue;
 		}
 		ssize_t n = responder_recv(r, 100);
-		struct tern_hello h;
+		struct app_hello h;
 
 		if (n == -ETIMEDOUT)
 			continue;
 		if (n < 0)
 			return (int)n;
-		if (tern_hello_decode(r->mb->rbuf, (size_t)n, &h) != 0)
+		if (app_hello_decode(r->mb->rbuf, (size_t)n, &h) != 0)
 			continue;
-		if (h.kind == TERN_HELLO_BYE)
+		if (h.kind == APP_HELLO_BYE)
 			break;
-		if (h.kind == TERN_HELLO_BENCH && h.params_len == CHECK_LEN)
+		if (h.kind == APP_HELLO_BENCH && h.params_len == CHECK_LEN)
 			ret = responder_check(r, tern__get_u64(h.params));
 	}
 	return ret == 0 && !*stop ? responder_bye(r) : ret;
 }
 
-int tern_bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
-		     int once, const struct tern_bench_mem *mem, FILE *log)
+int bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop, int once,
+		const struct bench_mem *mem, FILE *log)
 {
-	struct tern_msgbox mb;
-	int ret = tern_msgbox_open(ctx, &mb);
+	struct app_msgbox mb;
+	int ret = app_msgbox_open(ctx, &mb);
 	long pause;
 
 	if (ret != 0)
@@ -558,18 +556,18 @@ int tern_bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 	/* Read once: a bad value is warned about once, not per session. */
 	pause = tern__env_long("TERN_BENCH_TARGET_PAUSE", 0, 0, 1000000);
 	while (!*stop) {
-		struct tern_hello h, ack = { .kind = TERN_HELLO_ACK };
+		struct app_hello h, ack = { .kind = APP_HELLO_ACK };
 		struct responder r = { .ctx = ctx, .mb = &mb, .pause = pause };
-		ssize_t n = tern_msgbox_recv(&mb, 200);
-		char why[160] = "", name[TERN_BENCH_MEM_NAME];
+		ssize_t n = app_msgbox_recv(&mb, 200);
+		char why[160] = "", name[BENCH_MEM_NAME];
 		uint8_t meminfo[MEMINFO_LEN];
 		enum tern_mr_path path;
 		int told;
 
 		if (n == -ETIMEDOUT)
 			continue;
-		if (n < 0 || tern_hello_decode(mb.rbuf, (size_t)n, &h) != 0 ||
-		    h.kind != TERN_HELLO_BENCH) {
+		if (n < 0 || app_hello_decode(mb.rbuf, (size_t)n, &h) != 0 ||
+		    h.kind != APP_HELLO_BENCH) {
 			fprintf(log, "bench: dropped a message that is not a "
 				     "bench HELLO\n");
 			continue;
@@ -606,22 +604,22 @@ int tern_bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		tern__put_u32(meminfo + 12, 0);
 		ack.params = meminfo;
 		ack.params_len = sizeof(meminfo);
-		n = tern_hello_encode(mb.sbuf, TERN_MSGBOX_MAX, &ack);
+		n = app_hello_encode(mb.sbuf, APP_MSGBOX_MAX, &ack);
 		fprintf(log,
 			"bench: serving %s, window %u, up to %" PRIu64
 			" bytes%s, memory %s (%s)\n",
-			tern_bench_op_name((int)r.p.op), r.p.window,
-			r.p.max_size, r.p.verify ? ", verifying" : "",
-			tern_bench_mem_name(&r.mem, name, sizeof(name)),
+			bench_op_name((int)r.p.op), r.p.window, r.p.max_size,
+			r.p.verify ? ", verifying" : "",
+			bench_mem_name(&r.mem, name, sizeof(name)),
 			tern_mr_path_str(path));
 		fflush(log);
 		tern_ctx_set_busy_poll(ctx, 1);
-		ret = tern_msgbox_send(&mb, r.peer, (size_t)n, CTRL_TIMEOUT_MS);
+		ret = app_msgbox_send(&mb, r.peer, (size_t)n, CTRL_TIMEOUT_MS);
 		if (ret == 0)
 			ret = responder_session(&r, stop);
 		tern_ctx_set_busy_poll(ctx, 0);
 		fprintf(log, "bench: session %s", ret == 0 ? "done" : "failed");
-		if (r.p.op == TERN_BENCH_SEND)
+		if (r.p.op == BENCH_SEND)
 			fprintf(log,
 				": %" PRIu64 " message(s) received, %" PRIu64
 				" wrong",
@@ -633,7 +631,7 @@ int tern_bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		if (once)
 			break;
 	}
-	tern_msgbox_close(&mb);
+	app_msgbox_close(&mb);
 	return ret;
 }
 
@@ -651,16 +649,16 @@ struct bop {
 struct runner {
 	struct tern_ctx *ctx;
 	struct tern_peer *peer;
-	const struct tern_bench_opts *o;
-	struct tern_msgbox *mb;
+	const struct bench_opts *o;
+	struct app_msgbox *mb;
 	struct tern_mr *mr;
 	uint8_t *buf;	  /* a device pointer for CUDA */
 	uint8_t *pattern; /* MT(seed), host memory, with --verify */
 	struct tern_mr_desc remote;
-	struct tern_bench_mem peer_mem; /* of the target region */
-	struct bop *w;			/* the window */
-	struct bop *free_bops; /* its entries not in flight: completions
-				* come in any order (striping, EFA) */
+	struct bench_mem peer_mem; /* of the target region */
+	struct bop *w;		   /* the window */
+	struct bop *free_bops;	   /* its entries not in flight: completions
+				    * come in any order (striping, EFA) */
 	/* the size being measured */
 	uint64_t size;
 	uint64_t posted, done, limit;
@@ -669,7 +667,7 @@ struct runner {
 	uint64_t cold_ns;
 	int err;
 	char errmsg[TERN_REQ_ERRMSG_LEN];
-	struct tern_hist hist;
+	struct bench_hist hist;
 	int stuck; /* operations the provider never finished: keep memory */
 	uint64_t sent_total; /* sends, for the responder's count */
 	uint64_t link_bps;
@@ -701,14 +699,14 @@ static void bop_done(struct tern_req *req)
 	if (b->idx == 0)
 		r->cold_ns = lat;
 	if (b->idx >= r->warmup) {
-		tern_hist_add(&r->hist, lat);
+		bench_hist_add(&r->hist, lat);
 		r->t_end = now;
 	}
 }
 
 static int post_op(struct runner *r, struct bop *b)
 {
-	const struct tern_bench_opts *o = r->o;
+	const struct bench_opts *o = r->o;
 	size_t len = (size_t)r->size;
 
 	b->idx = r->posted;
@@ -716,16 +714,16 @@ static int post_op(struct runner *r, struct bop *b)
 	if (b->idx == r->warmup)
 		r->t_start = b->t_post;
 	switch (o->op) {
-	case TERN_BENCH_WRITE:
+	case BENCH_WRITE:
 		return tern_write(r->peer, r->mr, r->buf, len, &r->remote, 0,
 				  &b->req);
-	case TERN_BENCH_WRITEDATA:
+	case BENCH_WRITEDATA:
 		return tern_write_imm(r->peer, r->mr, r->buf, len, &r->remote,
 				      0, BENCH_IMM, &b->req);
-	case TERN_BENCH_READ:
+	case BENCH_READ:
 		return tern_read(r->peer, r->mr, r->buf, len, &r->remote, 0,
 				 &b->req);
-	case TERN_BENCH_SEND:
+	case BENCH_SEND:
 		r->sent_total++;
 		return tern_send(r->peer, r->mr, r->buf, len, &b->req);
 	default:
@@ -742,20 +740,20 @@ static void show_progress(const struct runner *r)
 	fprintf(stderr,
 		"\rbench: %s %" PRIu64 " B: %" PRIu64 " ops, %.2f "
 		"Gbit/s   ",
-		tern_bench_op_name(r->o->op), r->size, timed,
+		bench_op_name(r->o->op), r->size, timed,
 		s > 0 ? (double)timed * (double)r->size * 8 / s / 1e9 : 0.0);
 	fflush(stderr);
 }
 
 /* Measure one size: warm-up, then the timed operations, a window deep. */
-static int run_size(struct runner *r, struct tern_bench_point *pt)
+static int run_size(struct runner *r, struct bench_point *pt)
 {
-	const struct tern_bench_opts *o = r->o;
+	const struct bench_opts *o = r->o;
 	uint64_t deadline = 0, next_show = tern__now_ns() + 500000000ULL;
 	uint64_t stall_from = 0, last_done = 0;
 	int ret = 0;
 
-	tern_hist_init(&r->hist);
+	bench_hist_init(&r->hist);
 	r->posted = r->done = 0;
 	r->t_start = r->t_end = 0;
 	r->cold_ns = 0;
@@ -766,7 +764,7 @@ static int run_size(struct runner *r, struct tern_bench_point *pt)
 		r->iters = (256ULL << 20) / r->size;
 		r->iters = TERN_MAX(TERN_MIN(r->iters, 100000ULL), 200ULL);
 	}
-	r->warmup = o->warmup != TERN_BENCH_AUTO
+	r->warmup = o->warmup != BENCH_AUTO
 			    ? o->warmup
 			    : TERN_MAX(r->iters / 10, (uint64_t)16);
 	r->limit = r->iters ? r->warmup + r->iters : UINT64_MAX;
@@ -841,11 +839,11 @@ static int run_size(struct runner *r, struct tern_bench_point *pt)
 		pt->gBps = (double)pt->bytes / pt->seconds / 1e9;
 		pt->mpps = (double)pt->ops / pt->seconds / 1e6;
 	}
-	pt->lat_min_us = (double)tern_hist_quantile(&r->hist, 0) / 1e3;
-	pt->lat_p50_us = (double)tern_hist_quantile(&r->hist, 0.5) / 1e3;
-	pt->lat_p99_us = (double)tern_hist_quantile(&r->hist, 0.99) / 1e3;
-	pt->lat_p999_us = (double)tern_hist_quantile(&r->hist, 0.999) / 1e3;
-	pt->lat_max_us = (double)tern_hist_quantile(&r->hist, 1) / 1e3;
+	pt->lat_min_us = (double)bench_hist_quantile(&r->hist, 0) / 1e3;
+	pt->lat_p50_us = (double)bench_hist_quantile(&r->hist, 0.5) / 1e3;
+	pt->lat_p99_us = (double)bench_hist_quantile(&r->hist, 0.99) / 1e3;
+	pt->lat_p999_us = (double)bench_hist_quantile(&r->hist, 0.999) / 1e3;
+	pt->lat_max_us = (double)bench_hist_quantile(&r->hist, 1) / 1e3;
 	pt->cold_us = (double)r->cold_ns / 1e3;
 	return ret;
 }
@@ -859,10 +857,10 @@ static int one_op(struct runner *r, struct tern_req *req)
 
 /* Writes into a GPU region: the responder syncs them in and compares
  * (CHECK); 0 with pt->verified set, or an error with @why. */
-static int check_remote(struct runner *r, struct tern_bench_point *pt,
-			char *why, size_t whylen)
+static int check_remote(struct runner *r, struct bench_point *pt, char *why,
+			size_t whylen)
 {
-	struct tern_hello h = { .kind = TERN_HELLO_BENCH }, ack;
+	struct app_hello h = { .kind = APP_HELLO_BENCH }, ack;
 	uint8_t params[CHECK_LEN];
 	uint32_t err;
 	ssize_t n;
@@ -872,17 +870,17 @@ static int check_remote(struct runner *r, struct tern_bench_point *pt,
 	tern__put_u64(params + 8, 0);
 	h.params = params;
 	h.params_len = sizeof(params);
-	n = tern_hello_encode(r->mb->sbuf, TERN_MSGBOX_MAX, &h);
+	n = app_hello_encode(r->mb->sbuf, APP_MSGBOX_MAX, &h);
 	ret = n < 0 ? (int)n
-		    : tern_msgbox_send(r->mb, r->peer, (size_t)n,
-				       CTRL_TIMEOUT_MS);
+		    : app_msgbox_send(r->mb, r->peer, (size_t)n,
+				      CTRL_TIMEOUT_MS);
 	if (ret == 0) {
-		n = tern_msgbox_recv(r->mb, 2 * CTRL_TIMEOUT_MS);
+		n = app_msgbox_recv(r->mb, 2 * CTRL_TIMEOUT_MS);
 		ret = n < 0 ? (int)n
-			    : tern_hello_decode(r->mb->rbuf, (size_t)n, &ack);
+			    : app_hello_decode(r->mb->rbuf, (size_t)n, &ack);
 	}
 	if (ret == 0 &&
-	    (ack.kind != TERN_HELLO_ACK || ack.params_len != CHECKED_LEN))
+	    (ack.kind != APP_HELLO_ACK || ack.params_len != CHECKED_LEN))
 		ret = -TERN_EPROTO;
 	if (ret != 0) {
 		snprintf(why, whylen, "checking the GPU region: %s",
@@ -903,7 +901,7 @@ static int check_remote(struct runner *r, struct tern_bench_point *pt,
 /* After a size: read the target back (writes; a GPU target checks its
  * own), compare what we read (reads), or read the counter (atomics). */
 static int verify_size(struct runner *r, struct tern_mr *chkmr, uint8_t *chk,
-		       uint64_t atomics_so_far, struct tern_bench_point *pt,
+		       uint64_t atomics_so_far, struct bench_point *pt,
 		       char *why, size_t whylen)
 {
 	size_t len = (size_t)r->size;
@@ -912,8 +910,8 @@ static int verify_size(struct runner *r, struct tern_mr *chkmr, uint8_t *chk,
 
 	tern_req_init(&req, NULL, NULL);
 	switch (r->o->op) {
-	case TERN_BENCH_WRITE:
-	case TERN_BENCH_WRITEDATA: {
+	case BENCH_WRITE:
+	case BENCH_WRITEDATA: {
 		if (r->peer_mem.kind != TERN_MEM_HOST)
 			return check_remote(r, pt, why, whylen);
 		/* A write's local completion does not promise the data is
@@ -936,7 +934,7 @@ static int verify_size(struct runner *r, struct tern_mr *chkmr, uint8_t *chk,
 			 tern__now_ns() < until);
 		break;
 	}
-	case TERN_BENCH_READ:
+	case BENCH_READ:
 		/* The buffer was zeros: only the reads put the pattern
 		 * there. */
 		ret = tern_mem_copy(chk, r->buf, len);
@@ -944,7 +942,7 @@ static int verify_size(struct runner *r, struct tern_mr *chkmr, uint8_t *chk,
 			pt->verified = memcmp(chk, r->pattern, len) == 0 ? 1
 									 : -1;
 		break;
-	case TERN_BENCH_ATOMIC:
+	case BENCH_ATOMIC:
 		ret = tern_atomic_fetch_add(r->peer, &r->remote, 0, 0, &req);
 		if (ret == 0)
 			ret = one_op(r, &req);
@@ -957,8 +955,8 @@ static int verify_size(struct runner *r, struct tern_mr *chkmr, uint8_t *chk,
 	return ret;
 }
 
-static void fill_context(struct tern_ctx *ctx, const struct tern_bench_opts *o,
-			 struct tern_bench_context *c)
+static void fill_context(struct tern_ctx *ctx, const struct bench_opts *o,
+			 struct bench_context *c)
 {
 	struct tern_ctx_info ci;
 	time_t now = time(NULL);
@@ -976,7 +974,7 @@ static void fill_context(struct tern_ctx *ctx, const struct tern_bench_opts *o,
 		snprintf(c->host, sizeof(c->host), "?");
 	gmtime_r(&now, &tm);
 	strftime(c->date, sizeof(c->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(c->op, sizeof(c->op), "%s", tern_bench_op_name(o->op));
+	snprintf(c->op, sizeof(c->op), "%s", bench_op_name(o->op));
 	c->link_bps = ci.link_speed;
 	c->window = o->window;
 	c->rails = ci.rails;
@@ -985,18 +983,18 @@ static void fill_context(struct tern_ctx *ctx, const struct tern_bench_opts *o,
 	c->duration_s = o->iters ? 0 : o->duration_s;
 	/* As run_size() resolves it; 0 with neither --iters nor --duration:
 	 * a tenth of each size's own count. */
-	if (o->warmup != TERN_BENCH_AUTO)
+	if (o->warmup != BENCH_AUTO)
 		c->warmup = o->warmup;
 	else if (o->iters != 0)
 		c->warmup = TERN_MAX(o->iters / 10, (uint64_t)16);
 	else
 		c->warmup = o->duration_s > 0 ? 16 : 0;
 	c->verify = o->verify;
-	tern_bench_mem_name(&o->mem, c->mem_local, sizeof(c->mem_local));
+	bench_mem_name(&o->mem, c->mem_local, sizeof(c->mem_local));
 }
 
 /* HELLO the responder; on ACK its region's descriptor. */
-static int hello(struct runner *r, struct tern_msgbox *mb, uint64_t max_size,
+static int hello(struct runner *r, struct app_msgbox *mb, uint64_t max_size,
 		 enum tern_mr_path *peer_path, char *why, size_t whylen)
 {
 	uint8_t card[TERN_CARD_MAX], params[PARAMS_LEN];
@@ -1007,7 +1005,7 @@ static int hello(struct runner *r, struct tern_msgbox *mb, uint64_t max_size,
 		.seed = r->o->seed,
 		.verify = (uint32_t)r->o->verify,
 	};
-	struct tern_hello h = { .kind = TERN_HELLO_BENCH }, ack;
+	struct app_hello h = { .kind = APP_HELLO_BENCH }, ack;
 	ssize_t n;
 	int ret;
 
@@ -1016,15 +1014,15 @@ static int hello(struct runner *r, struct tern_msgbox *mb, uint64_t max_size,
 	h.card_len = (size_t)tern_ctx_card(r->ctx, card, sizeof(card));
 	h.params = params;
 	h.params_len = sizeof(params);
-	n = tern_hello_encode(mb->sbuf, TERN_MSGBOX_MAX, &h);
+	n = app_hello_encode(mb->sbuf, APP_MSGBOX_MAX, &h);
 	ret = n < 0 ? (int)n
-		    : tern_msgbox_send(mb, r->peer, (size_t)n, CTRL_TIMEOUT_MS);
+		    : app_msgbox_send(mb, r->peer, (size_t)n, CTRL_TIMEOUT_MS);
 	if (ret == 0) {
-		n = tern_msgbox_recv(mb, CTRL_TIMEOUT_MS);
+		n = app_msgbox_recv(mb, CTRL_TIMEOUT_MS);
 		ret = n < 0 ? (int)n
-			    : tern_hello_decode(mb->rbuf, (size_t)n, &ack);
+			    : app_hello_decode(mb->rbuf, (size_t)n, &ack);
 	}
-	if (ret == 0 && ack.kind == TERN_HELLO_ERROR) {
+	if (ret == 0 && ack.kind == APP_HELLO_ERROR) {
 		size_t k = TERN_MIN(ack.params_len, (size_t)200);
 		char text[201];
 
@@ -1036,13 +1034,13 @@ static int hello(struct runner *r, struct tern_msgbox *mb, uint64_t max_size,
 		snprintf(why, whylen, "the bench responder refused: %s", text);
 		return -TERN_EREFUSED;
 	}
-	if (ret != 0 || ack.kind != TERN_HELLO_ACK || !ack.has_desc) {
+	if (ret != 0 || ack.kind != APP_HELLO_ACK || !ack.has_desc) {
 		snprintf(why, whylen, "the bench responder did not answer: %s",
 			 ret ? tern_strerror(ret) : "unexpected reply");
 		return ret ? ret : -TERN_EPROTO;
 	}
 	r->remote = ack.desc;
-	r->peer_mem = (struct tern_bench_mem){ .kind = TERN_MEM_HOST };
+	r->peer_mem = (struct bench_mem){ .kind = TERN_MEM_HOST };
 	*peer_path = TERN_MR_PATH_HOST;
 	if (ack.params_len == MEMINFO_LEN) {
 		uint32_t kind = tern__get_u32(ack.params);
@@ -1065,10 +1063,10 @@ static int hello(struct runner *r, struct tern_msgbox *mb, uint64_t max_size,
 }
 
 /* BYE, and for sends the responder's count: ACK {received, bad}. */
-static int bye(struct runner *r, struct tern_msgbox *mb,
-	       struct tern_bench_report *rep, char *why, size_t whylen)
+static int bye(struct runner *r, struct app_msgbox *mb,
+	       struct bench_report *rep, char *why, size_t whylen)
 {
-	struct tern_hello h = { .kind = TERN_HELLO_BYE }, ack;
+	struct app_hello h = { .kind = APP_HELLO_BYE }, ack;
 	uint8_t params[8];
 	ssize_t n;
 	int ret;
@@ -1076,10 +1074,10 @@ static int bye(struct runner *r, struct tern_msgbox *mb,
 	tern__put_u64(params, r->sent_total);
 	h.params = params;
 	h.params_len = sizeof(params);
-	n = tern_hello_encode(mb->sbuf, TERN_MSGBOX_MAX, &h);
+	n = app_hello_encode(mb->sbuf, APP_MSGBOX_MAX, &h);
 	if (n < 0)
 		return (int)n;
-	if (r->o->op == TERN_BENCH_SEND) {
+	if (r->o->op == BENCH_SEND) {
 		/* Among the data messages: marked by its immediate. */
 		tern_req_init(&mb->sreq, NULL, NULL);
 		ret = tern_send_imm(r->peer, mb->mr, mb->sbuf, (size_t)n,
@@ -1087,19 +1085,19 @@ static int bye(struct runner *r, struct tern_msgbox *mb,
 		if (ret == 0)
 			ret = one_op(r, &mb->sreq);
 	} else {
-		ret = tern_msgbox_send(mb, r->peer, (size_t)n, CTRL_TIMEOUT_MS);
+		ret = app_msgbox_send(mb, r->peer, (size_t)n, CTRL_TIMEOUT_MS);
 	}
 	if (ret == 0) {
-		n = tern_msgbox_recv(mb, 2 * CTRL_TIMEOUT_MS);
+		n = app_msgbox_recv(mb, 2 * CTRL_TIMEOUT_MS);
 		ret = n < 0 ? (int)n
-			    : tern_hello_decode(mb->rbuf, (size_t)n, &ack);
+			    : app_hello_decode(mb->rbuf, (size_t)n, &ack);
 	}
 	if (ret != 0 || ack.params_len != 16) {
 		snprintf(why, whylen, "no answer to BYE: %s",
 			 ret ? tern_strerror(ret) : "bad reply");
 		return ret ? ret : -TERN_EPROTO;
 	}
-	if (r->o->op == TERN_BENCH_SEND) {
+	if (r->o->op == BENCH_SEND) {
 		uint64_t got = tern__get_u64(ack.params);
 		uint64_t bad = tern__get_u64(ack.params + 8);
 		int v = got == r->sent_total && bad == 0 ? 1 : -1;
@@ -1117,16 +1115,16 @@ static int bye(struct runner *r, struct tern_msgbox *mb,
 	return 0;
 }
 
-int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
-		   const struct tern_bench_opts *o,
-		   struct tern_bench_report *rep, char *why, size_t whylen)
+int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
+	      const struct bench_opts *o, struct bench_report *rep, char *why,
+	      size_t whylen)
 {
 	struct runner r = { .ctx = ctx, .o = o };
 	int cuda = o->mem.kind == TERN_MEM_CUDA;
 	enum tern_mr_path path = TERN_MR_PATH_HOST;
-	char name[TERN_BENCH_MEM_NAME];
+	char name[BENCH_MEM_NAME];
 	struct tern_mr *chkmr = NULL;
-	struct tern_msgbox mb;
+	struct app_msgbox mb;
 	uint64_t max_size = 8, t0, atomics = 0;
 	uint8_t *chk = NULL;
 	void *buf = NULL;
@@ -1137,11 +1135,11 @@ int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	r.link_bps = rep->ctx.link_bps;
 	for (size_t i = 0; i < o->nsizes; i++)
 		max_size = TERN_MAX(max_size, o->sizes[i]);
-	ret = tern_msgbox_open(ctx, &mb);
+	ret = app_msgbox_open(ctx, &mb);
 	if (ret != 0)
 		return ret;
 	r.mb = &mb;
-	tern_bench_mem_name(&o->mem, name, sizeof(name));
+	bench_mem_name(&o->mem, name, sizeof(name));
 	r.w = calloc(o->window, sizeof(*r.w));
 	/* Once: a completed request is posted again as it is (every post
 	 * clears its results), as a user's loop would. */
@@ -1169,7 +1167,7 @@ int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	r.buf = buf;
 	/* Sources carry the pattern; a read's sink starts as zeros, so that
 	 * only the reads can put the pattern there. */
-	ret = mem_fill(o->mem.kind, r.buf, max_size, o->op != TERN_BENCH_READ,
+	ret = mem_fill(o->mem.kind, r.buf, max_size, o->op != BENCH_READ,
 		       o->seed);
 	if (ret != 0) {
 		snprintf(why, whylen, "filling %s memory: %s", name,
@@ -1204,20 +1202,20 @@ int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	ret = hello(&r, &mb, max_size, &path, why, whylen);
 	if (ret != 0)
 		goto out;
-	tern_bench_mem_name(&r.peer_mem, rep->ctx.mem_peer,
-			    sizeof(rep->ctx.mem_peer));
+	bench_mem_name(&r.peer_mem, rep->ctx.mem_peer,
+		       sizeof(rep->ctx.mem_peer));
 	snprintf(rep->ctx.path_peer, sizeof(rep->ctx.path_peer), "%s",
 		 tern_mr_path_str(path));
 	tern_ctx_set_busy_poll(ctx, 1);
 	for (size_t i = 0; i < o->nsizes && ret == 0; i++) {
-		struct tern_bench_point *pt = &rep->points[rep->npoints++];
+		struct bench_point *pt = &rep->points[rep->npoints++];
 
-		r.size = o->op == TERN_BENCH_ATOMIC ? 8 : o->sizes[i];
+		r.size = o->op == BENCH_ATOMIC ? 8 : o->sizes[i];
 		ret = run_size(&r, pt);
 		atomics += r.posted;
 		if (ret != 0) {
 			snprintf(why, whylen, "%s of %" PRIu64 " bytes: %s%s%s",
-				 tern_bench_op_name(o->op), r.size,
+				 bench_op_name(o->op), r.size,
 				 tern_strerror(ret), r.errmsg[0] ? ": " : "",
 				 r.errmsg);
 			break;
@@ -1231,7 +1229,7 @@ int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 				 r.size);
 			ret = -TERN_EVERIFY;
 		}
-		if (o->op == TERN_BENCH_ATOMIC)
+		if (o->op == BENCH_ATOMIC)
 			break; /* one size: 8 bytes */
 	}
 	if (ret == 0)
@@ -1244,7 +1242,7 @@ int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 			 "gone or stuck",
 			 CTRL_TIMEOUT_MS / 1000);
 		tern_peer_remove(r.peer);
-		tern_msgbox_close(&mb);
+		app_msgbox_close(&mb);
 		free(r.pattern);
 		return -ETIMEDOUT;
 	}
@@ -1256,6 +1254,6 @@ out:
 	tern_mem_free(o->mem.kind, r.buf);
 	free(r.pattern);
 	free(r.w);
-	tern_msgbox_close(&mb);
+	app_msgbox_close(&mb);
 	return ret;
 }

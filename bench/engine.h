@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The measuring loop of `tern bench`: an initiator and a responder. */
-#ifndef TERN_BENCH_ENGINE_H
-#define TERN_BENCH_ENGINE_H
+#ifndef BENCH_ENGINE_H
+#define BENCH_ENGINE_H
 
 #include <signal.h>
 #include <stdint.h>
@@ -11,65 +11,64 @@
 
 #include "bench.h"
 
-enum tern_bench_op {
-	TERN_BENCH_WRITE = 1,
-	TERN_BENCH_WRITEDATA = 2, /* write with immediate */
-	TERN_BENCH_READ = 3,
-	TERN_BENCH_SEND = 4,
-	TERN_BENCH_ATOMIC = 5, /* 64-bit fetch-add; size is always 8 */
+enum bench_op {
+	BENCH_WRITE = 1,
+	BENCH_WRITEDATA = 2, /* write with immediate */
+	BENCH_READ = 3,
+	BENCH_SEND = 4,
+	BENCH_ATOMIC = 5, /* 64-bit fetch-add; size is always 8 */
 };
 
-#define TERN_BENCH_MAX_SIZES  64
-#define TERN_BENCH_MAX_SIZE   (1ULL << 30)
-#define TERN_BENCH_MAX_WINDOW 4096
+#define BENCH_MAX_SIZES	 64
+#define BENCH_MAX_SIZE	 (1ULL << 30)
+#define BENCH_MAX_WINDOW 4096
 
 /* iters 0 and duration 0: scaled by size; warmup AUTO: iters / 10. */
-#define TERN_BENCH_AUTO UINT64_MAX
+#define BENCH_AUTO UINT64_MAX
 
 /* Where a side's buffers live: --mem host|cuda|cuda:N. */
-struct tern_bench_mem {
+struct bench_mem {
 	enum tern_mem_kind kind;
 	int device; /* CUDA device; 0 for host */
 };
 
-#define TERN_BENCH_MEM_NAME 16 /* "host", "cuda:N" */
+#define BENCH_MEM_NAME 16 /* "host", "cuda:N" */
 
-struct tern_bench_opts {
+struct bench_opts {
 	int op;
 	size_t nsizes;
-	uint64_t sizes[TERN_BENCH_MAX_SIZES];
+	uint64_t sizes[BENCH_MAX_SIZES];
 	unsigned int window;
 	uint64_t iters;	   /* timed ops per size; 0: duration, or by size */
 	double duration_s; /* per size when iters is 0 */
-	uint64_t warmup;   /* untimed ops per size, or TERN_BENCH_AUTO */
+	uint64_t warmup;   /* untimed ops per size, or BENCH_AUTO */
 	int verify;
 	uint64_t seed;
-	struct tern_bench_mem mem;   /* this side's buffers */
+	struct bench_mem mem;	     /* this side's buffers */
 	int progress;		     /* a live line on stderr */
 	volatile sig_atomic_t *stop; /* Ctrl-C, or NULL */
 };
 
-const char *tern_bench_op_name(int op);
-int tern_bench_op_parse(const char *s);
+const char *bench_op_name(int op);
+int bench_op_parse(const char *s);
 
 /* "host", "cuda" (device 0) or "cuda:N": 0, or -EINVAL. */
-int tern_bench_mem_parse(const char *s, struct tern_bench_mem *m);
-/* "host" or "cuda:N" into @buf (TERN_BENCH_MEM_NAME bytes). */
-const char *tern_bench_mem_name(const struct tern_bench_mem *m, char *buf,
-				size_t len);
+int bench_mem_parse(const char *s, struct bench_mem *m);
+/* "host" or "cuda:N" into @buf (BENCH_MEM_NAME bytes). */
+const char *bench_mem_name(const struct bench_mem *m, char *buf, size_t len);
 
 /*
  * Run the benchmark against a responder whose card is given; fills the
  * report (context from @ctx, one point per size).
  * @return 0, or an error with @why set.
  */
-int tern_bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
-		   const struct tern_bench_opts *o,
-		   struct tern_bench_report *rep, char *why, size_t whylen);
+int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
+	      const struct bench_opts *o, struct bench_report *rep, char *why,
+	      size_t whylen);
 
 /* Serve bench sessions until *stop (or, with @once, after one), the
  * target regions in memory @mem (NULL: host). */
-int tern_bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
-		     int once, const struct tern_bench_mem *mem, FILE *log);
+int bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop, int once,
+		const struct bench_mem *mem, FILE *log);
 
-#endif /* TERN_BENCH_ENGINE_H */
+#endif /* BENCH_ENGINE_H */

@@ -858,12 +858,12 @@ int main(int argc, char **argv)
 	}
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		tern_bench_split_cpus("inproc", 1);
+		bench_split_cpus("inproc", 1);
 		close(to_child[1]);
 		close(to_parent[0]);
 		_exit(target(&o, sh, max, to_child[0], to_parent[1]));
 	}
-	tern_bench_split_cpus("inproc", 0);
+	bench_split_cpus("inproc", 0);
 	close(to_child[0]);
 	close(to_parent[1]);
 	ret = initiator(&o, sh, max, to_parent[0]);

@@ -21,14 +21,14 @@
 
 /* --- helpers ------------------------------------------------------------- */
 
-static size_t report_npoints(const struct tern_bench_report *r)
+static size_t report_npoints(const struct bench_report *r)
 {
 	if (r->npoints > ARRAY_SIZE(r->points))
 		return ARRAY_SIZE(r->points);
 	return r->npoints;
 }
 
-static int report_check(FILE *f, const struct tern_bench_report *r)
+static int report_check(FILE *f, const struct bench_report *r)
 {
 	if (f == NULL || r == NULL || r->npoints > ARRAY_SIZE(r->points))
 		return -EINVAL;
@@ -229,9 +229,9 @@ static void table_mem(FILE *f, const char *mem, size_t memcap, const char *path,
 	}
 }
 
-void tern_bench_print_table(FILE *f, const struct tern_bench_report *r)
+void bench_print_table(FILE *f, const struct bench_report *r)
 {
-	const struct tern_bench_context *c = &r->ctx;
+	const struct bench_context *c = &r->ctx;
 	size_t n = report_npoints(r);
 	char a[64], b[64];
 
@@ -290,7 +290,7 @@ void tern_bench_print_table(FILE *f, const struct tern_bench_report *r)
 		"size", "Gbit/s", "GB/s", "%link", "Mpps", "lat min", "p50",
 		"p99", "p99.9", "max", "cold", "verified");
 	for (size_t i = 0; i < n; i++) {
-		const struct tern_bench_point *p = &r->points[i];
+		const struct bench_point *p = &r->points[i];
 		const char *v = "-";
 
 		if (p->verified > 0)
@@ -406,7 +406,7 @@ static void json_dbl(FILE *f, bool *first, const char *pre, const char *key,
 #define JSON_STR(f, first, pre, s, field) \
 	json_str(f, first, pre, #field, (s)->field, sizeof((s)->field))
 
-static void json_context(FILE *f, const struct tern_bench_context *c)
+static void json_context(FILE *f, const struct bench_context *c)
 {
 	const char *pre = "\n    ";
 	bool first = true;
@@ -438,7 +438,7 @@ static void json_context(FILE *f, const struct tern_bench_context *c)
 	fputs("\n  }", f);
 }
 
-static void json_point(FILE *f, const struct tern_bench_point *p)
+static void json_point(FILE *f, const struct bench_point *p)
 {
 	const char *pre = " ";
 	bool first = true;
@@ -462,7 +462,7 @@ static void json_point(FILE *f, const struct tern_bench_point *p)
 	fputs(" }", f);
 }
 
-int tern_bench_write_json(FILE *f, const struct tern_bench_report *r)
+int bench_write_json(FILE *f, const struct bench_report *r)
 {
 	size_t n;
 	int ret;
@@ -493,7 +493,7 @@ static void csv_dbl(FILE *f, double v)
 		fputs(fmt_exact(v, buf, sizeof(buf)), f);
 }
 
-int tern_bench_write_csv(FILE *f, const struct tern_bench_report *r)
+int bench_write_csv(FILE *f, const struct bench_report *r)
 {
 	size_t n;
 	int ret;
@@ -506,7 +506,7 @@ int tern_bench_write_csv(FILE *f, const struct tern_bench_report *r)
 	      "lat_p50_us,lat_p99_us,lat_p999_us,lat_max_us,cold_us,verified\n",
 	      f);
 	for (size_t i = 0; i < n; i++) {
-		const struct tern_bench_point *p = &r->points[i];
+		const struct bench_point *p = &r->points[i];
 
 		fprintf(f, "%" PRIu64 ",%" PRIu64 ",%" PRIu64, p->size, p->ops,
 			p->bytes);
@@ -601,18 +601,17 @@ struct svg_series {
 	const char *name;
 	const char *color;
 	const char *dash; /* NULL for a solid line */
-	size_t off;	  /* offsetof the double in tern_bench_point */
+	size_t off;	  /* offsetof the double in bench_point */
 };
 
-static double series_value(const struct tern_bench_point *p,
+static double series_value(const struct bench_point *p,
 			   const struct svg_series *s)
 {
 	return *(const double *)((const char *)p + s->off);
 }
 
 /* Whether point @p of series @s can be drawn in @b. */
-static bool svg_point_ok(const struct svg_box *b,
-			 const struct tern_bench_point *p,
+static bool svg_point_ok(const struct svg_box *b, const struct bench_point *p,
 			 const struct svg_series *s)
 {
 	double v = series_value(p, s);
@@ -664,7 +663,7 @@ static double nice_step(double max)
  */
 #define LOG_SPAN 50.0
 
-static void svg_yaxis(struct svg_box *b, const struct tern_bench_report *r,
+static void svg_yaxis(struct svg_box *b, const struct bench_report *r,
 		      const struct svg_series *s, size_t ns, bool may_log)
 {
 	size_t n = report_npoints(r);
@@ -825,8 +824,7 @@ static void svg_axes(FILE *f, const struct svg_box *b, const char *title,
 }
 
 static void svg_series(FILE *f, const struct svg_box *b,
-		       const struct tern_bench_report *r,
-		       const struct svg_series *s)
+		       const struct bench_report *r, const struct svg_series *s)
 {
 	size_t n = report_npoints(r);
 	bool open = false;
@@ -837,7 +835,7 @@ static void svg_series(FILE *f, const struct svg_box *b,
 			 s->dash);
 	/* A gap (a point that cannot be drawn) breaks the line. */
 	for (size_t i = 0; i < n; i++) {
-		const struct tern_bench_point *p = &r->points[i];
+		const struct bench_point *p = &r->points[i];
 
 		if (!svg_point_ok(b, p, s)) {
 			if (open)
@@ -859,7 +857,7 @@ static void svg_series(FILE *f, const struct svg_box *b,
 	if (open)
 		fputs("\"/>\n", f);
 	for (size_t i = 0; i < n; i++) {
-		const struct tern_bench_point *p = &r->points[i];
+		const struct bench_point *p = &r->points[i];
 
 		if (!svg_point_ok(b, p, s))
 			continue;
@@ -892,7 +890,7 @@ static void svg_legend(FILE *f, int x, int y, const struct svg_series *s)
 
 /* The size axis shared by both panels: log2 of the smallest and largest
  * sizes, at least two powers of two apart. */
-static void svg_xaxis(const struct tern_bench_report *r, double *xmin_p,
+static void svg_xaxis(const struct bench_report *r, double *xmin_p,
 		      double *xmax_p)
 {
 	size_t n = report_npoints(r);
@@ -921,7 +919,7 @@ static void svg_xaxis(const struct tern_bench_report *r, double *xmin_p,
 	*xmax_p = xmax;
 }
 
-static void svg_header(FILE *f, const struct tern_bench_context *c)
+static void svg_header(FILE *f, const struct bench_context *c)
 {
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
 	fprintf(f,
@@ -962,17 +960,17 @@ static void svg_header(FILE *f, const struct tern_bench_context *c)
 	fputs("</text>\n", f);
 }
 
-int tern_bench_write_svg(FILE *f, const struct tern_bench_report *r)
+int bench_write_svg(FILE *f, const struct bench_report *r)
 {
 	static const struct svg_series bw[] = {
 		{ "Gbit/s", "#1f77b4", NULL,
-		  offsetof(struct tern_bench_point, gbps) },
+		  offsetof(struct bench_point, gbps) },
 	};
 	static const struct svg_series lat[] = {
 		{ "p99 latency (us)", "#d62728", NULL,
-		  offsetof(struct tern_bench_point, lat_p99_us) },
+		  offsetof(struct bench_point, lat_p99_us) },
 		{ "p50 latency (us)", "#2ca02c", "5,3",
-		  offsetof(struct tern_bench_point, lat_p50_us) },
+		  offsetof(struct bench_point, lat_p50_us) },
 	};
 	struct svg_box left = { .x0 = 80, .x1 = 370, .y0 = 100, .y1 = 400 };
 	struct svg_box right = { .x0 = 490, .x1 = 780, .y0 = 100, .y1 = 400 };

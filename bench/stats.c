@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The log-linear latency histogram of bench.h. Values below TERN_HIST_SUB
+ * The log-linear latency histogram of bench.h. Values below BENCH_HIST_SUB
  * have a bucket each; from there on every power of two [2^e, 2^(e+1)) is
- * cut into TERN_HIST_SUB equal buckets, so a bucket is never wider than
- * 1/TERN_HIST_SUB of the values it holds. Adding a sample is a few integer
+ * cut into BENCH_HIST_SUB equal buckets, so a bucket is never wider than
+ * 1/BENCH_HIST_SUB of the values it holds. Adding a sample is a few integer
  * operations: no allocation, no floating point.
  */
 #include <math.h>
@@ -27,43 +27,43 @@ static unsigned int ilog2_u64(uint64_t v)
 #endif
 }
 
-size_t tern_hist_index(uint64_t v)
+size_t bench_hist_index(uint64_t v)
 {
 	unsigned int e, shift;
 
-	if (v < TERN_HIST_SUB)
+	if (v < BENCH_HIST_SUB)
 		return (size_t)v;
 	e = ilog2_u64(v);
-	shift = e - TERN_HIST_SUB_BITS;
+	shift = e - BENCH_HIST_SUB_BITS;
 	/* v >> shift lies in [SUB, 2 * SUB): its low bits pick the slice. */
-	return (size_t)(shift + 1) * TERN_HIST_SUB +
-	       (size_t)((v >> shift) - TERN_HIST_SUB);
+	return (size_t)(shift + 1) * BENCH_HIST_SUB +
+	       (size_t)((v >> shift) - BENCH_HIST_SUB);
 }
 
 /*
- * The inverse of tern_hist_index(). An index past the last bucket (the
+ * The inverse of bench_hist_index(). An index past the last bucket (the
  * "next" bucket of the last one) saturates to UINT64_MAX.
  */
-uint64_t tern_hist_lower(size_t i)
+uint64_t bench_hist_lower(size_t i)
 {
 	size_t group, slice;
 
-	if (i < TERN_HIST_SUB)
+	if (i < BENCH_HIST_SUB)
 		return (uint64_t)i;
-	if (i >= TERN_HIST_BUCKETS)
+	if (i >= BENCH_HIST_BUCKETS)
 		return UINT64_MAX;
-	group = i / TERN_HIST_SUB;
-	slice = i % TERN_HIST_SUB;
-	return ((uint64_t)TERN_HIST_SUB + slice) << (group - 1);
+	group = i / BENCH_HIST_SUB;
+	slice = i % BENCH_HIST_SUB;
+	return ((uint64_t)BENCH_HIST_SUB + slice) << (group - 1);
 }
 
-void tern_hist_init(struct tern_hist *h)
+void bench_hist_init(struct bench_hist *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->min = UINT64_MAX;
 }
 
-static void sum_add(struct tern_hist *h, uint64_t lo, uint64_t hi)
+static void sum_add(struct bench_hist *h, uint64_t lo, uint64_t hi)
 {
 	uint64_t old = h->sum_lo;
 
@@ -71,7 +71,7 @@ static void sum_add(struct tern_hist *h, uint64_t lo, uint64_t hi)
 	h->sum_hi += hi + (h->sum_lo < old ? 1 : 0);
 }
 
-void tern_hist_add(struct tern_hist *h, uint64_t v)
+void bench_hist_add(struct bench_hist *h, uint64_t v)
 {
 	h->count++;
 	if (v < h->min)
@@ -79,10 +79,10 @@ void tern_hist_add(struct tern_hist *h, uint64_t v)
 	if (v > h->max)
 		h->max = v;
 	sum_add(h, v, 0);
-	h->buckets[tern_hist_index(v)]++;
+	h->buckets[bench_hist_index(v)]++;
 }
 
-void tern_hist_merge(struct tern_hist *dst, const struct tern_hist *src)
+void bench_hist_merge(struct bench_hist *dst, const struct bench_hist *src)
 {
 	if (src->count == 0)
 		return;
@@ -92,11 +92,11 @@ void tern_hist_merge(struct tern_hist *dst, const struct tern_hist *src)
 	if (src->max > dst->max)
 		dst->max = src->max;
 	sum_add(dst, src->sum_lo, src->sum_hi);
-	for (size_t i = 0; i < TERN_HIST_BUCKETS; i++)
+	for (size_t i = 0; i < BENCH_HIST_BUCKETS; i++)
 		dst->buckets[i] += src->buckets[i];
 }
 
-uint64_t tern_hist_quantile(const struct tern_hist *h, double q)
+uint64_t bench_hist_quantile(const struct bench_hist *h, double q)
 {
 	uint64_t rank, cum = 0;
 	double r;
@@ -117,10 +117,10 @@ uint64_t tern_hist_quantile(const struct tern_hist *h, double q)
 	else
 		rank = (uint64_t)r;
 
-	for (size_t i = 0; i < TERN_HIST_BUCKETS; i++) {
+	for (size_t i = 0; i < BENCH_HIST_BUCKETS; i++) {
 		cum += h->buckets[i];
 		if (cum >= rank) {
-			uint64_t v = tern_hist_lower(i);
+			uint64_t v = bench_hist_lower(i);
 
 			if (v < h->min)
 				v = h->min;
@@ -133,7 +133,7 @@ uint64_t tern_hist_quantile(const struct tern_hist *h, double q)
 	return h->max;
 }
 
-double tern_hist_mean(const struct tern_hist *h)
+double bench_hist_mean(const struct bench_hist *h)
 {
 	long double sum;
 

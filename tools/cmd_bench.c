@@ -122,7 +122,7 @@ static void usage(FILE *f)
 		"on tcp the target's poll rate moves write bandwidth).\n");
 }
 
-static int parse_sizes(const char *list, struct tern_bench_opts *o)
+static int parse_sizes(const char *list, struct bench_opts *o)
 {
 	char *copy, *save = NULL, *tok;
 	int ret = 0;
@@ -139,13 +139,12 @@ static int parse_sizes(const char *list, struct tern_bench_opts *o)
 	o->nsizes = 0;
 	for (tok = strtok_r(copy, ",", &save); tok && ret == 0;
 	     tok = strtok_r(NULL, ",", &save)) {
-		if (o->nsizes == TERN_BENCH_MAX_SIZES) {
-			cli_err("bench", "at most %d sizes",
-				TERN_BENCH_MAX_SIZES);
+		if (o->nsizes == BENCH_MAX_SIZES) {
+			cli_err("bench", "at most %d sizes", BENCH_MAX_SIZES);
 			ret = -EINVAL;
 			break;
 		}
-		ret = cli_size("bench", "--sizes", tok, 1, TERN_BENCH_MAX_SIZE,
+		ret = cli_size("bench", "--sizes", tok, 1, BENCH_MAX_SIZE,
 			       &o->sizes[o->nsizes++]);
 	}
 	free(copy);
@@ -154,8 +153,8 @@ static int parse_sizes(const char *list, struct tern_bench_opts *o)
 	return ret;
 }
 
-static int write_file(const char *path, const struct tern_bench_report *r,
-		      int (*fn)(FILE *, const struct tern_bench_report *))
+static int write_file(const char *path, const struct bench_report *r,
+		      int (*fn)(FILE *, const struct bench_report *))
 {
 	FILE *f = fopen(path, "w");
 	int ret;
@@ -213,7 +212,7 @@ static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(1);
-		tern_bench_split_cpus("tern bench", 1);
+		bench_split_cpus("tern bench", 1);
 		close(p[0]);
 		snprintf(path, sizeof(path), "/dev/fd/%d", p[1]);
 		/* Its log would mix into our table: keep errors only. */
@@ -227,7 +226,7 @@ static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 		_exit(127);
 	}
 	close(p[1]);
-	tern_bench_split_cpus("tern bench", 0);
+	bench_split_cpus("tern bench", 0);
 	f = fdopen(p[0], "r");
 	if (pid < 0 || f == NULL || fgets(hex, (int)hexlen, f) == NULL) {
 		if (f != NULL)
@@ -241,11 +240,11 @@ static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 
 /* --mem/--peer-mem @val: parse it, and where it is CUDA, check that CUDA
  * is there with the device. @return 0 or -1 (said why). */
-static int parse_mem(const char *opt, const char *val, struct tern_bench_mem *m)
+static int parse_mem(const char *opt, const char *val, struct bench_mem *m)
 {
 	struct tern_mem_info mi;
 
-	if (tern_bench_mem_parse(val, m) != 0) {
+	if (bench_mem_parse(val, m) != 0) {
 		cli_err("bench",
 			"%s '%s': expected host, cuda or cuda:N (N a CUDA "
 			"device number)",
@@ -315,8 +314,8 @@ int cmd_bench(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct tern_bench_opts o = {
-		.op = TERN_BENCH_WRITE,
+	struct bench_opts o = {
+		.op = BENCH_WRITE,
 		.nsizes = 6,
 		.sizes = { 8, 64, 4096, 65536, 1 << 20, 16 << 20 },
 		.window = 64,
@@ -326,7 +325,7 @@ int cmd_bench(int argc, char **argv)
 	const char *json = NULL, *csv = NULL, *plot = NULL, *card_file = NULL;
 	const char *listen_addr = NULL, *token = NULL, *domains = NULL;
 	const char *peer_mem_s = NULL;
-	struct tern_bench_mem peer_mem = { .kind = TERN_MEM_HOST };
+	struct bench_mem peer_mem = { .kind = TERN_MEM_HOST };
 	uint64_t ctx_flags;
 	struct tern_boot_server *boot = NULL;
 	struct tern_boot_info theirs;
@@ -336,7 +335,7 @@ int cmd_bench(int argc, char **argv)
 				      why[256] = "";
 	int c, ret = 0, listen = 0, once = 0, have_warm = 0;
 
-	struct tern_bench_report *rep;
+	struct bench_report *rep;
 	uint64_t v, rails = 1;
 	int pin = 0, wait_fd = 0;
 	uint8_t card[TERN_CARD_MAX];
@@ -348,7 +347,7 @@ int cmd_bench(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:s:w:n:d:p:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			o.op = tern_bench_op_parse(optarg);
+			o.op = bench_op_parse(optarg);
 			if (o.op < 0) {
 				cli_err("bench", "--op: write, writedata, "
 						 "read, send or atomic");
@@ -360,7 +359,7 @@ int cmd_bench(int argc, char **argv)
 			break;
 		case 'w':
 			ret = cli_uint("bench", "--window", optarg, 1,
-				       TERN_BENCH_MAX_WINDOW, &v);
+				       BENCH_MAX_WINDOW, &v);
 			o.window = (unsigned int)v;
 			break;
 		case 'n':
@@ -480,7 +479,7 @@ int cmd_bench(int argc, char **argv)
 	 * stages it. Atomics on a GPU target need FI_HMEM: asked here to
 	 * learn whether the provider has it. */
 	if (o.mem.kind == TERN_MEM_CUDA ||
-	    (o.op == TERN_BENCH_ATOMIC && peer_mem.kind == TERN_MEM_CUDA))
+	    (o.op == BENCH_ATOMIC && peer_mem.kind == TERN_MEM_CUDA))
 		ctx_flags |= TERN_CTX_HMEM;
 	token = cli_token(token);
 	stop = cli_catch_signals();
@@ -540,7 +539,7 @@ int cmd_bench(int argc, char **argv)
 			tern_ctx_close(ctx);
 			return 1;
 		}
-		ret = tern_bench_serve(ctx, stop, once, &o.mem, stdout);
+		ret = bench_serve(ctx, stop, once, &o.mem, stdout);
 		tern_boot_server_close(boot);
 		tern_ctx_close(ctx);
 		return ret == 0 ? 0 : 1;
@@ -554,8 +553,8 @@ int cmd_bench(int argc, char **argv)
 		struct tern_ctx_info ci;
 
 		tern_ctx_query(ctx, &ci);
-		if (o.op == TERN_BENCH_ATOMIC &&
-		    peer_mem.kind == TERN_MEM_CUDA && !ci.hmem) {
+		if (o.op == BENCH_ATOMIC && peer_mem.kind == TERN_MEM_CUDA &&
+		    !ci.hmem) {
 			cli_err("bench",
 				"--peer-mem %s: --op atomic needs host memory "
 				"on the target, or a provider with FI_HMEM "
@@ -586,11 +585,11 @@ int cmd_bench(int argc, char **argv)
 		o.progress = isatty(2);
 		o.stop = stop;
 		if (!have_warm)
-			o.warmup = TERN_BENCH_AUTO;
+			o.warmup = BENCH_AUTO;
 		snprintf(rep->ctx.command, sizeof(rep->ctx.command),
 			 "tern bench");
-		ret = tern_bench_run(ctx, card, (size_t)card_len, &o, rep, why,
-				     sizeof(why));
+		ret = bench_run(ctx, card, (size_t)card_len, &o, rep, why,
+				sizeof(why));
 		if (rep->npoints > 0) {
 			for (int i = 0; i < argc; i++) {
 				size_t l = strlen(rep->ctx.command);
@@ -599,13 +598,13 @@ int cmd_bench(int argc, char **argv)
 					 sizeof(rep->ctx.command) - l, "%s%s",
 					 i ? " " : "", i ? argv[i] : "");
 			}
-			tern_bench_print_table(stdout, rep);
+			bench_print_table(stdout, rep);
 			if (json != NULL)
-				write_file(json, rep, tern_bench_write_json);
+				write_file(json, rep, bench_write_json);
 			if (csv != NULL)
-				write_file(csv, rep, tern_bench_write_csv);
+				write_file(csv, rep, bench_write_csv);
 			if (plot != NULL)
-				write_file(plot, rep, tern_bench_write_svg);
+				write_file(plot, rep, bench_write_svg);
 		}
 		if (peer_gone) {
 			cli_err("bench", "peer gone: it closed its bootstrap "

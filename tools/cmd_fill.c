@@ -226,11 +226,11 @@ static int parse(int argc, char **argv, struct fill_opts *o)
 			break;
 		case 's':
 			ret = cli_size(o->cmd, "--page-size", optarg, 1,
-				       TERN_FILL_MAX_PAGE_SIZE, &o->page_size);
+				       FILL_MAX_PAGE_SIZE, &o->page_size);
 			break;
 		case 'n':
 			ret = cli_uint(o->cmd, "--pages", optarg, 1,
-				       TERN_FILL_MAX_PAGES, &o->pages);
+				       FILL_MAX_PAGES, &o->pages);
 			break;
 		case 'S':
 			ret = cli_uint(o->cmd, "--seed", optarg, 0, UINT64_MAX,
@@ -327,7 +327,7 @@ static const char *short_provider(const char *prov)
 /* serve --listen: the bootstrap server's events go to the log, and a
  * client whose connection closes has its session ended. */
 struct serve_boot {
-	struct tern_fill_server *fill;
+	struct fill_server *fill;
 	struct tern_boot_server *boot;
 };
 
@@ -349,8 +349,8 @@ static void boot_gone(struct tern_boot_server *b,
 	struct serve_boot *sb = data;
 
 	boot_event(b, info, text, data);
-	tern_fill_server_peer_gone(sb->fill, info->card, info->card_len,
-				   "bootstrap connection closed");
+	fill_server_peer_gone(sb->fill, info->card, info->card_len,
+			      "bootstrap connection closed");
 }
 
 static int boot_admit(void *data, const void *card, size_t len)
@@ -365,10 +365,9 @@ int cmd_serve(int argc, char **argv)
 {
 	struct serve_boot sb = { 0 };
 	char lhost[256], baddr[80];
-	struct tern_fill_server_opts so = { .log = stdout,
-					    .log_prefix = "serve: " };
-	struct tern_fill_server_stats st;
-	struct tern_fill_server *srv;
+	struct fill_server_opts so = { .log = stdout, .log_prefix = "serve: " };
+	struct fill_server_stats st;
+	struct fill_server *srv;
 	char hex[2 * TERN_CARD_MAX + 1];
 	uint8_t card[TERN_CARD_MAX];
 	struct tern_ctx_info ci;
@@ -417,7 +416,7 @@ int cmd_serve(int argc, char **argv)
 		so.admit = boot_admit;
 		so.admit_data = &sb;
 	}
-	ret = tern_fill_server_open(ctx, &so, &srv);
+	ret = fill_server_open(ctx, &so, &srv);
 	if (ret != 0) {
 		cli_err("serve", "%s", tern_strerror(ret));
 		tern_ctx_close(ctx);
@@ -444,7 +443,7 @@ int cmd_serve(int argc, char **argv)
 					    sizeof(why));
 		if (ret != 0) {
 			cli_err("serve", "--listen: %s", why);
-			tern_fill_server_close(srv);
+			fill_server_close(srv);
 			tern_ctx_close(ctx);
 			return 1;
 		}
@@ -470,8 +469,8 @@ int cmd_serve(int argc, char **argv)
 	fflush(stdout);
 	ret = cli_card_write("serve", o.card_file, hex);
 	if (ret == 0)
-		ret = tern_fill_server_run(srv, stop_flag);
-	tern_fill_server_stats(srv, &st);
+		ret = fill_server_run(srv, stop_flag);
+	fill_server_stats(srv, &st);
 	printf("serve: served %" PRIu64 " session(s), %" PRIu64
 	       " fill(s), %" PRIu64 " bytes written; %" PRIu64
 	       " request(s) refused, %" PRIu64 " message(s) dropped\n",
@@ -493,7 +492,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (ret != 0)
 		cli_err("serve", "%s", tern_strerror(ret));
-	tern_fill_server_close(srv);
+	fill_server_close(srv);
 	tern_ctx_close(ctx);
 	return ret == 0 ? 0 : 1;
 }
@@ -513,34 +512,34 @@ static int run_fills(struct tern_ctx *ctx, const struct fill_opts *o,
 		     const uint8_t *card, size_t card_len, int live_fd,
 		     uint64_t seed, uint64_t *next)
 {
-	struct tern_fill_conn *conn;
+	struct fill_conn *conn;
 	char why[256], s1[32];
 	int ret, failed = 0;
 
-	ret = tern_fill_conn_open(ctx, card, card_len, (int)o->timeout_ms,
-				  &conn, why, sizeof(why));
+	ret = fill_conn_open(ctx, card, card_len, (int)o->timeout_ms, &conn,
+			     why, sizeof(why));
 	if (ret != 0) {
 		cli_err(o->cmd, "%s", why);
 		return ret == -TERN_EREFUSED ? FILLS_FATAL : FILLS_LOST;
 	}
 	if (live_fd >= 0)
-		tern_fill_conn_watch(conn, live_fd);
+		fill_conn_watch(conn, live_fd);
 	printf("%s: connected, session %016" PRIx64 ", two regions of %s "
 	       "(remote write only)\n",
-	       o->cmd, tern_fill_conn_session(conn),
-	       tern_format_size(TERN_FILL_REGION_SIZE, s1, sizeof(s1)));
+	       o->cmd, fill_conn_session(conn),
+	       tern_format_size(FILL_REGION_SIZE, s1, sizeof(s1)));
 	for (; *next < o->count; ++*next) {
 		uint64_t i = *next;
-		struct tern_fill_params p = {
+		struct fill_params p = {
 			.page_size = (uint32_t)o->page_size,
 			.pages = (uint32_t)o->pages,
 			.seed = seed + i,
 			.timeout_ms = (int)o->timeout_ms,
 		};
-		struct tern_fill_report r;
+		struct fill_report r;
 		double us;
 
-		ret = tern_fill_conn_fill(conn, &p, &r);
+		ret = fill_conn_fill(conn, &p, &r);
 		if (ret != 0) {
 			cli_err(o->cmd,
 				"fill %" PRIu64 " (seed %" PRIu64 "): %s",
@@ -573,7 +572,7 @@ static int run_fills(struct tern_ctx *ctx, const struct fill_opts *o,
 			break;
 		}
 	}
-	tern_fill_conn_close(conn);
+	fill_conn_close(conn);
 	return failed;
 }
 

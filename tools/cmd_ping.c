@@ -96,7 +96,7 @@ static void ping_usage(FILE *f)
 		"  -h, --help           this text\n");
 }
 
-static int parse_sizes(const char *list, struct tern_ping_params *p)
+static int parse_sizes(const char *list, struct app_ping_params *p)
 {
 	char *copy = strdup(list), *save = NULL, *tok;
 	int ret = 0;
@@ -108,13 +108,12 @@ static int parse_sizes(const char *list, struct tern_ping_params *p)
 	     tok = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
 
-		if (p->nsizes == TERN_PING_MAX_SIZES) {
-			cli_err("ping", "at most %d sizes",
-				TERN_PING_MAX_SIZES);
+		if (p->nsizes == APP_PING_MAX_SIZES) {
+			cli_err("ping", "at most %d sizes", APP_PING_MAX_SIZES);
 			ret = -EINVAL;
 			break;
 		}
-		ret = cli_size("ping", "--sizes", tok, 1, TERN_PING_MAX_SIZE,
+		ret = cli_size("ping", "--sizes", tok, 1, APP_PING_MAX_SIZE,
 			       &v);
 		p->sizes[p->nsizes++] = (uint32_t)v;
 	}
@@ -143,15 +142,15 @@ int cmd_ping(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct tern_ping_params p = {
-		.mode = TERN_PING_SEND,
+	struct app_ping_params p = {
+		.mode = APP_PING_SEND,
 		.iters = 1000,
 		.warmup = 100,
 		.nsizes = 5,
 		.sizes = { 8, 64, 512, 4096, 65536 },
 	};
 	struct net_opts o = { .cmd = "ping" };
-	struct tern_ping_result res[TERN_PING_MAX_SIZES];
+	struct app_ping_result res[APP_PING_MAX_SIZES];
 	const char *listen = NULL, *token = NULL;
 	struct tern_boot_info theirs;
 	int boot_fd = -1;
@@ -167,9 +166,9 @@ int cmd_ping(int argc, char **argv)
 		switch (c) {
 		case 'm':
 			if (strcmp(optarg, "send") == 0) {
-				p.mode = TERN_PING_SEND;
+				p.mode = APP_PING_SEND;
 			} else if (strcmp(optarg, "write") == 0) {
-				p.mode = TERN_PING_WRITE;
+				p.mode = APP_PING_WRITE;
 			} else {
 				cli_err("ping", "--mode: send or write");
 				ret = -EINVAL;
@@ -180,18 +179,18 @@ int cmd_ping(int argc, char **argv)
 			break;
 		case 's':
 			ret = cli_size("ping", "--size", optarg, 1,
-				       TERN_PING_MAX_SIZE, &v);
+				       APP_PING_MAX_SIZE, &v);
 			p.nsizes = 1;
 			p.sizes[0] = (uint32_t)v;
 			break;
 		case 'i':
 			ret = cli_uint("ping", "--iters", optarg, 1,
-				       TERN_PING_MAX_ITERS, &v);
+				       APP_PING_MAX_ITERS, &v);
 			p.iters = (uint32_t)v;
 			break;
 		case 'w':
 			ret = cli_uint("ping", "--warmup", optarg, 0,
-				       TERN_PING_MAX_ITERS, &v);
+				       APP_PING_MAX_ITERS, &v);
 			p.warmup = (uint32_t)v;
 			break;
 		case 'p':
@@ -252,7 +251,7 @@ int cmd_ping(int argc, char **argv)
 			printf("serving ping clients, one at a time; Ctrl-C to "
 			       "stop\n");
 			fflush(stdout);
-			ret = tern_ping_server(ctx, stop_flag, stdout);
+			ret = app_ping_server(ctx, stop_flag, stdout);
 		}
 		tern_boot_server_close(boot);
 		tern_ctx_close(ctx);
@@ -282,15 +281,15 @@ int cmd_ping(int argc, char **argv)
 		if (open_ctx(&o, TERN_CTX_BUSY_POLL, &ctx) != 0)
 			return 1;
 	}
-	ret = tern_ping_client(ctx, card, card_len, &p, stop_flag, res, why,
-			       sizeof(why));
+	ret = app_ping_client(ctx, card, card_len, &p, stop_flag, res, why,
+			      sizeof(why));
 	/* The sizes measured, also when Ctrl-C or a failure cut the run
 	 * short: a size cut short says how many round trips it has. */
 	if (res[0].iters != 0) {
 		printf("%s ping-pong, %u iterations (+%u warm-up); half round "
 		       "trip in us\n",
-		       p.mode == TERN_PING_SEND ? "send/recv"
-						: "write-with-immediate",
+		       p.mode == APP_PING_SEND ? "send/recv"
+					       : "write-with-immediate",
 		       p.iters, p.warmup);
 		printf("%10s %9s %9s %9s %9s %9s %12s\n", "size", "min", "p50",
 		       "p99", "p99.9", "max", "rt/s");
@@ -397,9 +396,8 @@ static int atomic_worker(struct tern_ctx *ctx, struct tern_peer *peer,
 		}
 		while (posted < reps && posted - done < 16) {
 			tern_req_init(&req[posted % 16], NULL, NULL);
-			err = tern_atomic_fetch_add(peer, d,
-						    TERN_ATOMIC_COUNTER, 1,
-						    &req[posted % 16]);
+			err = tern_atomic_fetch_add(peer, d, APP_ATOMIC_COUNTER,
+						    1, &req[posted % 16]);
 			if (err != 0)
 				break;
 			posted++;
@@ -427,7 +425,7 @@ static int atomic_worker(struct tern_ctx *ctx, struct tern_peer *peer,
 		goto out;
 	for (uint64_t r = 0; r < rounds && err == 0 && !*stop_flag; r++) {
 		/* Take the lock, prove we are alone, give it back. */
-		while (one_atomic(ctx, peer, d, 1, TERN_ATOMIC_LOCK, 0, id,
+		while (one_atomic(ctx, peer, d, 1, APP_ATOMIC_LOCK, 0, id,
 				  &err) != 0 &&
 		       err == 0) {
 			if (*stop_flag) { /* no lock taken: nothing to undo */
@@ -435,15 +433,15 @@ static int atomic_worker(struct tern_ctx *ctx, struct tern_peer *peer,
 				goto out;
 			}
 		}
-		if (err == 0 && one_atomic(ctx, peer, d, 0, TERN_ATOMIC_HOLDERS,
+		if (err == 0 && one_atomic(ctx, peer, d, 0, APP_ATOMIC_HOLDERS,
 					   1, 0, &err) != 0) {
 			cli_err("atomic", "two holders of the lock");
 			err = -TERN_EVERIFY;
 		}
-		one_atomic(ctx, peer, d, 0, TERN_ATOMIC_HOLDERS, UINT64_MAX, 0,
+		one_atomic(ctx, peer, d, 0, APP_ATOMIC_HOLDERS, UINT64_MAX, 0,
 			   &err);
-		if (err == 0 && one_atomic(ctx, peer, d, 1, TERN_ATOMIC_LOCK,
-					   id, 0, &err) != id) {
+		if (err == 0 && one_atomic(ctx, peer, d, 1, APP_ATOMIC_LOCK, id,
+					   0, &err) != id) {
 			cli_err("atomic", "lock stolen");
 			err = -TERN_EVERIFY;
 		}
@@ -486,13 +484,13 @@ static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
 	tern_hex_encode(card, card_len, cardhex, sizeof(cardhex));
 	if (open_ctx(o, 0, &ctx) != 0)
 		return 1;
-	if (tern_atomic_hello(ctx, card, card_len, &peer, &d, why,
-			      sizeof(why)) != 0) {
+	if (app_atomic_hello(ctx, card, card_len, &peer, &d, why,
+			     sizeof(why)) != 0) {
 		cli_err("atomic", "%s", why);
 		tern_ctx_close(ctx);
 		return 1;
 	}
-	before = one_atomic(ctx, peer, &d, 0, TERN_ATOMIC_COUNTER, 0, 0, &err);
+	before = one_atomic(ctx, peer, &d, 0, APP_ATOMIC_COUNTER, 0, 0, &err);
 	if (err != 0)
 		goto out;
 	all = calloc(n * reps, sizeof(*all));
@@ -568,7 +566,7 @@ static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
 		free(fds);
 		goto out;
 	}
-	after = one_atomic(ctx, peer, &d, 0, TERN_ATOMIC_COUNTER, 0, 0, &err);
+	after = one_atomic(ctx, peer, &d, 0, APP_ATOMIC_COUNTER, 0, 0, &err);
 	if (!failed && err == 0) {
 		qsort(all, n * reps, sizeof(*all), cmp_u64);
 		for (uint64_t i = 0; i < n * reps; i++) {
@@ -595,7 +593,7 @@ static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
 	free(pids);
 	free(fds);
 out:
-	tern_atomic_bye(ctx, peer);
+	app_atomic_bye(ctx, peer);
 	tern_peer_remove(peer);
 	tern_ctx_close(ctx);
 	return failed || err ? 1 : 0;
@@ -668,8 +666,7 @@ int cmd_atomic(int argc, char **argv)
 			printf("serving atomics on a counter and a lock word; "
 			       "Ctrl-C to stop\n");
 			fflush(stdout);
-			ret = tern_atomic_server(ctx, stop_flag, stdout,
-						 &final);
+			ret = app_atomic_server(ctx, stop_flag, stdout, &final);
 		}
 		tern_ctx_close(ctx);
 		return ret == 0 ? 0 : 1;
@@ -691,12 +688,12 @@ int cmd_atomic(int argc, char **argv)
 			&ctx);
 		if (ret != 0)
 			return 1;
-		ret = tern_atomic_hello(ctx, card, card_len, &peer, &d, why,
-					sizeof(why));
+		ret = app_atomic_hello(ctx, card, card_len, &peer, &d, why,
+				       sizeof(why));
 		if (ret == 0) {
 			ret = atomic_worker(ctx, peer, &d, reps,
 					    (int)worker_fd);
-			tern_atomic_bye(ctx, peer);
+			app_atomic_bye(ctx, peer);
 			tern_peer_remove(peer);
 		} else {
 			cli_err("atomic", "%s", why);

@@ -18,13 +18,13 @@
 #define CANARY	     0xa5
 #define REGION_ALIGN 128
 
-struct tern_fill_conn {
+struct fill_conn {
 	struct tern_ctx *ctx;
 	struct tern_peer *peer;
-	uint8_t *region[TERN_FILL_REGIONS];
-	struct tern_mr *rmr[TERN_FILL_REGIONS];
-	struct tern_mr_desc rdesc[TERN_FILL_REGIONS];
-	uint8_t *msg; /* [send | receive], TERN_FILL_MSG_MAX each */
+	uint8_t *region[FILL_REGIONS];
+	struct tern_mr *rmr[FILL_REGIONS];
+	struct tern_mr_desc rdesc[FILL_REGIONS];
+	uint8_t *msg; /* [send | receive], FILL_MSG_MAX each */
 	struct tern_mr *msgmr;
 	struct tern_req sreq;
 	struct tern_req rreq;
@@ -34,29 +34,28 @@ struct tern_fill_conn {
 	uint64_t session;
 	uint32_t next_id;
 	int broken; /* a fill timed out or failed midway: replies may be off */
-	struct tern_fill_accept limits;
+	struct fill_accept limits;
 	struct tern_io live; /* the bootstrap socket, when watched */
 	int gone;	     /* ... and it closed */
 	char gone_why[96];
 };
 
 #define SBUF(c) ((c)->msg)
-#define RBUF(c) ((c)->msg + TERN_FILL_MSG_MAX)
+#define RBUF(c) ((c)->msg + FILL_MSG_MAX)
 
-uint64_t tern_fill_conn_session(const struct tern_fill_conn *conn)
+uint64_t fill_conn_session(const struct fill_conn *conn)
 {
 	return conn->session;
 }
 
-const struct tern_mr_desc *tern_fill_conn_regions(
-	const struct tern_fill_conn *conn)
+const struct tern_mr_desc *fill_conn_regions(const struct fill_conn *conn)
 {
 	return conn->rdesc;
 }
 
 static void live_io(struct tern_io *io, unsigned int events)
 {
-	struct tern_fill_conn *c = io->data;
+	struct fill_conn *c = io->data;
 	char junk[64];
 	ssize_t k = recv(io->fd, junk, sizeof(junk), MSG_DONTWAIT);
 
@@ -79,7 +78,7 @@ static void live_io(struct tern_io *io, unsigned int events)
 	tern_io_stop(io);
 }
 
-int tern_fill_conn_watch(struct tern_fill_conn *conn, int fd)
+int fill_conn_watch(struct fill_conn *conn, int fd)
 {
 	if (conn == NULL || fd < 0)
 		return -EINVAL;
@@ -89,8 +88,7 @@ int tern_fill_conn_watch(struct tern_fill_conn *conn, int fd)
 
 /* tern_wait that also ends, with -TERN_EPEERGONE, when the liveness
  * channel closes. */
-static int wait_live(struct tern_fill_conn *c, struct tern_req *req,
-		     int timeout_ms)
+static int wait_live(struct fill_conn *c, struct tern_req *req, int timeout_ms)
 {
 	uint64_t deadline = tern__now_ns() + (uint64_t)timeout_ms * 1000000ULL;
 
@@ -115,12 +113,12 @@ static int wait_live(struct tern_fill_conn *c, struct tern_req *req,
 }
 
 /* Send one message and wait up to timeout_ms for its completion. */
-static int send_timed(struct tern_fill_conn *conn, const void *buf, size_t len,
+static int send_timed(struct fill_conn *conn, const void *buf, size_t len,
 		      int timeout_ms)
 {
 	int ret;
 
-	if (len > TERN_FILL_MSG_MAX)
+	if (len > FILL_MSG_MAX)
 		return -EMSGSIZE;
 	if (!conn->sreq.done)
 		return -EBUSY; /* an earlier send is still out */
@@ -138,21 +136,20 @@ static int send_timed(struct tern_fill_conn *conn, const void *buf, size_t len,
 	return conn->sreq.status;
 }
 
-int tern_fill_conn_send_raw(struct tern_fill_conn *conn, const void *buf,
-			    size_t len)
+int fill_conn_send_raw(struct fill_conn *conn, const void *buf, size_t len)
 {
 	return send_timed(conn, buf, len, 10000);
 }
 
-ssize_t tern_fill_conn_recv_raw(struct tern_fill_conn *conn, void *buf,
-				size_t len, int timeout_ms)
+ssize_t fill_conn_recv_raw(struct fill_conn *conn, void *buf, size_t len,
+			   int timeout_ms)
 {
 	int ret;
 
 	if (!conn->recv_posted) {
 		tern_req_init(&conn->rreq, NULL, NULL);
 		ret = tern_recv(conn->ctx, conn->msgmr, RBUF(conn),
-				TERN_FILL_MSG_MAX, &conn->rreq);
+				FILL_MSG_MAX, &conn->rreq);
 		if (ret != 0)
 			return ret;
 		conn->recv_posted = 1;
@@ -173,12 +170,12 @@ ssize_t tern_fill_conn_recv_raw(struct tern_fill_conn *conn, void *buf,
 /* Describe an ERROR reply, or a message that should not be here. */
 static int bad_reply(const uint8_t *msg, size_t len, char *why, size_t whylen)
 {
-	struct tern_fill_error e;
-	struct tern_fill_hdr h;
-	int ret = tern_fill_hdr_parse(msg, len, &h);
+	struct fill_error e;
+	struct fill_hdr h;
+	int ret = fill_hdr_parse(msg, len, &h);
 
-	if (ret == 0 && h.type == TERN_FILL_ERROR &&
-	    tern_fill_error_decode(msg, len, &e) == 0) {
+	if (ret == 0 && h.type == FILL_ERROR &&
+	    fill_error_decode(msg, len, &e) == 0) {
 		snprintf(why, whylen, "server refused: %s (%s)", e.text,
 			 tern_strerror(e.code));
 		return -TERN_EREFUSED;
@@ -187,7 +184,7 @@ static int bad_reply(const uint8_t *msg, size_t len, char *why, size_t whylen)
 	return -TERN_EPROTO;
 }
 
-static void conn_free(struct tern_fill_conn *c)
+static void conn_free(struct fill_conn *c)
 {
 	tern_io_stop(&c->live);
 	/* The server died: let the provider see its connections break
@@ -218,7 +215,7 @@ static void conn_free(struct tern_fill_conn *c)
 			  "keeping their buffers");
 		return;
 	}
-	for (int i = 0; i < TERN_FILL_REGIONS; i++) {
+	for (int i = 0; i < FILL_REGIONS; i++) {
 		tern_mr_close(c->rmr[i]);
 		free(c->region[i]);
 	}
@@ -227,13 +224,13 @@ static void conn_free(struct tern_fill_conn *c)
 	free(c);
 }
 
-int tern_fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
-			int timeout_ms, struct tern_fill_conn **conn_p,
-			char *why, size_t whylen)
+int fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
+		   int timeout_ms, struct fill_conn **conn_p, char *why,
+		   size_t whylen)
 {
 	uint8_t mycard[TERN_CARD_MAX];
-	struct tern_fill_conn *c;
-	struct tern_fill_hdr h;
+	struct fill_conn *c;
+	struct fill_hdr h;
 	ssize_t n, mylen;
 	uint64_t nonce;
 	int ret;
@@ -245,21 +242,21 @@ int tern_fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
 	c->ireq.done = 1;
 	c->sreq.done = 1;
 	ret = -ENOMEM;
-	if (posix_memalign((void **)&c->msg, REGION_ALIGN,
-			   2 * TERN_FILL_MSG_MAX) != 0) {
+	if (posix_memalign((void **)&c->msg, REGION_ALIGN, 2 * FILL_MSG_MAX) !=
+	    0) {
 		snprintf(why, whylen, "out of memory");
 		free(c);
 		return ret;
 	}
-	for (int i = 0; i < TERN_FILL_REGIONS; i++) {
+	for (int i = 0; i < FILL_REGIONS; i++) {
 		if (posix_memalign((void **)&c->region[i], REGION_ALIGN,
-				   TERN_FILL_REGION_SIZE) != 0) {
+				   FILL_REGION_SIZE) != 0) {
 			snprintf(why, whylen, "out of memory");
 			goto err;
 		}
-		memset(c->region[i], CANARY, TERN_FILL_REGION_SIZE);
+		memset(c->region[i], CANARY, FILL_REGION_SIZE);
 		/* Remote write only: the server can write nothing else. */
-		ret = tern_mr_reg(ctx, c->region[i], TERN_FILL_REGION_SIZE,
+		ret = tern_mr_reg(ctx, c->region[i], FILL_REGION_SIZE,
 				  TERN_ACCESS_REMOTE_WRITE, &c->rmr[i]);
 		if (ret != 0) {
 			snprintf(why, whylen, "registering region %d: %s", i,
@@ -268,7 +265,7 @@ int tern_fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
 		}
 		tern_mr_desc(c->rmr[i], &c->rdesc[i]);
 	}
-	ret = tern_mr_reg(ctx, c->msg, 2 * TERN_FILL_MSG_MAX, TERN_ACCESS_LOCAL,
+	ret = tern_mr_reg(ctx, c->msg, 2 * FILL_MSG_MAX, TERN_ACCESS_LOCAL,
 			  &c->msgmr);
 	if (ret != 0) {
 		snprintf(why, whylen, "registering message buffers: %s",
@@ -284,9 +281,9 @@ int tern_fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
 	mylen = tern_ctx_card(ctx, mycard, sizeof(mycard));
 	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
 		nonce = tern__now_ns();
-	n = tern_fill_connect_encode(SBUF(c), TERN_FILL_MSG_MAX, nonce, mycard,
-				     (size_t)mylen, c->rdesc);
-	ret = n < 0 ? (int)n : tern_fill_conn_send_raw(c, SBUF(c), (size_t)n);
+	n = fill_connect_encode(SBUF(c), FILL_MSG_MAX, nonce, mycard,
+				(size_t)mylen, c->rdesc);
+	ret = n < 0 ? (int)n : fill_conn_send_raw(c, SBUF(c), (size_t)n);
 	if (ret != 0) {
 		snprintf(why, whylen, "sending CONNECT: %s%s%s",
 			 tern_strerror(ret), c->sreq.errmsg[0] ? ": " : "",
@@ -296,8 +293,7 @@ int tern_fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
 	/* Messages of an earlier connection on this ctx (a late RESULT) may
 	 * still arrive: skip what is not the answer to this CONNECT. */
 	for (;;) {
-		n = tern_fill_conn_recv_raw(c, RBUF(c), TERN_FILL_MSG_MAX,
-					    timeout_ms);
+		n = fill_conn_recv_raw(c, RBUF(c), FILL_MSG_MAX, timeout_ms);
 		if (n < 0) {
 			ret = (int)n;
 			snprintf(why, whylen,
@@ -305,11 +301,11 @@ int tern_fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
 				 timeout_ms, tern_strerror(ret));
 			goto err;
 		}
-		ret = tern_fill_accept_decode(RBUF(c), (size_t)n, &c->limits);
+		ret = fill_accept_decode(RBUF(c), (size_t)n, &c->limits);
 		if (ret == 0 && c->limits.nonce == nonce)
 			break;
-		if (tern_fill_hdr_parse(RBUF(c), (size_t)n, &h) == 0 &&
-		    h.session != 0 && h.type != TERN_FILL_ACCEPT) {
+		if (fill_hdr_parse(RBUF(c), (size_t)n, &h) == 0 &&
+		    h.session != 0 && h.type != FILL_ACCEPT) {
 			tern_info("fill client: skipping a stale message of "
 				  "session %016llx",
 				  (unsigned long long)h.session);
@@ -318,7 +314,7 @@ int tern_fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
 		ret = bad_reply(RBUF(c), (size_t)n, why, whylen);
 		goto err;
 	}
-	tern_fill_hdr_parse(RBUF(c), (size_t)n, &h);
+	fill_hdr_parse(RBUF(c), (size_t)n, &h);
 	c->session = h.session;
 	c->next_id = 1;
 	*conn_p = c;
@@ -331,7 +327,7 @@ err:
 
 static void imm_done(struct tern_req *req)
 {
-	struct tern_fill_conn *c = req->data;
+	struct fill_conn *c = req->data;
 
 	c->imm_done_ns = tern__now_ns();
 }
@@ -360,13 +356,12 @@ static void pick_pages(uint32_t *idx, uint32_t n, uint64_t total, uint64_t seed)
 		idx[k] = (uint32_t)((start + (uint64_t)k * stride) % total);
 }
 
-int tern_fill_conn_check_untouched(struct tern_fill_conn *conn,
-				   uint64_t *bytes_p)
+int fill_conn_check_untouched(struct fill_conn *conn, uint64_t *bytes_p)
 {
 	uint64_t n = 0;
 
-	for (int r = 0; r < TERN_FILL_REGIONS; r++) {
-		for (size_t i = 0; i < TERN_FILL_REGION_SIZE; i++, n++) {
+	for (int r = 0; r < FILL_REGIONS; r++) {
+		for (size_t i = 0; i < FILL_REGION_SIZE; i++, n++) {
 			if (conn->region[r][i] != CANARY)
 				return -TERN_EVERIFY;
 		}
@@ -376,8 +371,8 @@ int tern_fill_conn_check_untouched(struct tern_fill_conn *conn,
 }
 
 /* Compare every page, then restore it to the canary. */
-static int verify(struct tern_fill_conn *c, const struct tern_fill_params *p,
-		  const uint32_t *idx, struct tern_fill_report *rep)
+static int verify(struct fill_conn *c, const struct fill_params *p,
+		  const uint32_t *idx, struct fill_report *rep)
 {
 	uint64_t bytes = (uint64_t)p->page_size * p->pages;
 	struct tern_mt64 rng;
@@ -397,7 +392,7 @@ static int verify(struct tern_fill_conn *c, const struct tern_fill_params *p,
 		uint64_t off;
 		uint8_t *got;
 
-		tern_fill_page_target(c->rdesc, p->page_size, idx[k], &r, &off);
+		fill_page_target(c->rdesc, p->page_size, idx[k], &r, &off);
 		got = c->region[r] + off;
 		if (ret == 0 && memcmp(got, want, p->page_size) != 0) {
 			size_t i = 0;
@@ -415,8 +410,7 @@ static int verify(struct tern_fill_conn *c, const struct tern_fill_params *p,
 		memset(got, CANARY, p->page_size);
 	}
 	free(expect);
-	if (ret == 0 &&
-	    tern_fill_conn_check_untouched(c, &rep->untouched) != 0) {
+	if (ret == 0 && fill_conn_check_untouched(c, &rep->untouched) != 0) {
 		snprintf(rep->error, sizeof(rep->error),
 			 "bytes outside the requested pages were written");
 		ret = -TERN_EVERIFY;
@@ -426,12 +420,11 @@ static int verify(struct tern_fill_conn *c, const struct tern_fill_params *p,
 	return ret;
 }
 
-int tern_fill_conn_fill(struct tern_fill_conn *c,
-			const struct tern_fill_params *p,
-			struct tern_fill_report *rep)
+int fill_conn_fill(struct fill_conn *c, const struct fill_params *p,
+		   struct fill_report *rep)
 {
-	struct tern_fill_request r;
-	struct tern_fill_result res;
+	struct fill_request r;
+	struct fill_result res;
 	uint64_t total, t0, deadline;
 	int timeout = p->timeout_ms > 0 ? p->timeout_ms : 30000;
 	int have_result = 0, ret;
@@ -445,8 +438,8 @@ int tern_fill_conn_fill(struct tern_fill_conn *c,
 			 "be taken for the next one): reconnect");
 		return -TERN_EPROTO;
 	}
-	total = tern_fill_region_pages(c->rdesc[0].len, p->page_size) +
-		tern_fill_region_pages(c->rdesc[1].len, p->page_size);
+	total = fill_region_pages(c->rdesc[0].len, p->page_size) +
+		fill_region_pages(c->rdesc[1].len, p->page_size);
 	if (p->page_size == 0 || p->page_size > c->limits.max_page_size ||
 	    p->pages == 0 || p->pages > c->limits.max_pages ||
 	    p->pages > total ||
@@ -464,7 +457,7 @@ int tern_fill_conn_fill(struct tern_fill_conn *c,
 	if (idx == NULL)
 		return -ENOMEM;
 	pick_pages(idx, p->pages, total, p->seed);
-	r = (struct tern_fill_request){
+	r = (struct fill_request){
 		.id = p->id ? p->id : c->next_id++,
 		.page_size = p->page_size,
 		.seed = p->seed,
@@ -481,8 +474,7 @@ int tern_fill_conn_fill(struct tern_fill_conn *c,
 			 tern_strerror(ret));
 		goto out;
 	}
-	n = tern_fill_request_encode(SBUF(c), TERN_FILL_MSG_MAX, c->session, &r,
-				     idx);
+	n = fill_request_encode(SBUF(c), FILL_MSG_MAX, c->session, &r, idx);
 	t0 = tern__now_ns();
 	/* The fill's timeout covers sending the request too: a send
 	 * completion that comes late (rxe under load reports it after the
@@ -506,8 +498,7 @@ int tern_fill_conn_fill(struct tern_fill_conn *c,
 			ret = wait_live(c, &c->ireq, left);
 			n = ret;
 		} else {
-			n = tern_fill_conn_recv_raw(c, RBUF(c),
-						    TERN_FILL_MSG_MAX, left);
+			n = fill_conn_recv_raw(c, RBUF(c), FILL_MSG_MAX, left);
 		}
 		if (n == -ETIMEDOUT) {
 			snprintf(rep->error, sizeof(rep->error),
@@ -529,7 +520,7 @@ int tern_fill_conn_fill(struct tern_fill_conn *c,
 		}
 		if (have_result)
 			continue;
-		if (tern_fill_result_decode(RBUF(c), (size_t)n, &res) != 0 ||
+		if (fill_result_decode(RBUF(c), (size_t)n, &res) != 0 ||
 		    res.id != r.id) {
 			ret = bad_reply(RBUF(c), (size_t)n, rep->error,
 					sizeof(rep->error));
@@ -571,22 +562,22 @@ out_cancel:
 	if (tern_req_cancel(c->ctx, &c->ireq) >= 0)
 		tern_wait(c->ctx, &c->ireq, 0);
 	/* Pages may have been written: restore the canary everywhere. */
-	for (int i = 0; i < TERN_FILL_REGIONS; i++)
-		memset(c->region[i], CANARY, TERN_FILL_REGION_SIZE);
+	for (int i = 0; i < FILL_REGIONS; i++)
+		memset(c->region[i], CANARY, FILL_REGION_SIZE);
 out:
 	free(idx);
 	return ret;
 }
 
-int tern_fill_conn_close(struct tern_fill_conn *conn)
+int fill_conn_close(struct fill_conn *conn)
 {
 	ssize_t n;
 
 	if (conn == NULL)
 		return 0;
-	n = tern_fill_bye_encode(SBUF(conn), TERN_FILL_MSG_MAX, conn->session);
+	n = fill_bye_encode(SBUF(conn), FILL_MSG_MAX, conn->session);
 	if (n > 0 && !conn->gone)
-		tern_fill_conn_send_raw(conn, SBUF(conn), (size_t)n);
+		fill_conn_send_raw(conn, SBUF(conn), (size_t)n);
 	conn_free(conn);
 	return 0;
 }

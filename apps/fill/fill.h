@@ -4,8 +4,8 @@
  * client's pages from MT19937-64 with RDMA writes carrying immediates, and
  * a client that counts the immediates and verifies every byte.
  */
-#ifndef TERN_FILL_H
-#define TERN_FILL_H
+#ifndef FILL_H
+#define FILL_H
 
 #include <signal.h>
 #include <stdint.h>
@@ -15,9 +15,9 @@
 
 #include "apps/fill/proto.h"
 
-struct tern_fill_server;
+struct fill_server;
 
-struct tern_fill_server_opts {
+struct fill_server_opts {
 	int once;		/* exit after the first session ends */
 	int idle_timeout_ms;	/* drop sessions idle this long; 0 = 120 s */
 	int fill_timeout_ms;	/* drop a client whose fill stalls; 0 = 60 s */
@@ -31,7 +31,7 @@ struct tern_fill_server_opts {
 	void *admit_data;
 };
 
-struct tern_fill_server_stats {
+struct fill_server_stats {
 	uint64_t sessions;
 	uint64_t fills;
 	uint64_t refused;
@@ -44,25 +44,23 @@ struct tern_fill_server_stats {
 	uint64_t failed;      /* fills whose writes failed */
 };
 
-int tern_fill_server_open(struct tern_ctx *ctx,
-			  const struct tern_fill_server_opts *opts,
-			  struct tern_fill_server **srv_p);
+int fill_server_open(struct tern_ctx *ctx, const struct fill_server_opts *opts,
+		     struct fill_server **srv_p);
 /* Serve until *stop becomes non-zero (or, with once, a session ends). */
-int tern_fill_server_run(struct tern_fill_server *srv,
-			 volatile sig_atomic_t *stop);
-void tern_fill_server_stats(const struct tern_fill_server *srv,
-			    struct tern_fill_server_stats *st);
-int tern_fill_server_close(struct tern_fill_server *srv);
+int fill_server_run(struct fill_server *srv, volatile sig_atomic_t *stop);
+void fill_server_stats(const struct fill_server *srv,
+		       struct fill_server_stats *st);
+int fill_server_close(struct fill_server *srv);
 /* End every session of the client with this card (its bootstrap
  * connection closed): its queued writes are cancelled, its state freed.
  * @return the number of sessions ended. */
-int tern_fill_server_peer_gone(struct tern_fill_server *srv, const void *card,
-			       size_t len, const char *why);
+int fill_server_peer_gone(struct fill_server *srv, const void *card, size_t len,
+			  const char *why);
 
 /* A client's session with a server. */
-struct tern_fill_conn;
+struct fill_conn;
 
-struct tern_fill_params {
+struct fill_params {
 	uint32_t page_size;
 	uint32_t pages;
 	uint64_t seed;
@@ -70,7 +68,7 @@ struct tern_fill_params {
 	int timeout_ms; /* for the whole fill; 0 = 30 s */
 };
 
-struct tern_fill_report {
+struct fill_report {
 	uint32_t id;
 	uint64_t bytes;
 	uint64_t elapsed_ns; /* request sent to last immediate counted */
@@ -81,34 +79,30 @@ struct tern_fill_report {
 };
 
 /* Regions of 16 MiB each, as in seed 000. */
-#define TERN_FILL_REGION_SIZE (16u << 20)
+#define FILL_REGION_SIZE (16u << 20)
 
 /* Register the regions, CONNECT and wait for ACCEPT (or ERROR). */
-int tern_fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
-			int timeout_ms, struct tern_fill_conn **conn_p,
-			char *why, size_t whylen);
+int fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
+		   int timeout_ms, struct fill_conn **conn_p, char *why,
+		   size_t whylen);
 /* One verified fill. @return 0, or an error with report->error set. */
-int tern_fill_conn_fill(struct tern_fill_conn *conn,
-			const struct tern_fill_params *p,
-			struct tern_fill_report *report);
+int fill_conn_fill(struct fill_conn *conn, const struct fill_params *p,
+		   struct fill_report *report);
 /* Watch @fd (a bootstrap connection, still the caller's to close after
- * tern_fill_conn_close) as a liveness channel: once it closes, waits of
+ * fill_conn_close) as a liveness channel: once it closes, waits of
  * this connection end with -TERN_EPEERGONE instead of running out their
  * timeouts. */
-int tern_fill_conn_watch(struct tern_fill_conn *conn, int fd);
+int fill_conn_watch(struct fill_conn *conn, int fd);
 /* Send raw bytes as a message (for tests of hostile clients). */
-int tern_fill_conn_send_raw(struct tern_fill_conn *conn, const void *buf,
-			    size_t len);
+int fill_conn_send_raw(struct fill_conn *conn, const void *buf, size_t len);
 /* Wait for the next message; copies it into buf. @return its length. */
-ssize_t tern_fill_conn_recv_raw(struct tern_fill_conn *conn, void *buf,
-				size_t len, int timeout_ms);
-uint64_t tern_fill_conn_session(const struct tern_fill_conn *conn);
-const struct tern_mr_desc *tern_fill_conn_regions(
-	const struct tern_fill_conn *conn);
+ssize_t fill_conn_recv_raw(struct fill_conn *conn, void *buf, size_t len,
+			   int timeout_ms);
+uint64_t fill_conn_session(const struct fill_conn *conn);
+const struct tern_mr_desc *fill_conn_regions(const struct fill_conn *conn);
 /* Check that no byte of the regions changed since open (or last fill). */
-int tern_fill_conn_check_untouched(struct tern_fill_conn *conn,
-				   uint64_t *bytes_p);
+int fill_conn_check_untouched(struct fill_conn *conn, uint64_t *bytes_p);
 /* Send BYE and release everything. */
-int tern_fill_conn_close(struct tern_fill_conn *conn);
+int fill_conn_close(struct fill_conn *conn);
 
-#endif /* TERN_FILL_H */
+#endif /* FILL_H */

@@ -10,29 +10,29 @@
 
 static void put_hdr(uint8_t *p, uint16_t type, size_t len, uint64_t session)
 {
-	tern__put_u32(p, TERN_FILL_MAGIC);
-	tern__put_u16(p + 4, TERN_FILL_VERSION);
+	tern__put_u32(p, FILL_MAGIC);
+	tern__put_u16(p + 4, FILL_VERSION);
 	tern__put_u16(p + 6, type);
 	tern__put_u32(p + 8, (uint32_t)len);
 	tern__put_u32(p + 12, 0);
 	tern__put_u64(p + 16, session);
 }
 
-int tern_fill_hdr_parse(const void *buf, size_t len, struct tern_fill_hdr *h)
+int fill_hdr_parse(const void *buf, size_t len, struct fill_hdr *h)
 {
 	const uint8_t *p = buf;
-	struct tern_fill_hdr x;
+	struct fill_hdr x;
 
-	if (len < TERN_FILL_HDR)
+	if (len < FILL_HDR)
 		return -TERN_EPROTO;
 	x.magic = tern__get_u32(p);
 	x.version = tern__get_u16(p + 4);
 	x.type = tern__get_u16(p + 6);
 	x.length = tern__get_u32(p + 8);
 	x.session = tern__get_u64(p + 16);
-	if (x.magic != TERN_FILL_MAGIC)
+	if (x.magic != FILL_MAGIC)
 		return -TERN_EPROTO;
-	if (x.version != TERN_FILL_VERSION)
+	if (x.version != FILL_VERSION)
 		return -TERN_EVERSION;
 	if (x.length != len || tern__get_u32(p + 12) != 0)
 		return -TERN_EPROTO;
@@ -43,15 +43,15 @@ int tern_fill_hdr_parse(const void *buf, size_t len, struct tern_fill_hdr *h)
 /* Parse a header and require @type and an exact body length (or at least
  * @min when @exact is 0). */
 static int expect(const void *buf, size_t len, uint16_t type, size_t body,
-		  int exact, struct tern_fill_hdr *h)
+		  int exact, struct fill_hdr *h)
 {
-	int ret = tern_fill_hdr_parse(buf, len, h);
+	int ret = fill_hdr_parse(buf, len, h);
 
 	if (ret != 0)
 		return ret;
 	if (h->type != type)
 		return -TERN_EPROTO;
-	if (exact ? len != TERN_FILL_HDR + body : len < TERN_FILL_HDR + body)
+	if (exact ? len != FILL_HDR + body : len < FILL_HDR + body)
 		return -TERN_EPROTO;
 	return 0;
 }
@@ -60,70 +60,69 @@ static int expect(const void *buf, size_t len, uint16_t type, size_t body,
  * CONNECT body: u16 card_len, u16 nregions, card, then nregions packed MR
  * descriptors. {header, card_len, card} is the same in every version.
  */
-ssize_t tern_fill_connect_encode(void *buf, size_t cap, uint64_t nonce,
-				 const void *card, size_t card_len,
-				 const struct tern_mr_desc *regions)
+ssize_t fill_connect_encode(void *buf, size_t cap, uint64_t nonce,
+			    const void *card, size_t card_len,
+			    const struct tern_mr_desc *regions)
 {
 	uint8_t *p = buf;
-	size_t off = TERN_FILL_HDR + 4;
+	size_t off = FILL_HDR + 4;
 
 	if (card_len == 0 || card_len > TERN_CARD_MAX)
 		return -EINVAL;
 	if (off + card_len > cap)
 		return -ENOSPC;
-	tern__put_u16(p + TERN_FILL_HDR, (uint16_t)card_len);
-	tern__put_u16(p + TERN_FILL_HDR + 2, TERN_FILL_REGIONS);
+	tern__put_u16(p + FILL_HDR, (uint16_t)card_len);
+	tern__put_u16(p + FILL_HDR + 2, FILL_REGIONS);
 	memcpy(p + off, card, card_len);
 	off += card_len;
-	for (int i = 0; i < TERN_FILL_REGIONS; i++) {
+	for (int i = 0; i < FILL_REGIONS; i++) {
 		ssize_t n = tern_mr_desc_pack(&regions[i], p + off, cap - off);
 
 		if (n < 0)
 			return n;
 		off += (size_t)n;
 	}
-	put_hdr(p, TERN_FILL_CONNECT, off, nonce);
+	put_hdr(p, FILL_CONNECT, off, nonce);
 	return (ssize_t)off;
 }
 
-int tern_fill_connect_card(const void *buf, size_t len, const uint8_t **card_p,
-			   size_t *card_len_p)
+int fill_connect_card(const void *buf, size_t len, const uint8_t **card_p,
+		      size_t *card_len_p)
 {
 	const uint8_t *p = buf;
 	size_t card_len;
 
-	if (len < TERN_FILL_HDR + 4 || tern__get_u32(p) != TERN_FILL_MAGIC ||
-	    tern__get_u16(p + 6) != TERN_FILL_CONNECT)
+	if (len < FILL_HDR + 4 || tern__get_u32(p) != FILL_MAGIC ||
+	    tern__get_u16(p + 6) != FILL_CONNECT)
 		return -TERN_EPROTO;
-	card_len = tern__get_u16(p + TERN_FILL_HDR);
+	card_len = tern__get_u16(p + FILL_HDR);
 	if (card_len == 0 || card_len > TERN_CARD_MAX ||
-	    card_len > len - TERN_FILL_HDR - 4)
+	    card_len > len - FILL_HDR - 4)
 		return -TERN_EPROTO;
-	*card_p = p + TERN_FILL_HDR + 4;
+	*card_p = p + FILL_HDR + 4;
 	*card_len_p = card_len;
 	return 0;
 }
 
-int tern_fill_connect_decode(const void *buf, size_t len,
-			     struct tern_fill_connect *c)
+int fill_connect_decode(const void *buf, size_t len, struct fill_connect *c)
 {
 	const uint8_t *p = buf;
-	struct tern_fill_connect x;
-	struct tern_fill_hdr h;
+	struct fill_connect x;
+	struct fill_hdr h;
 	size_t off;
 	int ret;
 
-	ret = expect(buf, len, TERN_FILL_CONNECT, 4, 0, &h);
+	ret = expect(buf, len, FILL_CONNECT, 4, 0, &h);
 	if (ret != 0)
 		return ret;
-	ret = tern_fill_connect_card(buf, len, &x.card, &x.card_len);
+	ret = fill_connect_card(buf, len, &x.card, &x.card_len);
 	if (ret != 0)
 		return ret;
-	if (tern__get_u16(p + TERN_FILL_HDR + 2) != TERN_FILL_REGIONS)
+	if (tern__get_u16(p + FILL_HDR + 2) != FILL_REGIONS)
 		return -TERN_EPROTO;
 	x.nonce = h.session;
-	off = TERN_FILL_HDR + 4 + x.card_len;
-	for (int i = 0; i < TERN_FILL_REGIONS; i++) {
+	off = FILL_HDR + 4 + x.card_len;
+	for (int i = 0; i < FILL_REGIONS; i++) {
 		ssize_t n = tern_mr_desc_unpack(p + off, len - off,
 						&x.regions[i]);
 
@@ -138,15 +137,15 @@ int tern_fill_connect_decode(const void *buf, size_t len,
 }
 
 /* ACCEPT body: u64 nonce, u32 max_page_size, u32 max_pages, u64 max_bytes */
-ssize_t tern_fill_accept_encode(void *buf, size_t cap, uint64_t session,
-				const struct tern_fill_accept *a)
+ssize_t fill_accept_encode(void *buf, size_t cap, uint64_t session,
+			   const struct fill_accept *a)
 {
 	uint8_t *p = buf;
-	size_t len = TERN_FILL_HDR + 24;
+	size_t len = FILL_HDR + 24;
 
 	if (cap < len)
 		return -ENOSPC;
-	put_hdr(p, TERN_FILL_ACCEPT, len, session);
+	put_hdr(p, FILL_ACCEPT, len, session);
 	tern__put_u64(p + 24, a->nonce);
 	tern__put_u32(p + 32, a->max_page_size);
 	tern__put_u32(p + 36, a->max_pages);
@@ -154,12 +153,11 @@ ssize_t tern_fill_accept_encode(void *buf, size_t cap, uint64_t session,
 	return (ssize_t)len;
 }
 
-int tern_fill_accept_decode(const void *buf, size_t len,
-			    struct tern_fill_accept *a)
+int fill_accept_decode(const void *buf, size_t len, struct fill_accept *a)
 {
 	const uint8_t *p = buf;
-	struct tern_fill_hdr h;
-	int ret = expect(buf, len, TERN_FILL_ACCEPT, 24, 1, &h);
+	struct fill_hdr h;
+	int ret = expect(buf, len, FILL_ACCEPT, 24, 1, &h);
 
 	if (ret != 0)
 		return ret;
@@ -171,16 +169,16 @@ int tern_fill_accept_decode(const void *buf, size_t len,
 }
 
 /* REQUEST body: u32 id, u32 page_size, u64 seed, u32 count, u32 0, u32[] */
-ssize_t tern_fill_request_encode(void *buf, size_t cap, uint64_t session,
-				 const struct tern_fill_request *r,
-				 const uint32_t *indices)
+ssize_t fill_request_encode(void *buf, size_t cap, uint64_t session,
+			    const struct fill_request *r,
+			    const uint32_t *indices)
 {
 	uint8_t *p = buf;
-	size_t len = TERN_FILL_HDR + 24 + 4 * (size_t)r->page_count;
+	size_t len = FILL_HDR + 24 + 4 * (size_t)r->page_count;
 
 	if (cap < len)
 		return -ENOSPC;
-	put_hdr(p, TERN_FILL_REQUEST, len, session);
+	put_hdr(p, FILL_REQUEST, len, session);
 	tern__put_u32(p + 24, r->id);
 	tern__put_u32(p + 28, r->page_size);
 	tern__put_u64(p + 32, r->seed);
@@ -191,13 +189,12 @@ ssize_t tern_fill_request_encode(void *buf, size_t cap, uint64_t session,
 	return (ssize_t)len;
 }
 
-int tern_fill_request_decode(const void *buf, size_t len,
-			     struct tern_fill_request *r)
+int fill_request_decode(const void *buf, size_t len, struct fill_request *r)
 {
 	const uint8_t *p = buf;
-	struct tern_fill_hdr h;
+	struct fill_hdr h;
 	uint32_t count;
-	int ret = expect(buf, len, TERN_FILL_REQUEST, 24, 0, &h);
+	int ret = expect(buf, len, FILL_REQUEST, 24, 0, &h);
 
 	if (ret != 0)
 		return ret;
@@ -205,8 +202,8 @@ int tern_fill_request_decode(const void *buf, size_t len,
 	if (tern__get_u32(p + 44) != 0)
 		return -TERN_EPROTO;
 	/* The index list must be exactly page_count long. */
-	if ((len - TERN_FILL_HDR - 24) / 4 != count ||
-	    (len - TERN_FILL_HDR - 24) % 4 != 0)
+	if ((len - FILL_HDR - 24) / 4 != count ||
+	    (len - FILL_HDR - 24) % 4 != 0)
 		return -TERN_EPROTO;
 	r->id = tern__get_u32(p + 24);
 	r->page_size = tern__get_u32(p + 28);
@@ -216,21 +213,21 @@ int tern_fill_request_decode(const void *buf, size_t len,
 	return 0;
 }
 
-uint32_t tern_fill_request_index(const struct tern_fill_request *r, uint32_t k)
+uint32_t fill_request_index(const struct fill_request *r, uint32_t k)
 {
 	return tern__get_u32(r->indices + 4 * (size_t)k);
 }
 
 /* RESULT body: u32 id, i32 status, u64 bytes, u64 write_ns */
-ssize_t tern_fill_result_encode(void *buf, size_t cap, uint64_t session,
-				const struct tern_fill_result *r)
+ssize_t fill_result_encode(void *buf, size_t cap, uint64_t session,
+			   const struct fill_result *r)
 {
 	uint8_t *p = buf;
-	size_t len = TERN_FILL_HDR + 24;
+	size_t len = FILL_HDR + 24;
 
 	if (cap < len)
 		return -ENOSPC;
-	put_hdr(p, TERN_FILL_RESULT, len, session);
+	put_hdr(p, FILL_RESULT, len, session);
 	tern__put_u32(p + 24, r->id);
 	tern__put_u32(p + 28, (uint32_t)r->status);
 	tern__put_u64(p + 32, r->bytes);
@@ -238,12 +235,11 @@ ssize_t tern_fill_result_encode(void *buf, size_t cap, uint64_t session,
 	return (ssize_t)len;
 }
 
-int tern_fill_result_decode(const void *buf, size_t len,
-			    struct tern_fill_result *r)
+int fill_result_decode(const void *buf, size_t len, struct fill_result *r)
 {
 	const uint8_t *p = buf;
-	struct tern_fill_hdr h;
-	int ret = expect(buf, len, TERN_FILL_RESULT, 24, 1, &h);
+	struct fill_hdr h;
+	int ret = expect(buf, len, FILL_RESULT, 24, 1, &h);
 
 	if (ret != 0)
 		return ret;
@@ -255,16 +251,16 @@ int tern_fill_result_decode(const void *buf, size_t len,
 }
 
 /* ERROR body: u32 id, i32 code, u16 text_len, text (printable ASCII) */
-ssize_t tern_fill_error_encode(void *buf, size_t cap, uint64_t session,
-			       uint32_t id, int32_t code, const char *text)
+ssize_t fill_error_encode(void *buf, size_t cap, uint64_t session, uint32_t id,
+			  int32_t code, const char *text)
 {
-	size_t tlen = TERN_MIN(strlen(text), (size_t)TERN_FILL_TEXT_MAX);
-	size_t len = TERN_FILL_HDR + 10 + tlen;
+	size_t tlen = TERN_MIN(strlen(text), (size_t)FILL_TEXT_MAX);
+	size_t len = FILL_HDR + 10 + tlen;
 	uint8_t *p = buf;
 
 	if (cap < len)
 		return -ENOSPC;
-	put_hdr(p, TERN_FILL_ERROR, len, session);
+	put_hdr(p, FILL_ERROR, len, session);
 	tern__put_u32(p + 24, id);
 	tern__put_u32(p + 28, (uint32_t)code);
 	tern__put_u16(p + 32, (uint16_t)tlen);
@@ -272,18 +268,17 @@ ssize_t tern_fill_error_encode(void *buf, size_t cap, uint64_t session,
 	return (ssize_t)len;
 }
 
-int tern_fill_error_decode(const void *buf, size_t len,
-			   struct tern_fill_error *e)
+int fill_error_decode(const void *buf, size_t len, struct fill_error *e)
 {
 	const uint8_t *p = buf;
-	struct tern_fill_hdr h;
+	struct fill_hdr h;
 	size_t tlen;
-	int ret = expect(buf, len, TERN_FILL_ERROR, 10, 0, &h);
+	int ret = expect(buf, len, FILL_ERROR, 10, 0, &h);
 
 	if (ret != 0)
 		return ret;
 	tlen = tern__get_u16(p + 32);
-	if (tlen > TERN_FILL_TEXT_MAX || len != TERN_FILL_HDR + 10 + tlen)
+	if (tlen > FILL_TEXT_MAX || len != FILL_HDR + 10 + tlen)
 		return -TERN_EPROTO;
 	e->id = tern__get_u32(p + 24);
 	e->code = (int32_t)tern__get_u32(p + 28);
@@ -297,27 +292,26 @@ int tern_fill_error_decode(const void *buf, size_t len,
 	return 0;
 }
 
-ssize_t tern_fill_bye_encode(void *buf, size_t cap, uint64_t session)
+ssize_t fill_bye_encode(void *buf, size_t cap, uint64_t session)
 {
-	if (cap < TERN_FILL_HDR)
+	if (cap < FILL_HDR)
 		return -ENOSPC;
-	put_hdr(buf, TERN_FILL_BYE, TERN_FILL_HDR, session);
-	return TERN_FILL_HDR;
+	put_hdr(buf, FILL_BYE, FILL_HDR, session);
+	return FILL_HDR;
 }
 
-uint64_t tern_fill_region_pages(uint64_t len, uint32_t page_size)
+uint64_t fill_region_pages(uint64_t len, uint32_t page_size)
 {
 	return page_size ? len / page_size : 0;
 }
 
-int tern_fill_page_target(const struct tern_mr_desc *regions,
-			  uint32_t page_size, uint32_t index,
-			  unsigned int *region_p, uint64_t *offset_p)
+int fill_page_target(const struct tern_mr_desc *regions, uint32_t page_size,
+		     uint32_t index, unsigned int *region_p, uint64_t *offset_p)
 {
 	uint64_t i = index;
 
-	for (unsigned int r = 0; r < TERN_FILL_REGIONS; r++) {
-		uint64_t n = tern_fill_region_pages(regions[r].len, page_size);
+	for (unsigned int r = 0; r < FILL_REGIONS; r++) {
+		uint64_t n = fill_region_pages(regions[r].len, page_size);
 
 		if (i < n) {
 			*region_p = r;
@@ -336,32 +330,32 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int tern_fill_request_check(const struct tern_fill_request *r,
-			    const struct tern_mr_desc *regions,
-			    uint32_t *scratch, char *why, size_t whylen)
+int fill_request_check(const struct fill_request *r,
+		       const struct tern_mr_desc *regions, uint32_t *scratch,
+		       char *why, size_t whylen)
 {
 	uint64_t total = 0;
 
-	for (int i = 0; i < TERN_FILL_REGIONS; i++)
-		total += tern_fill_region_pages(regions[i].len, r->page_size);
-	if (r->page_size == 0 || r->page_size > TERN_FILL_MAX_PAGE_SIZE) {
+	for (int i = 0; i < FILL_REGIONS; i++)
+		total += fill_region_pages(regions[i].len, r->page_size);
+	if (r->page_size == 0 || r->page_size > FILL_MAX_PAGE_SIZE) {
 		snprintf(why, whylen, "page size %u outside [1, %u]",
-			 r->page_size, TERN_FILL_MAX_PAGE_SIZE);
+			 r->page_size, FILL_MAX_PAGE_SIZE);
 		return -TERN_EREFUSED;
 	}
-	if (r->page_count == 0 || r->page_count > TERN_FILL_MAX_PAGES) {
+	if (r->page_count == 0 || r->page_count > FILL_MAX_PAGES) {
 		snprintf(why, whylen, "page count %u outside [1, %u]",
-			 r->page_count, TERN_FILL_MAX_PAGES);
+			 r->page_count, FILL_MAX_PAGES);
 		return -TERN_EREFUSED;
 	}
-	if ((uint64_t)r->page_size * r->page_count > TERN_FILL_MAX_BYTES) {
+	if ((uint64_t)r->page_size * r->page_count > FILL_MAX_BYTES) {
 		snprintf(why, whylen,
 			 "%u pages of %u bytes exceed the %u-byte limit",
-			 r->page_count, r->page_size, TERN_FILL_MAX_BYTES);
+			 r->page_count, r->page_size, FILL_MAX_BYTES);
 		return -TERN_EREFUSED;
 	}
 	for (uint32_t k = 0; k < r->page_count; k++) {
-		scratch[k] = tern_fill_request_index(r, k);
+		scratch[k] = fill_request_index(r, k);
 		if (scratch[k] >= total) {
 			snprintf(why, whylen,
 				 "page index %u (entry %u) outside the %llu "

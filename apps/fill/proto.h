@@ -4,8 +4,8 @@
  * a server makes before it touches a client's memory. Pure functions, so the
  * unit tests and the fuzzers reach every branch without a fabric.
  */
-#ifndef TERN_FILL_PROTO_H
-#define TERN_FILL_PROTO_H
+#ifndef FILL_PROTO_H
+#define FILL_PROTO_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -13,30 +13,29 @@
 
 #include <tern/tern.h>
 
-#define TERN_FILL_MAGIC	  0x4c465254u /* "TRFL" little-endian */
-#define TERN_FILL_VERSION 1
-#define TERN_FILL_HDR	  24
+#define FILL_MAGIC   0x4c465254u /* "TRFL" little-endian */
+#define FILL_VERSION 1
+#define FILL_HDR     24
 
-enum tern_fill_type {
-	TERN_FILL_CONNECT = 1,
-	TERN_FILL_ACCEPT = 2,
-	TERN_FILL_REQUEST = 3,
-	TERN_FILL_RESULT = 4,
-	TERN_FILL_ERROR = 5,
-	TERN_FILL_BYE = 6,
+enum fill_type {
+	FILL_CONNECT = 1,
+	FILL_ACCEPT = 2,
+	FILL_REQUEST = 3,
+	FILL_RESULT = 4,
+	FILL_ERROR = 5,
+	FILL_BYE = 6,
 };
 
 /* Server limits, advertised in ACCEPT (see `tern serve --help`). */
-#define TERN_FILL_MAX_PAGE_SIZE (16u << 20)
-#define TERN_FILL_MAX_PAGES	16384u
-#define TERN_FILL_MAX_BYTES	(32u << 20)
-#define TERN_FILL_MAX_REGION	(1ULL << 30)
-#define TERN_FILL_REGIONS	2
-#define TERN_FILL_MSG_MAX \
-	(TERN_FILL_HDR + 24 + 4 * TERN_FILL_MAX_PAGES + 2 * TERN_CARD_MAX)
-#define TERN_FILL_TEXT_MAX 200
+#define FILL_MAX_PAGE_SIZE (16u << 20)
+#define FILL_MAX_PAGES	   16384u
+#define FILL_MAX_BYTES	   (32u << 20)
+#define FILL_MAX_REGION	   (1ULL << 30)
+#define FILL_REGIONS	   2
+#define FILL_MSG_MAX	   (FILL_HDR + 24 + 4 * FILL_MAX_PAGES + 2 * TERN_CARD_MAX)
+#define FILL_TEXT_MAX	   200
 
-struct tern_fill_hdr {
+struct fill_hdr {
 	uint32_t magic;
 	uint16_t version;
 	uint16_t type;
@@ -44,21 +43,21 @@ struct tern_fill_hdr {
 	uint64_t session;
 };
 
-struct tern_fill_connect {
+struct fill_connect {
 	uint64_t nonce; /* header session field of a CONNECT */
 	const uint8_t *card;
 	size_t card_len;
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
+	struct tern_mr_desc regions[FILL_REGIONS];
 };
 
-struct tern_fill_accept {
+struct fill_accept {
 	uint64_t nonce;
 	uint32_t max_page_size;
 	uint32_t max_pages;
 	uint64_t max_bytes;
 };
 
-struct tern_fill_request {
+struct fill_request {
 	uint32_t id; /* also the immediate of every write */
 	uint32_t page_size;
 	uint64_t seed;
@@ -66,65 +65,60 @@ struct tern_fill_request {
 	const uint8_t *indices; /* page_count little-endian u32 */
 };
 
-struct tern_fill_result {
+struct fill_result {
 	uint32_t id;
 	int32_t status;
 	uint64_t bytes;
 	uint64_t write_ns; /* server: first post to last local completion */
 };
 
-struct tern_fill_error {
+struct fill_error {
 	uint32_t id;
 	int32_t code;
-	char text[TERN_FILL_TEXT_MAX + 1];
+	char text[FILL_TEXT_MAX + 1];
 };
 
 /* Parse and check a header against the received length. */
-int tern_fill_hdr_parse(const void *buf, size_t len, struct tern_fill_hdr *h);
+int fill_hdr_parse(const void *buf, size_t len, struct fill_hdr *h);
 
-ssize_t tern_fill_connect_encode(void *buf, size_t cap, uint64_t nonce,
-				 const void *card, size_t card_len,
-				 const struct tern_mr_desc *regions);
-int tern_fill_connect_decode(const void *buf, size_t len,
-			     struct tern_fill_connect *c);
+ssize_t fill_connect_encode(void *buf, size_t cap, uint64_t nonce,
+			    const void *card, size_t card_len,
+			    const struct tern_mr_desc *regions);
+int fill_connect_decode(const void *buf, size_t len, struct fill_connect *c);
 /* The card of a CONNECT of any version (its prefix never changes). */
-int tern_fill_connect_card(const void *buf, size_t len, const uint8_t **card_p,
-			   size_t *card_len_p);
+int fill_connect_card(const void *buf, size_t len, const uint8_t **card_p,
+		      size_t *card_len_p);
 
-ssize_t tern_fill_accept_encode(void *buf, size_t cap, uint64_t session,
-				const struct tern_fill_accept *a);
-int tern_fill_accept_decode(const void *buf, size_t len,
-			    struct tern_fill_accept *a);
+ssize_t fill_accept_encode(void *buf, size_t cap, uint64_t session,
+			   const struct fill_accept *a);
+int fill_accept_decode(const void *buf, size_t len, struct fill_accept *a);
 
-ssize_t tern_fill_request_encode(void *buf, size_t cap, uint64_t session,
-				 const struct tern_fill_request *r,
-				 const uint32_t *indices);
-int tern_fill_request_decode(const void *buf, size_t len,
-			     struct tern_fill_request *r);
-uint32_t tern_fill_request_index(const struct tern_fill_request *r, uint32_t k);
+ssize_t fill_request_encode(void *buf, size_t cap, uint64_t session,
+			    const struct fill_request *r,
+			    const uint32_t *indices);
+int fill_request_decode(const void *buf, size_t len, struct fill_request *r);
+uint32_t fill_request_index(const struct fill_request *r, uint32_t k);
 
-ssize_t tern_fill_result_encode(void *buf, size_t cap, uint64_t session,
-				const struct tern_fill_result *r);
-int tern_fill_result_decode(const void *buf, size_t len,
-			    struct tern_fill_result *r);
+ssize_t fill_result_encode(void *buf, size_t cap, uint64_t session,
+			   const struct fill_result *r);
+int fill_result_decode(const void *buf, size_t len, struct fill_result *r);
 
-ssize_t tern_fill_error_encode(void *buf, size_t cap, uint64_t session,
-			       uint32_t id, int32_t code, const char *text);
-int tern_fill_error_decode(const void *buf, size_t len,
-			   struct tern_fill_error *e);
+ssize_t fill_error_encode(void *buf, size_t cap, uint64_t session, uint32_t id,
+			  int32_t code, const char *text);
+int fill_error_decode(const void *buf, size_t len, struct fill_error *e);
 
-ssize_t tern_fill_bye_encode(void *buf, size_t cap, uint64_t session);
+ssize_t fill_bye_encode(void *buf, size_t cap, uint64_t session);
 
 /* Number of whole pages of @page_size in a region of @len bytes. */
-uint64_t tern_fill_region_pages(uint64_t len, uint32_t page_size);
+uint64_t fill_region_pages(uint64_t len, uint32_t page_size);
 
 /*
  * Where page @index lands: pages are numbered through region 0, then
  * region 1. @return 0 and *region_p / *offset_p, or -TERN_EBOUNDS.
  */
-int tern_fill_page_target(const struct tern_mr_desc *regions,
-			  uint32_t page_size, uint32_t index,
-			  unsigned int *region_p, uint64_t *offset_p);
+int fill_page_target(const struct tern_mr_desc *regions, uint32_t page_size,
+		     uint32_t index, unsigned int *region_p,
+		     uint64_t *offset_p);
 
 /*
  * The server's checks of a request against the client's declared regions:
@@ -132,8 +126,8 @@ int tern_fill_page_target(const struct tern_mr_desc *regions,
  * page_count u32 (for the duplicate check). On refusal, a reason for the
  * client goes into @why. @return 0 or a negative tern code.
  */
-int tern_fill_request_check(const struct tern_fill_request *r,
-			    const struct tern_mr_desc *regions,
-			    uint32_t *scratch, char *why, size_t whylen);
+int fill_request_check(const struct fill_request *r,
+		       const struct tern_mr_desc *regions, uint32_t *scratch,
+		       char *why, size_t whylen);
 
-#endif /* TERN_FILL_PROTO_H */
+#endif /* FILL_PROTO_H */

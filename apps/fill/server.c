@@ -28,13 +28,13 @@
 #define SPARE_WRITERS 4 /* replace writers stuck on a dead client */
 #define SRC_ALIGN     128
 
-struct tern_fill_server;
+struct fill_server;
 struct session;
 
 /* A reply buffer and its send. */
 struct reply {
 	struct tern_req req;
-	struct tern_fill_server *srv;
+	struct fill_server *srv;
 	struct session *sess; /* NULL for an anonymous reply */
 	struct tern_peer *anon_peer;
 	uint8_t *buf;
@@ -43,7 +43,7 @@ struct reply {
 
 /* One fill being written: a registered source buffer, its pieces. */
 struct writer {
-	struct tern_fill_server *srv;
+	struct fill_server *srv;
 	struct session *sess; /* NULL once its client is gone */
 	uint8_t *src;
 	struct tern_mr *srcmr;
@@ -63,11 +63,11 @@ struct writer {
 enum sess_state { S_FREE = 0, S_LIVE, S_CLOSING };
 
 struct session {
-	struct tern_fill_server *srv;
+	struct fill_server *srv;
 	enum sess_state state;
 	uint64_t id;
 	struct tern_peer *peer;
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
+	struct tern_mr_desc regions[FILL_REGIONS];
 	uint8_t card[TERN_CARD_MAX]; /* the client's, to find it by */
 	size_t card_len;
 	uint64_t fills;
@@ -83,13 +83,13 @@ struct session {
 
 struct rx {
 	struct tern_req req;
-	struct tern_fill_server *srv;
+	struct fill_server *srv;
 	uint8_t *buf;
 };
 
-struct tern_fill_server {
+struct fill_server {
 	struct tern_ctx *ctx;
-	struct tern_fill_server_opts opts;
+	struct fill_server_opts opts;
 	uint8_t *msgmem;
 	struct tern_mr *msgmr;
 	struct rx rx[NRECV];
@@ -104,7 +104,7 @@ struct tern_fill_server {
 	uint32_t *scratch;
 	int split_imm; /* data first, then zero-length immediates (shm) */
 	struct tern_timer tick;
-	struct tern_fill_server_stats st;
+	struct fill_server_stats st;
 	volatile sig_atomic_t *stop;
 	int finished;
 	int err;
@@ -122,8 +122,8 @@ struct tern_fill_server {
 		}                                              \
 	} while (0)
 
-static void pump(struct tern_fill_server *srv);
-static void session_end(struct tern_fill_server *srv, struct session *s,
+static void pump(struct fill_server *srv);
+static void session_end(struct fill_server *srv, struct session *s,
 			const char *why);
 
 static uint64_t new_session_id(void)
@@ -180,7 +180,7 @@ static void reply_done(struct tern_req *req)
 }
 
 /* Send @len bytes already in r->buf; @return 0 or the post's error. */
-static int reply_send(struct tern_fill_server *srv, struct reply *r,
+static int reply_send(struct fill_server *srv, struct reply *r,
 		      struct tern_peer *peer, ssize_t len)
 {
 	int ret;
@@ -209,8 +209,8 @@ static struct reply *sess_reply(struct session *s)
 	return NULL;
 }
 
-static void reply_error(struct tern_fill_server *srv, struct session *s,
-			uint32_t id, int code, const char *text)
+static void reply_error(struct fill_server *srv, struct session *s, uint32_t id,
+			int code, const char *text)
 {
 	struct reply *r = sess_reply(s);
 
@@ -223,13 +223,12 @@ static void reply_error(struct tern_fill_server *srv, struct session *s,
 		return;
 	}
 	reply_send(srv, r, s->peer,
-		   tern_fill_error_encode(r->buf, REPLY_MAX, s->id, id, code,
-					  text));
+		   fill_error_encode(r->buf, REPLY_MAX, s->id, id, code, text));
 }
 
 /* Answer a client we have no session with, through a short-lived peer
  * that its reply's completion removes. */
-static void reply_error_card(struct tern_fill_server *srv, const void *msg,
+static void reply_error_card(struct fill_server *srv, const void *msg,
 			     size_t len, int code, const char *text)
 {
 	struct reply *r = NULL;
@@ -243,7 +242,7 @@ static void reply_error_card(struct tern_fill_server *srv, const void *msg,
 		if (!srv->anon[i].busy)
 			r = &srv->anon[i];
 	}
-	if (r == NULL || tern_fill_connect_card(msg, len, &card, &card_len) ||
+	if (r == NULL || fill_connect_card(msg, len, &card, &card_len) ||
 	    tern_peer_add(srv->ctx, card, card_len, &peer) != 0) {
 		srv->st.dropped++;
 		slog(srv,
@@ -253,8 +252,8 @@ static void reply_error_card(struct tern_fill_server *srv, const void *msg,
 		return;
 	}
 	if (reply_send(srv, r, peer,
-		       tern_fill_error_encode(r->buf, REPLY_MAX, 0, 0, code,
-					      text)) != 0) {
+		       fill_error_encode(r->buf, REPLY_MAX, 0, 0, code,
+					 text)) != 0) {
 		tern_peer_remove(peer);
 		return;
 	}
@@ -263,7 +262,7 @@ static void reply_error_card(struct tern_fill_server *srv, const void *msg,
 
 /* ---- sessions ------------------------------------------------------ */
 
-static struct session *session_find(struct tern_fill_server *srv, uint64_t id)
+static struct session *session_find(struct fill_server *srv, uint64_t id)
 {
 	for (int i = 0; id != 0 && i < srv->nsess; i++) {
 		if (srv->sess[i].state == S_LIVE && srv->sess[i].id == id)
@@ -272,7 +271,7 @@ static struct session *session_find(struct tern_fill_server *srv, uint64_t id)
 	return NULL;
 }
 
-static void queue_remove(struct tern_fill_server *srv, struct session *s)
+static void queue_remove(struct fill_server *srv, struct session *s)
 {
 	struct session **pp = &srv->qhead, *prev = NULL;
 
@@ -288,7 +287,7 @@ static void queue_remove(struct tern_fill_server *srv, struct session *s)
 	}
 }
 
-static void session_end(struct tern_fill_server *srv, struct session *s,
+static void session_end(struct fill_server *srv, struct session *s,
 			const char *why)
 {
 	struct tern_peer *peer = s->peer;
@@ -320,8 +319,8 @@ static void session_end(struct tern_fill_server *srv, struct session *s,
 		srv->finished = 1;
 }
 
-int tern_fill_server_peer_gone(struct tern_fill_server *srv, const void *card,
-			       size_t len, const char *why)
+int fill_server_peer_gone(struct fill_server *srv, const void *card, size_t len,
+			  const char *why)
 {
 	int n = 0;
 
@@ -344,36 +343,35 @@ static void idle_expired(struct tern_timer *t)
 	session_end(s->srv, s, "idle timeout");
 }
 
-static void idle_restart(struct tern_fill_server *srv, struct session *s)
+static void idle_restart(struct fill_server *srv, struct session *s)
 {
 	tern_timer_start(srv->ctx, &s->idle,
 			 (uint64_t)srv->opts.idle_timeout_ms, 0);
 }
 
-static void on_connect(struct tern_fill_server *srv, const uint8_t *msg,
-		       size_t len)
+static void on_connect(struct fill_server *srv, const uint8_t *msg, size_t len)
 {
-	struct tern_fill_connect c;
-	struct tern_fill_accept a;
+	struct fill_connect c;
+	struct fill_accept a;
 	struct session *s = NULL;
 	struct reply *out;
 	char why[160];
 	int ret;
 
-	ret = tern_fill_connect_decode(msg, len, &c);
+	ret = fill_connect_decode(msg, len, &c);
 	if (ret != 0) {
 		snprintf(why, sizeof(why), "malformed CONNECT (%zu bytes): %s",
 			 len, tern_strerror(ret));
 		reply_error_card(srv, msg, len, ret, why);
 		return;
 	}
-	for (int i = 0; i < TERN_FILL_REGIONS; i++) {
-		if (c.regions[i].len > TERN_FILL_MAX_REGION) {
+	for (int i = 0; i < FILL_REGIONS; i++) {
+		if (c.regions[i].len > FILL_MAX_REGION) {
 			snprintf(why, sizeof(why),
 				 "region %d is %" PRIu64 " bytes; the limit "
 				 "is %llu",
 				 i, c.regions[i].len,
-				 (unsigned long long)TERN_FILL_MAX_REGION);
+				 (unsigned long long)FILL_MAX_REGION);
 			reply_error_card(srv, msg, len, -TERN_EREFUSED, why);
 			return;
 		}
@@ -421,22 +419,21 @@ static void on_connect(struct tern_fill_server *srv, const uint8_t *msg,
 	     s->id, c.regions[0].len, c.regions[1].len);
 	idle_restart(srv, s);
 	out = sess_reply(s); /* a new session has both free */
-	a = (struct tern_fill_accept){
+	a = (struct fill_accept){
 		.nonce = c.nonce,
-		.max_page_size = TERN_FILL_MAX_PAGE_SIZE,
-		.max_pages = TERN_FILL_MAX_PAGES,
-		.max_bytes = TERN_FILL_MAX_BYTES,
+		.max_page_size = FILL_MAX_PAGE_SIZE,
+		.max_pages = FILL_MAX_PAGES,
+		.max_bytes = FILL_MAX_BYTES,
 	};
 	if (reply_send(srv, out, s->peer,
-		       tern_fill_accept_encode(out->buf, REPLY_MAX, s->id,
-					       &a)) != 0)
+		       fill_accept_encode(out->buf, REPLY_MAX, s->id, &a)) != 0)
 		session_end(srv, s, "accept could not be sent");
 }
 
 /* ---- fills --------------------------------------------------------- */
 
-static void fill_reply(struct tern_fill_server *srv, struct session *s,
-		       const struct tern_fill_result *res)
+static void fill_reply(struct fill_server *srv, struct session *s,
+		       const struct fill_result *res)
 {
 	struct reply *out = sess_reply(s);
 
@@ -445,10 +442,10 @@ static void fill_reply(struct tern_fill_server *srv, struct session *s,
 		return;
 	}
 	reply_send(srv, out, s->peer,
-		   tern_fill_result_encode(out->buf, REPLY_MAX, s->id, res));
+		   fill_result_encode(out->buf, REPLY_MAX, s->id, res));
 }
 
-static void writer_release(struct tern_fill_server *srv, struct writer *w)
+static void writer_release(struct fill_server *srv, struct writer *w)
 {
 	w->busy = 0;
 	w->sess = NULL;
@@ -463,9 +460,9 @@ static void writer_release(struct tern_fill_server *srv, struct writer *w)
 static void fill_written(struct tern_req *req)
 {
 	struct writer *w = req->data;
-	struct tern_fill_server *srv = w->srv;
+	struct fill_server *srv = w->srv;
 	struct session *s = w->sess;
-	struct tern_fill_result res;
+	struct fill_result res;
 	int ret = req->status;
 
 	if (ret == 0 && srv->split_imm && !w->imm_phase && !w->stuck &&
@@ -478,7 +475,7 @@ static void fill_written(struct tern_req *req)
 		w->imm_phase = 1;
 		tern_req_init(&w->wreq, fill_written, w);
 		ret = tern_write_pieces(s->peer, w->srcmr, w->pieces, w->pages,
-					s->regions, TERN_FILL_REGIONS,
+					s->regions, FILL_REGIONS,
 					TERN_PIECES_IMM, w->id, &w->wreq);
 		if (ret == 0)
 			return;
@@ -489,7 +486,7 @@ static void fill_written(struct tern_req *req)
 		return;
 	}
 	s->w = NULL;
-	res = (struct tern_fill_result){
+	res = (struct fill_result){
 		.id = w->id,
 		.status = ret,
 		.bytes = ret ? 0 : w->bytes,
@@ -529,7 +526,7 @@ static void fill_written(struct tern_req *req)
 static void fill_stalled(struct tern_timer *t)
 {
 	struct writer *w = t->data;
-	struct tern_fill_server *srv = w->srv;
+	struct fill_server *srv = w->srv;
 	struct session *s = w->sess;
 
 	/* A client that takes no writes must not hold a writer: drop it.
@@ -545,18 +542,18 @@ static void fill_stalled(struct tern_timer *t)
 	pump(srv);
 }
 
-static int writer_buffers(struct tern_fill_server *srv, struct writer *w)
+static int writer_buffers(struct fill_server *srv, struct writer *w)
 {
 	int ret;
 
 	if (w->srcmr != NULL)
 		return 0;
-	w->pieces = calloc(TERN_FILL_MAX_PAGES, sizeof(*w->pieces));
+	w->pieces = calloc(FILL_MAX_PAGES, sizeof(*w->pieces));
 	if (w->pieces == NULL ||
-	    posix_memalign((void **)&w->src, SRC_ALIGN, TERN_FILL_MAX_BYTES))
+	    posix_memalign((void **)&w->src, SRC_ALIGN, FILL_MAX_BYTES))
 		goto err;
-	ret = tern_mr_reg(srv->ctx, w->src, TERN_FILL_MAX_BYTES,
-			  TERN_ACCESS_LOCAL, &w->srcmr);
+	ret = tern_mr_reg(srv->ctx, w->src, FILL_MAX_BYTES, TERN_ACCESS_LOCAL,
+			  &w->srcmr);
 	if (ret == 0)
 		return 0;
 	tern_warn("fill server: registering a source buffer: %s",
@@ -570,10 +567,10 @@ err:
 }
 
 /* Write the checked request @r of @s with writer @w. */
-static void fill_start(struct tern_fill_server *srv, struct session *s,
-		       struct writer *w, const struct tern_fill_request *r)
+static void fill_start(struct fill_server *srv, struct session *s,
+		       struct writer *w, const struct fill_request *r)
 {
-	struct tern_fill_result res = { .id = r->id };
+	struct fill_result res = { .id = r->id };
 	struct tern_mt64 rng;
 	int ret;
 
@@ -597,9 +594,8 @@ static void fill_start(struct tern_fill_server *srv, struct session *s,
 		uint64_t off = 0;
 
 		/* Checked before: every index has a target. */
-		tern_fill_page_target(s->regions, r->page_size,
-				      tern_fill_request_index(r, k), &region,
-				      &off);
+		fill_page_target(s->regions, r->page_size,
+				 fill_request_index(r, k), &region, &off);
 		w->pieces[k] = (struct tern_piece){
 			.loff = (uint64_t)k * r->page_size,
 			.roff = off,
@@ -613,7 +609,7 @@ static void fill_start(struct tern_fill_server *srv, struct session *s,
 	w->imm_phase = 0;
 	tern_req_init(&w->wreq, fill_written, w);
 	ret = tern_write_pieces(s->peer, w->srcmr, w->pieces, r->page_count,
-				s->regions, TERN_FILL_REGIONS,
+				s->regions, FILL_REGIONS,
 				srv->split_imm ? 0 : TERN_PIECES_IMM, r->id,
 				&w->wreq);
 	if (ret != 0) {
@@ -632,7 +628,7 @@ static void fill_start(struct tern_fill_server *srv, struct session *s,
 
 /* A writer for the next fill: at most `parallel` write at once; the
  * spares stand in only for writers stuck on a dead client. */
-static struct writer *writer_free(struct tern_fill_server *srv)
+static struct writer *writer_free(struct fill_server *srv)
 {
 	struct writer *primary = NULL, *spare = NULL;
 	int in_use = 0;
@@ -653,13 +649,13 @@ static struct writer *writer_free(struct tern_fill_server *srv)
 }
 
 /* Start fills waiting in the FIFO while writers are free. */
-static void pump(struct tern_fill_server *srv)
+static void pump(struct fill_server *srv)
 {
 	struct writer *w;
 	struct session *s;
 
 	while (srv->qhead != NULL && (w = writer_free(srv)) != NULL) {
-		struct tern_fill_request r;
+		struct fill_request r;
 		uint8_t *msg;
 
 		s = srv->qhead;
@@ -667,21 +663,21 @@ static void pump(struct tern_fill_server *srv)
 		msg = s->pending;
 		s->pending = NULL;
 		/* Decoded and checked when it arrived. */
-		if (tern_fill_request_decode(msg, s->pending_len, &r) == 0)
+		if (fill_request_decode(msg, s->pending_len, &r) == 0)
 			fill_start(srv, s, w, &r);
 		free(msg);
 	}
 }
 
-static void on_fill(struct tern_fill_server *srv, struct session *s,
+static void on_fill(struct fill_server *srv, struct session *s,
 		    const uint8_t *msg, size_t len)
 {
-	struct tern_fill_request r;
+	struct fill_request r;
 	struct writer *w;
 	char why[200];
 	int ret;
 
-	ret = tern_fill_request_decode(msg, len, &r);
+	ret = fill_request_decode(msg, len, &r);
 	if (ret != 0) {
 		snprintf(why, sizeof(why), "malformed FILL (%zu bytes)", len);
 		reply_error(srv, s, 0, ret, why);
@@ -693,8 +689,8 @@ static void on_fill(struct tern_fill_server *srv, struct session *s,
 			    "has not finished");
 		return;
 	}
-	ret = tern_fill_request_check(&r, s->regions, srv->scratch, why,
-				      sizeof(why));
+	ret = fill_request_check(&r, s->regions, srv->scratch, why,
+				 sizeof(why));
 	if (ret != 0) {
 		reply_error(srv, s, r.id, ret, why);
 		return;
@@ -726,31 +722,28 @@ static void on_fill(struct tern_fill_server *srv, struct session *s,
 
 /* ---- messages ------------------------------------------------------ */
 
-static void on_message(struct tern_fill_server *srv, const uint8_t *msg,
-		       size_t len)
+static void on_message(struct fill_server *srv, const uint8_t *msg, size_t len)
 {
-	struct tern_fill_hdr h;
+	struct fill_hdr h;
 	struct session *s;
 	char why[160];
 	int ret;
 
-	ret = tern_fill_hdr_parse(msg, len, &h);
+	ret = fill_hdr_parse(msg, len, &h);
 	/* The session field sits at a fixed offset in every version; a
 	 * random 64-bit session id is proof enough of who is talking. */
-	s = len >= TERN_FILL_HDR ? session_find(srv, tern__get_u64(msg + 16))
-				 : NULL;
+	s = len >= FILL_HDR ? session_find(srv, tern__get_u64(msg + 16)) : NULL;
 	if (s != NULL && s->w == NULL && s->pending == NULL)
 		idle_restart(srv, s);
 	if (ret != 0) {
-		if (len >= TERN_FILL_HDR &&
-		    tern__get_u32(msg) != TERN_FILL_MAGIC)
+		if (len >= FILL_HDR && tern__get_u32(msg) != FILL_MAGIC)
 			snprintf(why, sizeof(why), "bad magic 0x%08x",
 				 tern__get_u32(msg));
 		else if (ret == -TERN_EVERSION)
 			snprintf(why, sizeof(why),
 				 "protocol version %u not supported (this "
 				 "server speaks %u)",
-				 tern__get_u16(msg + 4), TERN_FILL_VERSION);
+				 tern__get_u16(msg + 4), FILL_VERSION);
 		else
 			snprintf(why, sizeof(why),
 				 "malformed message: %zu bytes received, "
@@ -763,11 +756,11 @@ static void on_message(struct tern_fill_server *srv, const uint8_t *msg,
 		return;
 	}
 	switch (h.type) {
-	case TERN_FILL_CONNECT:
+	case FILL_CONNECT:
 		on_connect(srv, msg, len);
 		return;
-	case TERN_FILL_REQUEST:
-	case TERN_FILL_BYE:
+	case FILL_REQUEST:
+	case FILL_BYE:
 		if (s == NULL) {
 			srv->st.dropped++;
 			slog(srv,
@@ -776,7 +769,7 @@ static void on_message(struct tern_fill_server *srv, const uint8_t *msg,
 			     h.session);
 			return;
 		}
-		if (h.type == TERN_FILL_BYE)
+		if (h.type == FILL_BYE)
 			session_end(srv, s, "bye");
 		else
 			on_fill(srv, s, msg, len);
@@ -791,12 +784,12 @@ static void on_message(struct tern_fill_server *srv, const uint8_t *msg,
 	}
 }
 
-static int post_rx(struct tern_fill_server *srv, struct rx *in);
+static int post_rx(struct fill_server *srv, struct rx *in);
 
 static void rx_done(struct tern_req *req)
 {
 	struct rx *in = req->data;
-	struct tern_fill_server *srv = in->srv;
+	struct fill_server *srv = in->srv;
 	int ret;
 
 	if (req->status == -ECANCELED)
@@ -817,18 +810,17 @@ static void rx_done(struct tern_req *req)
 	}
 }
 
-static int post_rx(struct tern_fill_server *srv, struct rx *in)
+static int post_rx(struct fill_server *srv, struct rx *in)
 {
 	tern_req_init(&in->req, rx_done, in);
-	return tern_recv(srv->ctx, srv->msgmr, in->buf, TERN_FILL_MSG_MAX,
-			 &in->req);
+	return tern_recv(srv->ctx, srv->msgmr, in->buf, FILL_MSG_MAX, &in->req);
 }
 
 /* Once a second: wake a loop that slept through a signal, and report
  * fills that take long. */
 static void tick(struct tern_timer *t)
 {
-	struct tern_fill_server *srv = t->data;
+	struct fill_server *srv = t->data;
 	uint64_t now = tern__now_ns();
 
 	for (int i = 0; i < srv->nwriters; i++) {
@@ -846,12 +838,11 @@ static void tick(struct tern_timer *t)
 
 /* ---- the server ---------------------------------------------------- */
 
-int tern_fill_server_open(struct tern_ctx *ctx,
-			  const struct tern_fill_server_opts *opts,
-			  struct tern_fill_server **srv_p)
+int fill_server_open(struct tern_ctx *ctx, const struct fill_server_opts *opts,
+		     struct fill_server **srv_p)
 {
 	size_t msglen, replies;
-	struct tern_fill_server *srv;
+	struct fill_server *srv;
 	uint8_t *p;
 	int ret = -ENOMEM, i;
 
@@ -891,10 +882,10 @@ int tern_fill_server_open(struct tern_ctx *ctx,
 	srv->nsess = srv->opts.max_sessions;
 	srv->nwriters = srv->opts.parallel + SPARE_WRITERS;
 	replies = (size_t)srv->nsess * SESS_REPLIES + ANON_REPLIES;
-	msglen = NRECV * TERN_FILL_MSG_MAX + replies * REPLY_MAX;
+	msglen = NRECV * FILL_MSG_MAX + replies * REPLY_MAX;
 	srv->sess = calloc((size_t)srv->nsess, sizeof(*srv->sess));
 	srv->writers = calloc((size_t)srv->nwriters, sizeof(*srv->writers));
-	srv->scratch = calloc(TERN_FILL_MAX_PAGES, sizeof(*srv->scratch));
+	srv->scratch = calloc(FILL_MAX_PAGES, sizeof(*srv->scratch));
 	if (srv->sess == NULL || srv->writers == NULL || srv->scratch == NULL ||
 	    posix_memalign((void **)&srv->msgmem, SRC_ALIGN, msglen) != 0)
 		goto err_free;
@@ -902,7 +893,7 @@ int tern_fill_server_open(struct tern_ctx *ctx,
 			  &srv->msgmr);
 	if (ret != 0)
 		goto err_free;
-	p = srv->msgmem + NRECV * TERN_FILL_MSG_MAX;
+	p = srv->msgmem + NRECV * FILL_MSG_MAX;
 	for (i = 0; i < srv->nsess; i++) {
 		struct session *s = &srv->sess[i];
 
@@ -925,7 +916,7 @@ int tern_fill_server_open(struct tern_ctx *ctx,
 	}
 	for (i = 0; i < NRECV; i++) {
 		srv->rx[i].srv = srv;
-		srv->rx[i].buf = srv->msgmem + (size_t)i * TERN_FILL_MSG_MAX;
+		srv->rx[i].buf = srv->msgmem + (size_t)i * FILL_MSG_MAX;
 		ret = post_rx(srv, &srv->rx[i]);
 		if (ret != 0)
 			goto err_rx;
@@ -951,8 +942,7 @@ err_free:
 	return ret;
 }
 
-int tern_fill_server_run(struct tern_fill_server *srv,
-			 volatile sig_atomic_t *stop)
+int fill_server_run(struct fill_server *srv, volatile sig_atomic_t *stop)
 {
 	int ret = 0;
 
@@ -966,13 +956,13 @@ int tern_fill_server_run(struct tern_fill_server *srv,
 	return ret != 0 ? ret : srv->err;
 }
 
-void tern_fill_server_stats(const struct tern_fill_server *srv,
-			    struct tern_fill_server_stats *st)
+void fill_server_stats(const struct fill_server *srv,
+		       struct fill_server_stats *st)
 {
 	*st = srv->st;
 }
 
-static int server_busy(const struct tern_fill_server *srv)
+static int server_busy(const struct fill_server *srv)
 {
 	for (int i = 0; i < NRECV; i++) {
 		if (!srv->rx[i].req.done)
@@ -993,7 +983,7 @@ static int server_busy(const struct tern_fill_server *srv)
 	return 0;
 }
 
-int tern_fill_server_close(struct tern_fill_server *srv)
+int fill_server_close(struct fill_server *srv)
 {
 	uint64_t deadline;
 	int busy, ret = 0;

@@ -287,7 +287,7 @@ static int reap(struct raw *r)
 	}
 	if (n == -FI_EAGAIN) {
 		if (!r->initiator && r->o->op == RAW_OP_WRITE)
-			tern_bench_pause(r->o->target_pause);
+			bench_pause(r->o->target_pause);
 		if (++r->idle % RAW_PEEK_EVERY == 0)
 			return check_peer(r);
 		return 0;
@@ -1122,7 +1122,7 @@ int main(int argc, char **argv)
 		fail("fork", -errno);
 		return 1;
 	}
-	tern_bench_split_cpus("raw", pid == 0);
+	bench_split_cpus("raw", pid == 0);
 	if (pid == 0) {
 		close(to_child[1]);
 		close(to_parent[0]);

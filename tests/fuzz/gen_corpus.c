@@ -23,7 +23,7 @@ struct gen {
 	int failed;
 };
 
-static uint8_t buf[TERN_FILL_MSG_MAX];
+static uint8_t buf[FILL_MSG_MAX];
 
 static void put_file(struct gen *g, const char *fuzzer, const char *name,
 		     const void *data, ssize_t len)
@@ -84,7 +84,7 @@ static void make_desc(struct tern_mr_desc *d, unsigned int i, uint32_t nkeys)
 		d->keys[k] = 0x1000000000000000ULL * (k + 1) + i;
 }
 
-_Static_assert(TERN_BOOT_TEXT_MAX == TERN_FILL_TEXT_MAX,
+_Static_assert(TERN_BOOT_TEXT_MAX == FILL_TEXT_MAX,
 	       "REFUSE and ERROR texts share a length");
 
 /* A text as long as REFUSE and ERROR carry (200 bytes), all printable. */
@@ -188,20 +188,20 @@ static void gen_desc(struct gen *g)
 static void gen_fill(struct gen *g)
 {
 	static const uint32_t idx[] = { 0, 1, 7, 255, 300 };
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
-	struct tern_fill_accept a = {
+	struct tern_mr_desc regions[FILL_REGIONS];
+	struct fill_accept a = {
 		.nonce = 0xfedcba9876543210ULL,
-		.max_page_size = TERN_FILL_MAX_PAGE_SIZE,
-		.max_pages = TERN_FILL_MAX_PAGES,
-		.max_bytes = TERN_FILL_MAX_BYTES,
+		.max_page_size = FILL_MAX_PAGE_SIZE,
+		.max_pages = FILL_MAX_PAGES,
+		.max_bytes = FILL_MAX_BYTES,
 	};
-	struct tern_fill_request r = {
+	struct fill_request r = {
 		.id = 7,
 		.page_size = 4096,
 		.seed = 0x1122334455667788ULL,
 		.page_count = TERN_ARRAY_SIZE(idx),
 	};
-	struct tern_fill_result res = {
+	struct fill_result res = {
 		.id = 7,
 		.status = 0,
 		.bytes = 5 * 4096,
@@ -216,25 +216,25 @@ static void gen_fill(struct gen *g)
 	regions[0].len = 1 << 20;
 	make_desc(&regions[1], 1, 2);
 	regions[1].len = 1 << 16;
-	n = tern_fill_connect_encode(buf, sizeof(buf), a.nonce, card, card_len,
-				     regions);
+	n = fill_connect_encode(buf, sizeof(buf), a.nonce, card, card_len,
+				regions);
 	put_file(g, "fuzz_fill", "connect", buf, n);
-	n = tern_fill_accept_encode(buf, sizeof(buf), session, &a);
+	n = fill_accept_encode(buf, sizeof(buf), session, &a);
 	put_file(g, "fuzz_fill", "accept", buf, n);
-	n = tern_fill_request_encode(buf, sizeof(buf), session, &r, idx);
+	n = fill_request_encode(buf, sizeof(buf), session, &r, idx);
 	put_file(g, "fuzz_fill", "request", buf, n);
 	r.page_count = 0;
-	n = tern_fill_request_encode(buf, sizeof(buf), session, &r, NULL);
+	n = fill_request_encode(buf, sizeof(buf), session, &r, NULL);
 	put_file(g, "fuzz_fill", "request-empty", buf, n);
-	n = tern_fill_result_encode(buf, sizeof(buf), session, &res);
+	n = fill_result_encode(buf, sizeof(buf), session, &res);
 	put_file(g, "fuzz_fill", "result", buf, n);
-	n = tern_fill_error_encode(buf, sizeof(buf), session, 7, -TERN_EBOUNDS,
-				   "page index 300 outside");
+	n = fill_error_encode(buf, sizeof(buf), session, 7, -TERN_EBOUNDS,
+			      "page index 300 outside");
 	put_file(g, "fuzz_fill", "error", buf, n);
-	n = tern_fill_error_encode(buf, sizeof(buf), session, 8, -TERN_EPROTO,
-				   long_text());
+	n = fill_error_encode(buf, sizeof(buf), session, 8, -TERN_EPROTO,
+			      long_text());
 	put_file(g, "fuzz_fill", "error-text-max", buf, n);
-	n = tern_fill_bye_encode(buf, sizeof(buf), session);
+	n = fill_bye_encode(buf, sizeof(buf), session);
 	put_file(g, "fuzz_fill", "bye", buf, n);
 }
 

@@ -20,7 +20,7 @@
 
 struct state {
 	struct tern_ctx *ctx;
-	struct tern_fill_conn *conn;
+	struct fill_conn *conn;
 	uint8_t *msg;
 	uint8_t *reply;
 	int passed;
@@ -44,50 +44,48 @@ static void check(struct state *st, int ok, const char *what,
 static void expect_refusal(struct state *st, size_t len, const char *needle,
 			   const char *what)
 {
-	struct tern_fill_error e;
+	struct fill_error e;
 	uint64_t untouched;
 	char detail[300];
 	ssize_t n;
 	int ret;
 
-	ret = tern_fill_conn_send_raw(st->conn, st->msg, len);
+	ret = fill_conn_send_raw(st->conn, st->msg, len);
 	if (ret != 0) {
 		snprintf(detail, sizeof(detail), "send: %s",
 			 tern_strerror(ret));
 		check(st, 0, what, detail);
 		return;
 	}
-	n = tern_fill_conn_recv_raw(st->conn, st->reply, TERN_FILL_MSG_MAX,
-				    5000);
+	n = fill_conn_recv_raw(st->conn, st->reply, FILL_MSG_MAX, 5000);
 	if (n < 0) {
 		snprintf(detail, sizeof(detail), "no reply: %s",
 			 tern_strerror((int)n));
 		check(st, 0, what, detail);
 		return;
 	}
-	ret = tern_fill_error_decode(st->reply, (size_t)n, &e);
+	ret = fill_error_decode(st->reply, (size_t)n, &e);
 	snprintf(detail, sizeof(detail), "%s", ret == 0 ? e.text : "not ERROR");
 	check(st, ret == 0 && e.code < 0 && strstr(e.text, needle) != NULL,
 	      what, detail);
 	check(st,
-	      tern_fill_conn_check_untouched(st->conn, &untouched) == 0 &&
-		      untouched == 2ULL * TERN_FILL_REGION_SIZE,
+	      fill_conn_check_untouched(st->conn, &untouched) == 0 &&
+		      untouched == 2ULL * FILL_REGION_SIZE,
 	      "  ... and no byte of the regions changed", NULL);
 }
 
 static size_t make_fill(struct state *st, uint32_t page_size, uint32_t count,
 			const uint32_t *idx)
 {
-	struct tern_fill_request r = {
+	struct fill_request r = {
 		.id = 77,
 		.page_size = page_size,
 		.seed = 1,
 		.page_count = count,
 	};
 
-	return (size_t)tern_fill_request_encode(
-		st->msg, TERN_FILL_MSG_MAX, tern_fill_conn_session(st->conn),
-		&r, idx);
+	return (size_t)fill_request_encode(
+		st->msg, FILL_MSG_MAX, fill_conn_session(st->conn), &r, idx);
 }
 
 static void run(struct state *st)
@@ -136,16 +134,16 @@ static void run(struct state *st)
 	/* A CONNECT from a future version is refused by a reply to its card
 	 * (the prefix every version keeps). */
 	clen = tern_ctx_card(st->ctx, card, sizeof(card));
-	len = (size_t)tern_fill_connect_encode(
-		st->msg, TERN_FILL_MSG_MAX, 1, card, (size_t)clen,
-		tern_fill_conn_regions(st->conn));
+	len = (size_t)fill_connect_encode(st->msg, FILL_MSG_MAX, 1, card,
+					  (size_t)clen,
+					  fill_conn_regions(st->conn));
 	tern__put_u16(st->msg + 4, 2);
 	expect_refusal(st, len, "version 2", "CONNECT of a newer version");
 
 	/* A CONNECT whose descriptors are cut short. */
-	len = (size_t)tern_fill_connect_encode(
-		st->msg, TERN_FILL_MSG_MAX, 1, card, (size_t)clen,
-		tern_fill_conn_regions(st->conn));
+	len = (size_t)fill_connect_encode(st->msg, FILL_MSG_MAX, 1, card,
+					  (size_t)clen,
+					  fill_conn_regions(st->conn));
 	tern__put_u32(st->msg + 8, (uint32_t)len - 9);
 	expect_refusal(st, len - 9, "malformed CONNECT",
 		       "CONNECT with a truncated descriptor");
@@ -159,12 +157,12 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct tern_ctx_attr attr = { 0 };
-	struct tern_fill_params good = {
+	struct fill_params good = {
 		.page_size = 3000,
 		.pages = 21,
 		.seed = 5489,
 	};
-	struct tern_fill_report rep;
+	struct fill_report rep;
 	struct state st = { 0 };
 	uint8_t card[TERN_CARD_MAX];
 	char hex[2 * TERN_CARD_MAX + 2], why[256];
@@ -193,8 +191,8 @@ int main(int argc, char **argv)
 	fclose(f);
 	hex[strcspn(hex, "\n")] = '\0';
 	card_len = tern_hex_decode(hex, card, sizeof(card));
-	st.msg = malloc(TERN_FILL_MSG_MAX);
-	st.reply = malloc(TERN_FILL_MSG_MAX);
+	st.msg = malloc(FILL_MSG_MAX);
+	st.reply = malloc(FILL_MSG_MAX);
 	if (card_len <= 0 || st.msg == NULL || st.reply == NULL)
 		return 2;
 	ret = tern_ctx_open(&attr, &st.ctx);
@@ -202,14 +200,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hostile: ctx: %s\n", tern_strerror(ret));
 		return 1;
 	}
-	ret = tern_fill_conn_open(st.ctx, card, (size_t)card_len, 10000,
-				  &st.conn, why, sizeof(why));
+	ret = fill_conn_open(st.ctx, card, (size_t)card_len, 10000, &st.conn,
+			     why, sizeof(why));
 	if (ret != 0) {
 		fprintf(stderr, "hostile: connect: %s\n", why);
 		return 1;
 	}
 	run(&st);
-	ret = tern_fill_conn_fill(st.conn, &good, &rep);
+	ret = fill_conn_fill(st.conn, &good, &rep);
 	check(&st, ret == 0 && rep.verified == 3000ULL * 21,
 	      "then a good fill (21 pages of 3000 bytes) verifies",
 	      ret ? rep.error : NULL);
@@ -219,11 +217,11 @@ int main(int argc, char **argv)
 	good.pages = 8;
 	good.page_size = 1 << 20;
 	good.timeout_ms = 1;
-	ret = tern_fill_conn_fill(st.conn, &good, &rep);
+	ret = fill_conn_fill(st.conn, &good, &rep);
 	check(&st, ret != 0, "a fill with a 1 ms timeout fails",
 	      ret ? rep.error : "it did not");
 	good.timeout_ms = 10000;
-	ret = tern_fill_conn_fill(st.conn, &good, &rep);
+	ret = fill_conn_fill(st.conn, &good, &rep);
 	check(&st, ret != 0 && strstr(rep.error, "reconnect") != NULL,
 	      "and the connection then refuses to fill again",
 	      ret ? rep.error : "it filled");
@@ -233,7 +231,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 300; i++)
 		tern_wait(st.ctx, NULL, 10);
 	if (st.conn != NULL)
-		tern_fill_conn_close(st.conn);
+		fill_conn_close(st.conn);
 	tern_ctx_close(st.ctx);
 	free(st.msg);
 	free(st.reply);

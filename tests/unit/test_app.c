@@ -33,7 +33,7 @@
 
 /* Room for the largest HELLO and a guard byte past it. */
 #define HELLO_BUF \
-	(HDR + TERN_CARD_MAX + TERN_MR_DESC_MAX + TERN_HELLO_PARAMS + 1)
+	(HDR + TERN_CARD_MAX + TERN_MR_DESC_MAX + APP_HELLO_PARAMS + 1)
 
 #define POISON 0xee
 
@@ -44,10 +44,10 @@
 #define BASE_PARAMS 20
 #define BASE_LEN    (HDR + BASE_CARD + BASE_DESC + BASE_PARAMS)
 
-#define PING_BUF (16 + 4 * (TERN_PING_MAX_SIZES + 1))
+#define PING_BUF (16 + 4 * (APP_PING_MAX_SIZES + 1))
 
 static uint8_t card[TERN_CARD_MAX + 1];
-static uint8_t params[TERN_HELLO_PARAMS + 1];
+static uint8_t params[APP_HELLO_PARAMS + 1];
 static uint8_t buf[HELLO_BUF];
 static uint8_t work[HELLO_BUF];
 
@@ -139,11 +139,11 @@ static void assert_desc_equal(const struct tern_mr_desc *got,
  * check every field and that the pointers land inside buf where they
  * should. @return the encoded length.
  */
-static size_t round_trip(const struct tern_hello *h)
+static size_t round_trip(const struct app_hello *h)
 {
 	uint8_t dbuf[TERN_MR_DESC_MAX];
 	size_t dlen = 0, want;
-	struct tern_hello out;
+	struct app_hello out;
 	ssize_t n;
 
 	if (h->has_desc) {
@@ -153,10 +153,10 @@ static size_t round_trip(const struct tern_hello *h)
 	}
 	want = HDR + h->card_len + dlen + h->params_len;
 	memset(buf, POISON, sizeof(buf));
-	n = tern_hello_encode(buf, sizeof(buf), h);
+	n = app_hello_encode(buf, sizeof(buf), h);
 	assert_int_equal(n, want);
 	assert_memory_equal(buf, "TRHL", 4);
-	assert_int_equal(le16(buf + OFF_VERSION), TERN_HELLO_VERSION);
+	assert_int_equal(le16(buf + OFF_VERSION), APP_HELLO_VERSION);
 	assert_int_equal(le16(buf + OFF_KIND), h->kind);
 	assert_int_equal(le32(buf + OFF_TOTAL), want);
 	assert_int_equal(le16(buf + OFF_CARD_LEN), h->card_len);
@@ -172,7 +172,7 @@ static size_t round_trip(const struct tern_hello *h)
 	assert_int_equal(buf[want], POISON);
 
 	memset(&out, 0xa5, sizeof(out));
-	assert_int_equal(tern_hello_decode(buf, want, &out), 0);
+	assert_int_equal(app_hello_decode(buf, want, &out), 0);
 	assert_int_equal(out.kind, h->kind);
 	assert_ptr_equal(out.card, buf + HDR);
 	assert_int_equal(out.card_len, h->card_len);
@@ -190,15 +190,15 @@ static size_t round_trip(const struct tern_hello *h)
 
 static void test_hello_round_trip_ping(void **state)
 {
-	struct tern_ping_params pp = {
-		.mode = TERN_PING_SEND,
+	struct app_ping_params pp = {
+		.mode = APP_PING_SEND,
 		.iters = 1000,
 		.warmup = 10,
 		.nsizes = 3,
 		.sizes = { 8, 4096, 1 << 20 },
 	};
-	struct tern_hello h = {
-		.kind = TERN_HELLO_PING,
+	struct app_hello h = {
+		.kind = APP_HELLO_PING,
 		.card = card,
 		.card_len = 200,
 		.has_desc = 1,
@@ -209,7 +209,7 @@ static void test_hello_round_trip_ping(void **state)
 
 	(void)state;
 	fill_pattern(card, sizeof(card), 1);
-	n = tern_ping_params_encode(&pp, params, sizeof(params));
+	n = app_ping_params_encode(&pp, params, sizeof(params));
 	assert_int_equal(n, 16 + 4 * 3);
 	h.params_len = (size_t)n;
 	assert_int_equal(round_trip(&h), HDR + 200 + 24 + 8 * 4 + 28);
@@ -217,8 +217,8 @@ static void test_hello_round_trip_ping(void **state)
 
 static void test_hello_round_trip_ack(void **state)
 {
-	struct tern_hello h = {
-		.kind = TERN_HELLO_ACK,
+	struct app_hello h = {
+		.kind = APP_HELLO_ACK,
 		.has_desc = 1,
 		.desc = make_desc(2),
 	};
@@ -231,8 +231,8 @@ static void test_hello_round_trip_ack(void **state)
 static void test_hello_round_trip_error(void **state)
 {
 	static const char reason[] = "ping mode 7 is not one this server runs";
-	struct tern_hello h = {
-		.kind = TERN_HELLO_ERROR,
+	struct app_hello h = {
+		.kind = APP_HELLO_ERROR,
 		.params = (const uint8_t *)reason,
 		.params_len = sizeof(reason) - 1,
 	};
@@ -243,8 +243,8 @@ static void test_hello_round_trip_error(void **state)
 
 static void test_hello_round_trip_atomic(void **state)
 {
-	struct tern_hello h = {
-		.kind = TERN_HELLO_ATOMIC,
+	struct app_hello h = {
+		.kind = APP_HELLO_ATOMIC,
 		.card = card,
 		.card_len = 61,
 	};
@@ -256,7 +256,7 @@ static void test_hello_round_trip_atomic(void **state)
 
 static void test_hello_round_trip_bye(void **state)
 {
-	struct tern_hello h = { .kind = TERN_HELLO_BYE };
+	struct app_hello h = { .kind = APP_HELLO_BYE };
 
 	(void)state;
 	assert_int_equal(round_trip(&h), HDR);
@@ -265,7 +265,7 @@ static void test_hello_round_trip_bye(void **state)
 /* The codec itself does not tie sections to kinds: every kind carries all. */
 static void test_hello_round_trip_every_kind(void **state)
 {
-	struct tern_hello h = {
+	struct app_hello h = {
 		.card = card,
 		.card_len = 12,
 		.has_desc = 1,
@@ -277,7 +277,7 @@ static void test_hello_round_trip_every_kind(void **state)
 	(void)state;
 	fill_pattern(card, sizeof(card), 7);
 	fill_pattern(params, sizeof(params), 8);
-	for (uint16_t k = TERN_HELLO_PING; k <= TERN_HELLO_KIND_MAX; k++) {
+	for (uint16_t k = APP_HELLO_PING; k <= APP_HELLO_KIND_MAX; k++) {
 		h.kind = k;
 		assert_int_equal(round_trip(&h), HDR + 12 + 24 + 8 + 9);
 	}
@@ -286,14 +286,14 @@ static void test_hello_round_trip_every_kind(void **state)
 /* Every section at its largest is still accepted. */
 static void test_hello_round_trip_limits(void **state)
 {
-	struct tern_hello h = {
-		.kind = TERN_HELLO_PING,
+	struct app_hello h = {
+		.kind = APP_HELLO_PING,
 		.card = card,
 		.card_len = TERN_CARD_MAX,
 		.has_desc = 1,
 		.desc = make_desc(TERN_MAX_RAILS),
 		.params = params,
-		.params_len = TERN_HELLO_PARAMS,
+		.params_len = APP_HELLO_PARAMS,
 	};
 
 	(void)state;
@@ -305,8 +305,8 @@ static void test_hello_round_trip_limits(void **state)
 /* Encode the base HELLO (card, 3-key descriptor, params) into buf. */
 static size_t base_hello(void)
 {
-	struct tern_hello h = {
-		.kind = TERN_HELLO_PING,
+	struct app_hello h = {
+		.kind = APP_HELLO_PING,
 		.card = card,
 		.card_len = BASE_CARD,
 		.has_desc = 1,
@@ -319,7 +319,7 @@ static size_t base_hello(void)
 	fill_pattern(card, sizeof(card), 5);
 	fill_pattern(params, sizeof(params), 6);
 	memset(buf, 0, sizeof(buf));
-	n = tern_hello_encode(buf, sizeof(buf), &h);
+	n = app_hello_encode(buf, sizeof(buf), &h);
 	assert_int_equal(n, BASE_LEN);
 	return (size_t)n;
 }
@@ -330,13 +330,13 @@ static size_t base_hello(void)
  */
 static int hello_refused(const uint8_t *b, size_t len)
 {
-	uint8_t before[sizeof(struct tern_hello)];
-	struct tern_hello h;
+	uint8_t before[sizeof(struct app_hello)];
+	struct app_hello h;
 	int ret;
 
 	memset(&h, 0x5c, sizeof(h));
 	memset(before, 0x5c, sizeof(before));
-	ret = tern_hello_decode(arrive(b, len), len, &h);
+	ret = app_hello_decode(arrive(b, len), len, &h);
 	if (ret >= 0)
 		fail_msg("HELLO of %zu bytes accepted (%d)", len, ret);
 	assert_memory_equal(&h, before, sizeof(h));
@@ -397,7 +397,7 @@ static void test_hello_bad_magic(void **state)
 
 static void test_hello_bad_version(void **state)
 {
-	static const uint32_t versions[] = { 0, TERN_HELLO_VERSION + 1, 0x0100,
+	static const uint32_t versions[] = { 0, APP_HELLO_VERSION + 1, 0x0100,
 					     0xffff };
 	size_t n;
 
@@ -412,7 +412,7 @@ static void test_hello_bad_version(void **state)
 
 static void test_hello_bad_kind(void **state)
 {
-	static const uint32_t kinds[] = { 0, TERN_HELLO_KIND_MAX + 1, 0x0100,
+	static const uint32_t kinds[] = { 0, APP_HELLO_KIND_MAX + 1, 0x0100,
 					  0xffff };
 	size_t n;
 
@@ -483,10 +483,10 @@ static void test_hello_over_limits(void **state)
 	static const uint32_t sec[][3] = {
 		{ TERN_CARD_MAX + 1, 0, 0 },
 		{ 0, TERN_MR_DESC_MAX + 8, 0 },
-		{ 0, 0, TERN_HELLO_PARAMS + 1 },
+		{ 0, 0, APP_HELLO_PARAMS + 1 },
 	};
 	static uint8_t big[HDR + TERN_CARD_MAX + TERN_MR_DESC_MAX +
-			   TERN_HELLO_PARAMS + 16];
+			   APP_HELLO_PARAMS + 16];
 
 	(void)state;
 	for (size_t i = 0; i < TERN_ARRAY_SIZE(sec); i++) {
@@ -494,8 +494,8 @@ static void test_hello_over_limits(void **state)
 
 		memset(big, 0, sizeof(big));
 		memcpy(big, "TRHL", 4);
-		set_le16(big + OFF_VERSION, TERN_HELLO_VERSION);
-		set_le16(big + OFF_KIND, TERN_HELLO_PING);
+		set_le16(big + OFF_VERSION, APP_HELLO_VERSION);
+		set_le16(big + OFF_KIND, APP_HELLO_PING);
 		set_le32(big + OFF_TOTAL, (uint32_t)len);
 		set_le16(big + OFF_CARD_LEN, sec[i][0]);
 		set_le16(big + OFF_DESC_LEN, sec[i][1]);
@@ -555,12 +555,12 @@ static void test_hello_bad_desc(void **state)
 }
 
 /* Encode refusals write nothing. */
-static void encode_refused(const struct tern_hello *h, size_t cap, int want)
+static void encode_refused(const struct app_hello *h, size_t cap, int want)
 {
 	ssize_t n;
 
 	memset(work, POISON, sizeof(work));
-	n = tern_hello_encode(work, cap, h);
+	n = app_hello_encode(work, cap, h);
 	if (n != want)
 		fail_msg("encode into %zu bytes: %zd, want %d", cap, n, want);
 	for (size_t i = 0; i < sizeof(work); i++)
@@ -569,8 +569,8 @@ static void encode_refused(const struct tern_hello *h, size_t cap, int want)
 
 static void test_hello_encode_refused(void **state)
 {
-	struct tern_hello h = {
-		.kind = TERN_HELLO_PING,
+	struct app_hello h = {
+		.kind = APP_HELLO_PING,
 		.card = card,
 		.card_len = BASE_CARD,
 		.has_desc = 1,
@@ -583,14 +583,14 @@ static void test_hello_encode_refused(void **state)
 	encode_refused(&h, BASE_LEN - 1, -ENOSPC);
 	encode_refused(&h, HDR, -ENOSPC);
 	encode_refused(&h, 0, -ENOSPC);
-	assert_int_equal(tern_hello_encode(work, BASE_LEN, &h), BASE_LEN);
+	assert_int_equal(app_hello_encode(work, BASE_LEN, &h), BASE_LEN);
 
 	h.card_len = TERN_CARD_MAX + 1;
 	encode_refused(&h, sizeof(work), -EINVAL);
 	h.card_len = 0xffff;
 	encode_refused(&h, sizeof(work), -EINVAL);
 	h.card_len = BASE_CARD;
-	h.params_len = TERN_HELLO_PARAMS + 1;
+	h.params_len = APP_HELLO_PARAMS + 1;
 	encode_refused(&h, sizeof(work), -EINVAL);
 	h.params_len = (size_t)UINT32_MAX + 1;
 	encode_refused(&h, sizeof(work), -EINVAL);
@@ -604,21 +604,21 @@ static void test_hello_encode_refused(void **state)
 
 /* Does a successful decode stay inside [b, b + len)? */
 static void check_accepted(const uint8_t *b, size_t len,
-			   const struct tern_hello *h, uint64_t iter)
+			   const struct app_hello *h, uint64_t iter)
 {
 	const uint8_t *end = b + len;
 
 	if (h->card != b + HDR || h->card_len > TERN_CARD_MAX ||
 	    h->card_len > len - HDR || h->card + h->card_len > end ||
 	    h->params < h->card + h->card_len || h->params > end ||
-	    h->params_len > TERN_HELLO_PARAMS ||
+	    h->params_len > APP_HELLO_PARAMS ||
 	    h->params_len > (size_t)(end - h->params) ||
 	    h->params + h->params_len != end)
 		fail_msg("iteration %llu: accepted %zu bytes with card %zu+%zu "
 			 "params %zu+%zu",
 			 (unsigned long long)iter, len, (size_t)(h->card - b),
 			 h->card_len, (size_t)(h->params - b), h->params_len);
-	if (h->kind < TERN_HELLO_PING || h->kind > TERN_HELLO_KIND_MAX)
+	if (h->kind < APP_HELLO_PING || h->kind > APP_HELLO_KIND_MAX)
 		fail_msg("iteration %llu: accepted kind %u",
 			 (unsigned long long)iter, h->kind);
 	if (h->has_desc &&
@@ -652,7 +652,7 @@ static void test_hello_fuzz(void **state)
 		uint64_t r = tern_mt64_next(&rng);
 		unsigned int nmut = 1 + (unsigned int)(r % 4);
 		size_t len = BASE_LEN;
-		struct tern_hello h;
+		struct app_hello h;
 		const uint8_t *b;
 		int ret;
 
@@ -693,7 +693,7 @@ static void test_hello_fuzz(void **state)
 		}
 		b = arrive(work, len);
 		memset(&h, 0, sizeof(h));
-		ret = tern_hello_decode(b, len, &h);
+		ret = app_hello_decode(b, len, &h);
 		if (ret == 0) {
 			check_accepted(b, len, &h, it);
 			accepted++;
@@ -711,16 +711,16 @@ static void test_hello_fuzz(void **state)
 
 /* --- ping parameters --------------------------------------------------- */
 
-static void ping_round_trip(const struct tern_ping_params *p)
+static void ping_round_trip(const struct app_ping_params *p)
 {
 	uint8_t b[PING_BUF + 1];
-	struct tern_ping_params out;
+	struct app_ping_params out;
 	char why[128] = "";
 	size_t want = 16 + 4 * (size_t)p->nsizes;
 	ssize_t n;
 
 	memset(b, POISON, sizeof(b));
-	n = tern_ping_params_encode(p, b, want);
+	n = app_ping_params_encode(p, b, want);
 	assert_int_equal(n, want);
 	assert_int_equal(b[want], POISON);
 	assert_int_equal(le32(b), p->mode);
@@ -732,7 +732,7 @@ static void ping_round_trip(const struct tern_ping_params *p)
 
 	memset(&out, 0xa5, sizeof(out));
 	assert_int_equal(
-		tern_ping_params_decode(b, want, &out, why, sizeof(why)), 0);
+		app_ping_params_decode(b, want, &out, why, sizeof(why)), 0);
 	assert_int_equal(out.mode, p->mode);
 	assert_int_equal(out.iters, p->iters);
 	assert_int_equal(out.warmup, p->warmup);
@@ -743,8 +743,8 @@ static void ping_round_trip(const struct tern_ping_params *p)
 
 static void test_ping_round_trip_one(void **state)
 {
-	struct tern_ping_params p = {
-		.mode = TERN_PING_SEND,
+	struct app_ping_params p = {
+		.mode = APP_PING_SEND,
 		.iters = 1000,
 		.warmup = 0,
 		.nsizes = 1,
@@ -757,18 +757,18 @@ static void test_ping_round_trip_one(void **state)
 
 static void test_ping_round_trip_max(void **state)
 {
-	struct tern_ping_params p = {
-		.mode = TERN_PING_WRITE,
-		.iters = TERN_PING_MAX_ITERS,
-		.warmup = TERN_PING_MAX_ITERS,
-		.nsizes = TERN_PING_MAX_SIZES,
+	struct app_ping_params p = {
+		.mode = APP_PING_WRITE,
+		.iters = APP_PING_MAX_ITERS,
+		.warmup = APP_PING_MAX_ITERS,
+		.nsizes = APP_PING_MAX_SIZES,
 	};
 
 	(void)state;
-	for (uint32_t i = 0; i < TERN_PING_MAX_SIZES; i++)
+	for (uint32_t i = 0; i < APP_PING_MAX_SIZES; i++)
 		p.sizes[i] = 1u << (i % 25);
 	p.sizes[0] = 1;
-	p.sizes[TERN_PING_MAX_SIZES - 1] = TERN_PING_MAX_SIZE;
+	p.sizes[APP_PING_MAX_SIZES - 1] = APP_PING_MAX_SIZE;
 	ping_round_trip(&p);
 	p.iters = 1;
 	ping_round_trip(&p);
@@ -777,7 +777,7 @@ static void test_ping_round_trip_max(void **state)
 /* A valid encoding of @nsizes sizes, for the refusal tests to spoil. */
 static size_t ping_valid(uint8_t *b, uint32_t nsizes)
 {
-	set_le32(b, TERN_PING_SEND);
+	set_le32(b, APP_PING_SEND);
 	set_le32(b + 4, 100);
 	set_le32(b + 8, 5);
 	set_le32(b + 12, nsizes);
@@ -792,15 +792,14 @@ static size_t ping_valid(uint8_t *b, uint32_t nsizes)
  */
 static void ping_refused(const uint8_t *b, size_t len, const char *needle)
 {
-	uint8_t before[sizeof(struct tern_ping_params)];
-	struct tern_ping_params p;
+	uint8_t before[sizeof(struct app_ping_params)];
+	struct app_ping_params p;
 	char why[128] = "";
 	int ret;
 
 	memset(&p, 0x5c, sizeof(p));
 	memset(before, 0x5c, sizeof(before));
-	ret = tern_ping_params_decode(arrive(b, len), len, &p, why,
-				      sizeof(why));
+	ret = app_ping_params_decode(arrive(b, len), len, &p, why, sizeof(why));
 	if (ret >= 0)
 		fail_msg("ping params of %zu bytes accepted (%d)", len, ret);
 	if (why[0] == '\0' || strstr(why, needle) == NULL)
@@ -839,7 +838,7 @@ static void test_ping_refused_nsizes(void **state)
 	(void)state;
 	n = ping_valid(b, 0);
 	ping_refused(b, n, "0 sizes");
-	n = ping_valid(b, TERN_PING_MAX_SIZES + 1);
+	n = ping_valid(b, APP_PING_MAX_SIZES + 1);
 	ping_refused(b, n, "65 sizes");
 	n = ping_valid(b, 1);
 	set_le32(b + 12, 0xffffffffu);
@@ -873,12 +872,12 @@ static void test_ping_refused_iters(void **state)
 	n = ping_valid(b, 2);
 	set_le32(b + 4, 0);
 	ping_refused(b, n, "iterations 0");
-	set_le32(b + 4, TERN_PING_MAX_ITERS + 1);
+	set_le32(b + 4, APP_PING_MAX_ITERS + 1);
 	ping_refused(b, n, "iterations 10000001");
 	set_le32(b + 4, 0xffffffffu);
 	ping_refused(b, n, "iterations 4294967295");
 	n = ping_valid(b, 2);
-	set_le32(b + 8, TERN_PING_MAX_ITERS + 1);
+	set_le32(b + 8, APP_PING_MAX_ITERS + 1);
 	ping_refused(b, n, "warm-up 10000001");
 	set_le32(b + 8, 0xffffffffu);
 	ping_refused(b, n, "warm-up 4294967295");
@@ -886,16 +885,15 @@ static void test_ping_refused_iters(void **state)
 
 static void test_ping_refused_size(void **state)
 {
-	static const uint32_t bad[] = { 0, TERN_PING_MAX_SIZE + 1,
-					0xffffffffu };
-	static const uint32_t where[] = { 0, 1, TERN_PING_MAX_SIZES - 1 };
+	static const uint32_t bad[] = { 0, APP_PING_MAX_SIZE + 1, 0xffffffffu };
+	static const uint32_t where[] = { 0, 1, APP_PING_MAX_SIZES - 1 };
 
 	(void)state;
 	for (size_t i = 0; i < TERN_ARRAY_SIZE(bad); i++) {
 		for (size_t j = 0; j < TERN_ARRAY_SIZE(where); j++) {
 			uint8_t b[PING_BUF];
 			char want[32];
-			size_t n = ping_valid(b, TERN_PING_MAX_SIZES);
+			size_t n = ping_valid(b, APP_PING_MAX_SIZES);
 
 			set_le32(b + 16 + 4 * where[j], bad[i]);
 			snprintf(want, sizeof(want), "size %u ", bad[i]);
@@ -906,8 +904,8 @@ static void test_ping_refused_size(void **state)
 
 static void test_ping_encode_refused(void **state)
 {
-	struct tern_ping_params p = {
-		.mode = TERN_PING_SEND,
+	struct app_ping_params p = {
+		.mode = APP_PING_SEND,
 		.iters = 10,
 		.nsizes = 2,
 		.sizes = { 1, 2 },
@@ -916,20 +914,20 @@ static void test_ping_encode_refused(void **state)
 
 	(void)state;
 	memset(b, POISON, sizeof(b));
-	assert_int_equal(tern_ping_params_encode(&p, b, 23), -ENOSPC);
-	assert_int_equal(tern_ping_params_encode(&p, b, 16), -ENOSPC);
-	assert_int_equal(tern_ping_params_encode(&p, b, 0), -ENOSPC);
-	p.nsizes = TERN_PING_MAX_SIZES;
-	assert_int_equal(tern_ping_params_encode(&p, b, 16 + 4 * 64 - 1),
+	assert_int_equal(app_ping_params_encode(&p, b, 23), -ENOSPC);
+	assert_int_equal(app_ping_params_encode(&p, b, 16), -ENOSPC);
+	assert_int_equal(app_ping_params_encode(&p, b, 0), -ENOSPC);
+	p.nsizes = APP_PING_MAX_SIZES;
+	assert_int_equal(app_ping_params_encode(&p, b, 16 + 4 * 64 - 1),
 			 -ENOSPC);
-	p.nsizes = TERN_PING_MAX_SIZES + 1;
-	assert_int_equal(tern_ping_params_encode(&p, b, sizeof(b)), -EINVAL);
+	p.nsizes = APP_PING_MAX_SIZES + 1;
+	assert_int_equal(app_ping_params_encode(&p, b, sizeof(b)), -EINVAL);
 	p.nsizes = 0xffffffffu;
-	assert_int_equal(tern_ping_params_encode(&p, b, sizeof(b)), -EINVAL);
+	assert_int_equal(app_ping_params_encode(&p, b, sizeof(b)), -EINVAL);
 	for (size_t i = 0; i < sizeof(b); i++)
 		assert_int_equal(b[i], POISON);
 	p.nsizes = 2;
-	assert_int_equal(tern_ping_params_encode(&p, b, 24), 24);
+	assert_int_equal(app_ping_params_encode(&p, b, 24), 24);
 }
 
 int main(void)

@@ -32,18 +32,18 @@
 /* lower(index(v)) <= v < lower(index(v) + 1), and the index is in range. */
 static void check_bucket(uint64_t v)
 {
-	size_t i = tern_hist_index(v);
+	size_t i = bench_hist_index(v);
 
-	if (i >= TERN_HIST_BUCKETS)
+	if (i >= BENCH_HIST_BUCKETS)
 		fail_msg("index(%llu) = %zu, past the last bucket",
 			 (unsigned long long)v, i);
-	if (tern_hist_lower(i) > v)
+	if (bench_hist_lower(i) > v)
 		fail_msg("lower(index(%llu)) = %llu", (unsigned long long)v,
-			 (unsigned long long)tern_hist_lower(i));
-	if (i + 1 < TERN_HIST_BUCKETS && v >= tern_hist_lower(i + 1))
+			 (unsigned long long)bench_hist_lower(i));
+	if (i + 1 < BENCH_HIST_BUCKETS && v >= bench_hist_lower(i + 1))
 		fail_msg("%llu is not below lower(index + 1) = %llu",
 			 (unsigned long long)v,
-			 (unsigned long long)tern_hist_lower(i + 1));
+			 (unsigned long long)bench_hist_lower(i + 1));
 }
 
 static void test_hist_index_small(void **state)
@@ -51,17 +51,17 @@ static void test_hist_index_small(void **state)
 	(void)state;
 	for (uint64_t v = 0; v <= 10000; v++) {
 		check_bucket(v);
-		if (v < TERN_HIST_SUB)
-			assert_int_equal(tern_hist_index(v), v);
+		if (v < BENCH_HIST_SUB)
+			assert_int_equal(bench_hist_index(v), v);
 	}
 	/* The formula of bench.h, worked by hand. */
-	assert_int_equal(tern_hist_index(128), 128);
-	assert_int_equal(tern_hist_index(255), 255);
-	assert_int_equal(tern_hist_index(256), 256);
-	assert_int_equal(tern_hist_index(257), 256);
-	assert_int_equal(tern_hist_index(258), 257);
-	assert_int_equal(tern_hist_lower(257), 258);
-	assert_int_equal(tern_hist_index(1000), 3 * 128 + (1000 >> 2) - 128);
+	assert_int_equal(bench_hist_index(128), 128);
+	assert_int_equal(bench_hist_index(255), 255);
+	assert_int_equal(bench_hist_index(256), 256);
+	assert_int_equal(bench_hist_index(257), 256);
+	assert_int_equal(bench_hist_index(258), 257);
+	assert_int_equal(bench_hist_lower(257), 258);
+	assert_int_equal(bench_hist_index(1000), 3 * 128 + (1000 >> 2) - 128);
 }
 
 static void test_hist_index_powers(void **state)
@@ -79,19 +79,20 @@ static void test_hist_index_powers(void **state)
 		if (p > 2)
 			check_bucket(p - 2);
 		check_bucket(p + 2);
-		if (k >= TERN_HIST_SUB_BITS) {
+		if (k >= BENCH_HIST_SUB_BITS) {
 			/* A power of two opens a group of SUB buckets. */
-			assert_int_equal(tern_hist_index(p) % TERN_HIST_SUB, 0);
-			assert_true(tern_hist_lower(tern_hist_index(p)) == p);
+			assert_int_equal(bench_hist_index(p) % BENCH_HIST_SUB,
+					 0);
+			assert_true(bench_hist_lower(bench_hist_index(p)) == p);
 		}
 	}
 	check_bucket(UINT64_MAX);
 	check_bucket(UINT64_MAX - 1);
-	assert_int_equal(tern_hist_index(UINT64_MAX), TERN_HIST_BUCKETS - 1);
+	assert_int_equal(bench_hist_index(UINT64_MAX), BENCH_HIST_BUCKETS - 1);
 	/* The last bucket starts at 255 << 56: 128 + 127 slices of 2^56. */
-	assert_true(tern_hist_lower(TERN_HIST_BUCKETS - 1) == last);
+	assert_true(bench_hist_lower(BENCH_HIST_BUCKETS - 1) == last);
 	/* Past the last bucket, lower() saturates rather than wraps. */
-	assert_true(tern_hist_lower(TERN_HIST_BUCKETS) == UINT64_MAX);
+	assert_true(bench_hist_lower(BENCH_HIST_BUCKETS) == UINT64_MAX);
 }
 
 /* Every bucket: its lower bound maps back to it, bounds increase, and a
@@ -99,19 +100,19 @@ static void test_hist_index_powers(void **state)
 static void test_hist_buckets_exhaustive(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < TERN_HIST_BUCKETS; i++) {
-		uint64_t lo = tern_hist_lower(i);
+	for (size_t i = 0; i < BENCH_HIST_BUCKETS; i++) {
+		uint64_t lo = bench_hist_lower(i);
 
-		if (tern_hist_index(lo) != i)
+		if (bench_hist_index(lo) != i)
 			fail_msg("index(lower(%zu) = %llu) = %zu", i,
-				 (unsigned long long)lo, tern_hist_index(lo));
-		if (i + 1 < TERN_HIST_BUCKETS) {
-			uint64_t next = tern_hist_lower(i + 1);
+				 (unsigned long long)lo, bench_hist_index(lo));
+		if (i + 1 < BENCH_HIST_BUCKETS) {
+			uint64_t next = bench_hist_lower(i + 1);
 			uint64_t width = next - lo;
 
 			assert_true(next > lo);
-			assert_int_equal(tern_hist_index(next - 1), i);
-			assert_true(width <= 1 || width <= lo / TERN_HIST_SUB);
+			assert_int_equal(bench_hist_index(next - 1), i);
+			assert_true(width <= 1 || width <= lo / BENCH_HIST_SUB);
 		}
 	}
 }
@@ -161,16 +162,16 @@ static const double quantiles[] = { 0.0, 0.001, 0.25,  0.5,	 0.75,
 /* Add @v[0..n) to a histogram and check it against the exact figures. */
 static void check_samples(const char *what, const uint64_t *v, size_t n)
 {
-	struct tern_hist *h = malloc(sizeof(*h));
+	struct bench_hist *h = malloc(sizeof(*h));
 	uint64_t *sorted = malloc(n * sizeof(*sorted));
 	long double sum = 0;
 	double mean;
 
 	assert_non_null(h);
 	assert_non_null(sorted);
-	tern_hist_init(h);
+	bench_hist_init(h);
 	for (size_t i = 0; i < n; i++) {
-		tern_hist_add(h, v[i]);
+		bench_hist_add(h, v[i]);
 		sum += v[i];
 	}
 	memcpy(sorted, v, n * sizeof(*sorted));
@@ -179,15 +180,15 @@ static void check_samples(const char *what, const uint64_t *v, size_t n)
 	assert_int_equal(h->count, n);
 	assert_true(h->min == sorted[0]);
 	assert_true(h->max == sorted[n - 1]);
-	mean = tern_hist_mean(h);
+	mean = bench_hist_mean(h);
 	if (fabsl((long double)mean - sum / n) > 1e-9L * (sum / n))
 		fail_msg("%s: mean %.17g, want %.17Lg", what, mean, sum / n);
 
 	for (size_t j = 0; j < ARRAY_SIZE(quantiles); j++) {
 		double q = quantiles[j];
 		uint64_t exact = exact_quantile(sorted, n, q);
-		uint64_t want = tern_hist_lower(tern_hist_index(exact));
-		uint64_t got = tern_hist_quantile(h, q);
+		uint64_t want = bench_hist_lower(bench_hist_index(exact));
+		uint64_t got = bench_hist_quantile(h, q);
 		uint64_t diff = got > exact ? got - exact : exact - got;
 
 		/* Its bucket's lower bound, but q = 0 and 1 are exact. */
@@ -321,39 +322,39 @@ static void test_hist_quantiles_huge(void **state)
 
 static void test_hist_empty_and_bounds(void **state)
 {
-	struct tern_hist *h = malloc(sizeof(*h));
+	struct bench_hist *h = malloc(sizeof(*h));
 
 	(void)state;
 	assert_non_null(h);
-	tern_hist_init(h);
+	bench_hist_init(h);
 	assert_int_equal(h->count, 0);
 	for (size_t j = 0; j < ARRAY_SIZE(quantiles); j++)
-		assert_int_equal(tern_hist_quantile(h, quantiles[j]), 0);
-	assert_true(tern_hist_mean(h) == 0.0);
+		assert_int_equal(bench_hist_quantile(h, quantiles[j]), 0);
+	assert_true(bench_hist_mean(h) == 0.0);
 
-	tern_hist_add(h, 1000);
-	tern_hist_add(h, 5120);
-	tern_hist_add(h, 9000);
-	assert_int_equal(tern_hist_quantile(h, -1.0), 1000);
-	assert_int_equal(tern_hist_quantile(h, 0.0), 1000);
-	assert_int_equal(tern_hist_quantile(h, NAN), 1000);
-	assert_int_equal(tern_hist_quantile(h, 1.0), 9000);
-	assert_int_equal(tern_hist_quantile(h, 2.0), 9000);
-	assert_int_equal(tern_hist_quantile(h, INFINITY), 9000);
+	bench_hist_add(h, 1000);
+	bench_hist_add(h, 5120);
+	bench_hist_add(h, 9000);
+	assert_int_equal(bench_hist_quantile(h, -1.0), 1000);
+	assert_int_equal(bench_hist_quantile(h, 0.0), 1000);
+	assert_int_equal(bench_hist_quantile(h, NAN), 1000);
+	assert_int_equal(bench_hist_quantile(h, 1.0), 9000);
+	assert_int_equal(bench_hist_quantile(h, 2.0), 9000);
+	assert_int_equal(bench_hist_quantile(h, INFINITY), 9000);
 	/* ceil(0.5 * 3) = 2: the middle sample; 5120 = 160 << 5 is a
 	 * bucket's lower bound, 5121 is not. */
-	assert_int_equal(tern_hist_quantile(h, 0.5), 5120);
-	assert_true(tern_hist_mean(h) == 5040.0);
-	tern_hist_init(h);
-	tern_hist_add(h, 1000);
-	tern_hist_add(h, 5121);
-	tern_hist_add(h, 9000);
-	assert_int_equal(tern_hist_quantile(h, 0.5), 5120);
+	assert_int_equal(bench_hist_quantile(h, 0.5), 5120);
+	assert_true(bench_hist_mean(h) == 5040.0);
+	bench_hist_init(h);
+	bench_hist_add(h, 1000);
+	bench_hist_add(h, 5121);
+	bench_hist_add(h, 9000);
+	assert_int_equal(bench_hist_quantile(h, 0.5), 5120);
 	free(h);
 }
 
-static void assert_hist_equal(const struct tern_hist *a,
-			      const struct tern_hist *b)
+static void assert_hist_equal(const struct bench_hist *a,
+			      const struct bench_hist *b)
 {
 	assert_true(a->count == b->count);
 	assert_true(a->min == b->min);
@@ -362,17 +363,17 @@ static void assert_hist_equal(const struct tern_hist *a,
 	assert_true(a->sum_hi == b->sum_hi);
 	assert_memory_equal(a->buckets, b->buckets, sizeof(a->buckets));
 	for (size_t j = 0; j < ARRAY_SIZE(quantiles); j++)
-		assert_true(tern_hist_quantile(a, quantiles[j]) ==
-			    tern_hist_quantile(b, quantiles[j]));
-	assert_true(tern_hist_mean(a) == tern_hist_mean(b));
+		assert_true(bench_hist_quantile(a, quantiles[j]) ==
+			    bench_hist_quantile(b, quantiles[j]));
+	assert_true(bench_hist_mean(a) == bench_hist_mean(b));
 }
 
 static void test_hist_merge(void **state)
 {
-	struct tern_hist *a = malloc(sizeof(*a));
-	struct tern_hist *b = malloc(sizeof(*b));
-	struct tern_hist *u = malloc(sizeof(*u));
-	struct tern_hist *e = malloc(sizeof(*e));
+	struct bench_hist *a = malloc(sizeof(*a));
+	struct bench_hist *b = malloc(sizeof(*b));
+	struct bench_hist *u = malloc(sizeof(*u));
+	struct bench_hist *e = malloc(sizeof(*e));
 	struct tern_mt64 rng;
 
 	(void)state;
@@ -381,27 +382,27 @@ static void test_hist_merge(void **state)
 	assert_non_null(u);
 	assert_non_null(e);
 	tern_mt64_seed(&rng, 5);
-	tern_hist_init(a);
-	tern_hist_init(b);
-	tern_hist_init(u);
-	tern_hist_init(e);
+	bench_hist_init(a);
+	bench_hist_init(b);
+	bench_hist_init(u);
+	bench_hist_init(e);
 	for (int i = 0; i < 200000; i++) {
 		uint64_t r = tern_mt64_next(&rng);
 		/* Different ranges, and sums that carry past 2^64. */
 		uint64_t v = i % 3 == 0 ? r : r % 100000;
 
-		tern_hist_add(i % 5 < 2 ? a : b, v);
-		tern_hist_add(u, v);
+		bench_hist_add(i % 5 < 2 ? a : b, v);
+		bench_hist_add(u, v);
 	}
 	/* Empty on either side changes nothing. */
-	tern_hist_merge(e, a);
+	bench_hist_merge(e, a);
 	assert_hist_equal(e, a);
-	tern_hist_init(e);
-	tern_hist_merge(a, e);
-	tern_hist_merge(e, a);
+	bench_hist_init(e);
+	bench_hist_merge(a, e);
+	bench_hist_merge(e, a);
 	assert_hist_equal(e, a);
 
-	tern_hist_merge(a, b);
+	bench_hist_merge(a, b);
 	assert_hist_equal(a, u);
 	free(a);
 	free(b);
@@ -415,7 +416,7 @@ static void test_hist_merge(void **state)
 #define PROVIDER      "tcp&rxm \"v2\"\nx\\y\x01"
 #define PROVIDER_JSON "\"provider\": \"tcp&rxm \\\"v2\\\"\\nx\\\\y\\u0001\""
 
-static void fill_report(struct tern_bench_report *r, size_t n)
+static void fill_report(struct bench_report *r, size_t n)
 {
 	static const uint64_t sizes[] = { 8, 4096, 65536, 1048576, 1536 };
 
@@ -441,7 +442,7 @@ static void fill_report(struct tern_bench_report *r, size_t n)
 	r->ctx.verify = 1;
 	r->npoints = n;
 	for (size_t i = 0; i < n; i++) {
-		struct tern_bench_point *p = &r->points[i];
+		struct bench_point *p = &r->points[i];
 		double s = (double)sizes[i % ARRAY_SIZE(sizes)];
 
 		p->size = sizes[i % ARRAY_SIZE(sizes)];
@@ -462,10 +463,10 @@ static void fill_report(struct tern_bench_report *r, size_t n)
 	}
 }
 
-typedef int (*writer_fn)(FILE *f, const struct tern_bench_report *r);
+typedef int (*writer_fn)(FILE *f, const struct bench_report *r);
 
 /* Run @fn into memory; returns the text (free it), or fails the test. */
-static char *capture(writer_fn fn, const struct tern_bench_report *r)
+static char *capture(writer_fn fn, const struct bench_report *r)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -479,9 +480,9 @@ static char *capture(writer_fn fn, const struct tern_bench_report *r)
 	return buf;
 }
 
-static int print_table(FILE *f, const struct tern_bench_report *r)
+static int print_table(FILE *f, const struct bench_report *r)
 {
-	tern_bench_print_table(f, r);
+	bench_print_table(f, r);
 	return 0;
 }
 
@@ -528,7 +529,7 @@ static void test_report_json(void **state)
 		"lat_min_us", "lat_p50_us", "lat_p99_us",   "lat_p999_us",
 		"lat_max_us", "cold_us",    "verified",
 	};
-	struct tern_bench_report *r = malloc(sizeof(*r));
+	struct bench_report *r = malloc(sizeof(*r));
 	char key[64], *s;
 
 	(void)state;
@@ -538,7 +539,7 @@ static void test_report_json(void **state)
 	r->points[2].cold_us = INFINITY;
 	r->points[3].mpps = -INFINITY;
 	r->points[0].seconds = 0.1 + 0.2;
-	s = capture(tern_bench_write_json, r);
+	s = capture(bench_write_json, r);
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
 		snprintf(key, sizeof(key), "\"%s\": ", keys[i]);
 		if (strstr(s, key) == NULL)
@@ -561,7 +562,7 @@ static void test_report_json(void **state)
 
 	/* No points: still an object with an empty array. */
 	fill_report(r, 0);
-	s = capture(tern_bench_write_json, r);
+	s = capture(bench_write_json, r);
 	assert_non_null(strstr(s, "\"results\": []"));
 	python_check(s, JSON_CHECK);
 	free(s);
@@ -584,7 +585,7 @@ static void test_report_csv(void **state)
 		"size,ops,bytes,seconds,gbps,gBps,link_pct,mpps,lat_min_us,"
 		"lat_p50_us,lat_p99_us,lat_p999_us,lat_max_us,cold_us,"
 		"verified\n";
-	struct tern_bench_report *r = malloc(sizeof(*r));
+	struct bench_report *r = malloc(sizeof(*r));
 	size_t lines = 0;
 	char *s, *line, *save = NULL;
 
@@ -592,7 +593,7 @@ static void test_report_csv(void **state)
 	assert_non_null(r);
 	fill_report(r, 5);
 	r->points[2].lat_p99_us = NAN;
-	s = capture(tern_bench_write_csv, r);
+	s = capture(bench_write_csv, r);
 	assert_memory_equal(s, header, strlen(header));
 	assert_int_equal(count_char(s, '\n'), 6);
 	assert_non_null(strstr(s, "\n8,1000,8000,0.001,"));
@@ -607,7 +608,7 @@ static void test_report_csv(void **state)
 	free(s);
 
 	fill_report(r, 0);
-	s = capture(tern_bench_write_csv, r);
+	s = capture(bench_write_csv, r);
 	assert_string_equal(s, header);
 	free(s);
 	free(r);
@@ -634,7 +635,7 @@ static void check_svg(const char *s)
 
 static void test_report_svg(void **state)
 {
-	struct tern_bench_report *r = malloc(sizeof(*r));
+	struct bench_report *r = malloc(sizeof(*r));
 	char *s;
 
 	(void)state;
@@ -642,7 +643,7 @@ static void test_report_svg(void **state)
 	fill_report(r, 4);
 	r->points[1].lat_p99_us = NAN;
 	r->points[2].gbps = INFINITY;
-	s = capture(tern_bench_write_svg, r);
+	s = capture(bench_write_svg, r);
 	check_svg(s);
 	assert_non_null(strstr(s, "tcp&amp;rxm &quot;v2&quot;"));
 	assert_null(strstr(s, "tcp&rxm"));
@@ -654,7 +655,7 @@ static void test_report_svg(void **state)
 
 	/* Latency within a decade stays on a linear axis... */
 	fill_report(r, 2);
-	s = capture(tern_bench_write_svg, r);
+	s = capture(bench_write_svg, r);
 	check_svg(s);
 	assert_null(strstr(s, "log scale"));
 	free(s);
@@ -662,7 +663,7 @@ static void test_report_svg(void **state)
 	/* ...and over decades on a log axis, with ticks at decades. */
 	r->points[0].lat_p50_us = 0.8;
 	r->points[1].lat_p99_us = 25000;
-	s = capture(tern_bench_write_svg, r);
+	s = capture(bench_write_svg, r);
 	check_svg(s);
 	assert_non_null(strstr(s, "log scale"));
 	assert_non_null(strstr(s, ">0.1<"));
@@ -672,7 +673,7 @@ static void test_report_svg(void **state)
 	/* 0 and 1 point, all values missing, and one size of 0 bytes. */
 	for (size_t n = 0; n <= 1; n++) {
 		fill_report(r, n);
-		s = capture(tern_bench_write_svg, r);
+		s = capture(bench_write_svg, r);
 		check_svg(s);
 		free(s);
 	}
@@ -683,7 +684,7 @@ static void test_report_svg(void **state)
 		r->points[i].lat_p99_us = -INFINITY;
 	}
 	r->points[0].size = 0;
-	s = capture(tern_bench_write_svg, r);
+	s = capture(bench_write_svg, r);
 	check_svg(s);
 	free(s);
 	/* Sizes up to 2^63 and enormous rates. */
@@ -691,12 +692,12 @@ static void test_report_svg(void **state)
 	r->points[0].size = 1;
 	r->points[1].size = UINT64_C(1) << 63;
 	r->points[1].gbps = 1.7e308;
-	s = capture(tern_bench_write_svg, r);
+	s = capture(bench_write_svg, r);
 	check_svg(s);
 	free(s);
 	fill_report(r, 1);
 	r->points[0].size = UINT64_MAX;
-	s = capture(tern_bench_write_svg, r);
+	s = capture(bench_write_svg, r);
 	check_svg(s);
 	free(s);
 	free(r);
@@ -704,7 +705,7 @@ static void test_report_svg(void **state)
 
 static void test_report_table(void **state)
 {
-	struct tern_bench_report *r = malloc(sizeof(*r));
+	struct bench_report *r = malloc(sizeof(*r));
 	char *s;
 
 	(void)state;
@@ -741,7 +742,7 @@ static void test_report_locale(void **state)
 {
 	static const char *const names[] = { "de_DE.UTF-8", "de_DE.utf8",
 					     "fr_FR.UTF-8", "fr_FR.utf8" };
-	struct tern_bench_report *r = malloc(sizeof(*r));
+	struct bench_report *r = malloc(sizeof(*r));
 	const char *name = NULL;
 	char *s;
 
@@ -756,15 +757,15 @@ static void test_report_locale(void **state)
 		return;
 	}
 	fill_report(r, 3);
-	s = capture(tern_bench_write_json, r);
+	s = capture(bench_write_json, r);
 	assert_non_null(strstr(s, "\"mr_reg_ms\": 1.25,"));
 	python_check(s, JSON_CHECK);
 	free(s);
-	s = capture(tern_bench_write_csv, r);
+	s = capture(bench_write_csv, r);
 	assert_non_null(strstr(s, "\n8,1000,8000,0.001,"));
 	assert_int_equal(count_char(s, ','), 4 * 14);
 	free(s);
-	s = capture(tern_bench_write_svg, r);
+	s = capture(bench_write_svg, r);
 	check_svg(s);
 	assert_null(strstr(s, "\"80,0\""));
 	free(s);
@@ -777,10 +778,9 @@ static void test_report_locale(void **state)
 
 static void test_report_errors(void **state)
 {
-	static const writer_fn writers[] = { tern_bench_write_json,
-					     tern_bench_write_csv,
-					     tern_bench_write_svg };
-	struct tern_bench_report *r = malloc(sizeof(*r));
+	static const writer_fn writers[] = { bench_write_json, bench_write_csv,
+					     bench_write_svg };
+	struct bench_report *r = malloc(sizeof(*r));
 	FILE *f;
 
 	(void)state;

@@ -25,9 +25,9 @@
 #define NONCE	0xfedcba9876543210ULL
 #define MIB	(1ULL << 20)
 
-static uint8_t msg[TERN_FILL_MSG_MAX + 64];
-static uint32_t idx[TERN_FILL_MAX_PAGES + 1];
-static uint32_t scratch[TERN_FILL_MAX_PAGES + 1];
+static uint8_t msg[FILL_MSG_MAX + 64];
+static uint32_t idx[FILL_MAX_PAGES + 1];
+static uint32_t scratch[FILL_MAX_PAGES + 1];
 
 static uint8_t card[TERN_CARD_MAX];
 static size_t card_len;
@@ -35,7 +35,7 @@ static size_t card_len;
 static void make_regions(struct tern_mr_desc *regions, uint64_t len0,
 			 uint64_t len1)
 {
-	for (int i = 0; i < TERN_FILL_REGIONS; i++) {
+	for (int i = 0; i < FILL_REGIONS; i++) {
 		regions[i] = (struct tern_mr_desc){
 			.base = 0x7f0000000000ULL + (uint64_t)i * (1ULL << 32),
 			.len = i == 0 ? len0 : len1,
@@ -69,31 +69,30 @@ static void make_card(void)
 /* Builders: one well-formed message of each type. */
 static size_t build_connect(uint8_t *buf)
 {
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
+	struct tern_mr_desc regions[FILL_REGIONS];
 	ssize_t n;
 
 	make_card();
 	make_regions(regions, 16 * MIB, 8 * MIB);
-	n = tern_fill_connect_encode(buf, TERN_FILL_MSG_MAX, NONCE, card,
-				     card_len, regions);
-	assert_int_equal(n, TERN_FILL_HDR + 4 + card_len +
+	n = fill_connect_encode(buf, FILL_MSG_MAX, NONCE, card, card_len,
+				regions);
+	assert_int_equal(n, FILL_HDR + 4 + card_len +
 				    2 * TERN_MR_DESC_PACKED_SIZE(2));
 	return (size_t)n;
 }
 
-static const struct tern_fill_accept accept_msg = {
+static const struct fill_accept accept_msg = {
 	.nonce = NONCE,
-	.max_page_size = TERN_FILL_MAX_PAGE_SIZE,
-	.max_pages = TERN_FILL_MAX_PAGES,
-	.max_bytes = TERN_FILL_MAX_BYTES,
+	.max_page_size = FILL_MAX_PAGE_SIZE,
+	.max_pages = FILL_MAX_PAGES,
+	.max_bytes = FILL_MAX_BYTES,
 };
 
 static size_t build_accept(uint8_t *buf)
 {
-	ssize_t n = tern_fill_accept_encode(buf, TERN_FILL_MSG_MAX, SESSION,
-					    &accept_msg);
+	ssize_t n = fill_accept_encode(buf, FILL_MSG_MAX, SESSION, &accept_msg);
 
-	assert_int_equal(n, TERN_FILL_HDR + 24);
+	assert_int_equal(n, FILL_HDR + 24);
 	return (size_t)n;
 }
 
@@ -101,20 +100,20 @@ static const uint32_t req_indices[] = { 0, 1, 0x01020304u, 0xfffffffeu, 77 };
 
 static size_t build_request(uint8_t *buf)
 {
-	struct tern_fill_request r = {
+	struct fill_request r = {
 		.id = 0xabcd0001u,
 		.page_size = 4096,
 		.seed = 0x1122334455667788ULL,
 		.page_count = TERN_ARRAY_SIZE(req_indices),
 	};
-	ssize_t n = tern_fill_request_encode(buf, TERN_FILL_MSG_MAX, SESSION,
-					     &r, req_indices);
+	ssize_t n = fill_request_encode(buf, FILL_MSG_MAX, SESSION, &r,
+					req_indices);
 
-	assert_int_equal(n, TERN_FILL_HDR + 24 + 4 * r.page_count);
+	assert_int_equal(n, FILL_HDR + 24 + 4 * r.page_count);
 	return (size_t)n;
 }
 
-static const struct tern_fill_result result_msg = {
+static const struct fill_result result_msg = {
 	.id = 0xabcd0002u,
 	.status = -TERN_EBOUNDS,
 	.bytes = 0x0000000123456789ULL,
@@ -123,10 +122,9 @@ static const struct tern_fill_result result_msg = {
 
 static size_t build_result(uint8_t *buf)
 {
-	ssize_t n = tern_fill_result_encode(buf, TERN_FILL_MSG_MAX, SESSION,
-					    &result_msg);
+	ssize_t n = fill_result_encode(buf, FILL_MSG_MAX, SESSION, &result_msg);
 
-	assert_int_equal(n, TERN_FILL_HDR + 24);
+	assert_int_equal(n, FILL_HDR + 24);
 	return (size_t)n;
 }
 
@@ -134,63 +132,62 @@ static const char error_text[] = "page index 9000 outside your regions";
 
 static size_t build_error(uint8_t *buf)
 {
-	ssize_t n = tern_fill_error_encode(buf, TERN_FILL_MSG_MAX, SESSION,
-					   0xabcd0003u, -TERN_EREFUSED,
-					   error_text);
+	ssize_t n = fill_error_encode(buf, FILL_MSG_MAX, SESSION, 0xabcd0003u,
+				      -TERN_EREFUSED, error_text);
 
-	assert_int_equal(n, TERN_FILL_HDR + 10 + strlen(error_text));
+	assert_int_equal(n, FILL_HDR + 10 + strlen(error_text));
 	return (size_t)n;
 }
 
 static size_t build_bye(uint8_t *buf)
 {
-	ssize_t n = tern_fill_bye_encode(buf, TERN_FILL_MSG_MAX, SESSION);
+	ssize_t n = fill_bye_encode(buf, FILL_MSG_MAX, SESSION);
 
-	assert_int_equal(n, TERN_FILL_HDR);
+	assert_int_equal(n, FILL_HDR);
 	return (size_t)n;
 }
 
 /* Decoders with one signature, for the tables below. */
 static int dec_connect(const void *buf, size_t len)
 {
-	struct tern_fill_connect c;
+	struct fill_connect c;
 
-	return tern_fill_connect_decode(buf, len, &c);
+	return fill_connect_decode(buf, len, &c);
 }
 
 static int dec_accept(const void *buf, size_t len)
 {
-	struct tern_fill_accept a;
+	struct fill_accept a;
 
-	return tern_fill_accept_decode(buf, len, &a);
+	return fill_accept_decode(buf, len, &a);
 }
 
 static int dec_request(const void *buf, size_t len)
 {
-	struct tern_fill_request r;
+	struct fill_request r;
 
-	return tern_fill_request_decode(buf, len, &r);
+	return fill_request_decode(buf, len, &r);
 }
 
 static int dec_result(const void *buf, size_t len)
 {
-	struct tern_fill_result r;
+	struct fill_result r;
 
-	return tern_fill_result_decode(buf, len, &r);
+	return fill_result_decode(buf, len, &r);
 }
 
 static int dec_error(const void *buf, size_t len)
 {
-	struct tern_fill_error e;
+	struct fill_error e;
 
-	return tern_fill_error_decode(buf, len, &e);
+	return fill_error_decode(buf, len, &e);
 }
 
 static int dec_hdr(const void *buf, size_t len)
 {
-	struct tern_fill_hdr h;
+	struct fill_hdr h;
 
-	return tern_fill_hdr_parse(buf, len, &h);
+	return fill_hdr_parse(buf, len, &h);
 }
 
 static const struct kind {
@@ -199,12 +196,12 @@ static const struct kind {
 	size_t (*build)(uint8_t *buf);
 	int (*decode)(const void *buf, size_t len); /* NULL: no decoder */
 } kinds[] = {
-	{ "CONNECT", TERN_FILL_CONNECT, build_connect, dec_connect },
-	{ "ACCEPT", TERN_FILL_ACCEPT, build_accept, dec_accept },
-	{ "REQUEST", TERN_FILL_REQUEST, build_request, dec_request },
-	{ "RESULT", TERN_FILL_RESULT, build_result, dec_result },
-	{ "ERROR", TERN_FILL_ERROR, build_error, dec_error },
-	{ "BYE", TERN_FILL_BYE, build_bye, NULL },
+	{ "CONNECT", FILL_CONNECT, build_connect, dec_connect },
+	{ "ACCEPT", FILL_ACCEPT, build_accept, dec_accept },
+	{ "REQUEST", FILL_REQUEST, build_request, dec_request },
+	{ "RESULT", FILL_RESULT, build_result, dec_result },
+	{ "ERROR", FILL_ERROR, build_error, dec_error },
+	{ "BYE", FILL_BYE, build_bye, NULL },
 };
 
 /* Both the header parser and the type's decoder must answer @want. */
@@ -226,32 +223,31 @@ static void refused(const struct kind *k, const uint8_t *buf, size_t len,
 
 static void test_connect_round_trip(void **state)
 {
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
-	struct tern_fill_connect c;
-	struct tern_fill_hdr h;
+	struct tern_mr_desc regions[FILL_REGIONS];
+	struct fill_connect c;
+	struct fill_hdr h;
 	const uint8_t *cp;
 	size_t n, cl;
 
 	(void)state;
 	n = build_connect(msg);
 	make_regions(regions, 16 * MIB, 8 * MIB);
-	assert_int_equal(tern_fill_hdr_parse(msg, n, &h), 0);
-	assert_int_equal(h.magic, TERN_FILL_MAGIC);
-	assert_int_equal(h.version, TERN_FILL_VERSION);
-	assert_int_equal(h.type, TERN_FILL_CONNECT);
+	assert_int_equal(fill_hdr_parse(msg, n, &h), 0);
+	assert_int_equal(h.magic, FILL_MAGIC);
+	assert_int_equal(h.version, FILL_VERSION);
+	assert_int_equal(h.type, FILL_CONNECT);
 	assert_int_equal(h.length, n);
 	assert_true(h.session == NONCE);
-	assert_int_equal(tern__get_u16(msg + TERN_FILL_HDR), card_len);
-	assert_int_equal(tern__get_u16(msg + TERN_FILL_HDR + 2),
-			 TERN_FILL_REGIONS);
+	assert_int_equal(tern__get_u16(msg + FILL_HDR), card_len);
+	assert_int_equal(tern__get_u16(msg + FILL_HDR + 2), FILL_REGIONS);
 
 	memset(&c, 0, sizeof(c));
-	assert_int_equal(tern_fill_connect_decode(msg, n, &c), 0);
+	assert_int_equal(fill_connect_decode(msg, n, &c), 0);
 	assert_true(c.nonce == NONCE);
 	assert_int_equal(c.card_len, card_len);
-	assert_ptr_equal(c.card, msg + TERN_FILL_HDR + 4);
+	assert_ptr_equal(c.card, msg + FILL_HDR + 4);
 	assert_memory_equal(c.card, card, card_len);
-	for (int i = 0; i < TERN_FILL_REGIONS; i++) {
+	for (int i = 0; i < FILL_REGIONS; i++) {
 		assert_true(c.regions[i].base == regions[i].base);
 		assert_true(c.regions[i].len == regions[i].len);
 		assert_int_equal(c.regions[i].flags, regions[i].flags);
@@ -260,24 +256,24 @@ static void test_connect_round_trip(void **state)
 		assert_true(c.regions[i].keys[1] == regions[i].keys[1]);
 	}
 
-	assert_int_equal(tern_fill_connect_card(msg, n, &cp, &cl), 0);
-	assert_ptr_equal(cp, msg + TERN_FILL_HDR + 4);
+	assert_int_equal(fill_connect_card(msg, n, &cp, &cl), 0);
+	assert_ptr_equal(cp, msg + FILL_HDR + 4);
 	assert_int_equal(cl, card_len);
 }
 
 static void test_accept_round_trip(void **state)
 {
-	struct tern_fill_accept a;
-	struct tern_fill_hdr h;
+	struct fill_accept a;
+	struct fill_hdr h;
 	size_t n;
 
 	(void)state;
 	n = build_accept(msg);
-	assert_int_equal(tern_fill_hdr_parse(msg, n, &h), 0);
-	assert_int_equal(h.type, TERN_FILL_ACCEPT);
+	assert_int_equal(fill_hdr_parse(msg, n, &h), 0);
+	assert_int_equal(h.type, FILL_ACCEPT);
 	assert_true(h.session == SESSION);
 	memset(&a, 0, sizeof(a));
-	assert_int_equal(tern_fill_accept_decode(msg, n, &a), 0);
+	assert_int_equal(fill_accept_decode(msg, n, &a), 0);
 	assert_true(a.nonce == accept_msg.nonce);
 	assert_int_equal(a.max_page_size, accept_msg.max_page_size);
 	assert_int_equal(a.max_pages, accept_msg.max_pages);
@@ -286,14 +282,14 @@ static void test_accept_round_trip(void **state)
 
 static void test_request_round_trip(void **state)
 {
-	struct tern_fill_request r;
-	struct tern_fill_hdr h;
+	struct fill_request r;
+	struct fill_hdr h;
 	size_t n;
 
 	(void)state;
 	n = build_request(msg);
-	assert_int_equal(tern_fill_hdr_parse(msg, n, &h), 0);
-	assert_int_equal(h.type, TERN_FILL_REQUEST);
+	assert_int_equal(fill_hdr_parse(msg, n, &h), 0);
+	assert_int_equal(h.type, FILL_REQUEST);
 	assert_true(h.session == SESSION);
 	/* Indices travel little-endian from offset 48. */
 	assert_int_equal(msg[48 + 8], 0x04);
@@ -302,43 +298,42 @@ static void test_request_round_trip(void **state)
 	assert_int_equal(msg[48 + 11], 0x01);
 
 	memset(&r, 0, sizeof(r));
-	assert_int_equal(tern_fill_request_decode(msg, n, &r), 0);
+	assert_int_equal(fill_request_decode(msg, n, &r), 0);
 	assert_int_equal(r.id, 0xabcd0001u);
 	assert_int_equal(r.page_size, 4096);
 	assert_true(r.seed == 0x1122334455667788ULL);
 	assert_int_equal(r.page_count, TERN_ARRAY_SIZE(req_indices));
 	assert_ptr_equal(r.indices, msg + 48);
 	for (uint32_t k = 0; k < r.page_count; k++)
-		assert_int_equal(tern_fill_request_index(&r, k),
-				 req_indices[k]);
+		assert_int_equal(fill_request_index(&r, k), req_indices[k]);
 }
 
 static void test_request_empty(void **state)
 {
-	struct tern_fill_request in = { .id = 1, .page_size = 4096 }, r;
+	struct fill_request in = { .id = 1, .page_size = 4096 }, r;
 	ssize_t n;
 
 	(void)state;
 	/* A request of no pages is well formed; the server's check refuses
 	 * it. */
-	n = tern_fill_request_encode(msg, sizeof(msg), SESSION, &in, NULL);
-	assert_int_equal(n, TERN_FILL_HDR + 24);
-	assert_int_equal(tern_fill_request_decode(msg, (size_t)n, &r), 0);
+	n = fill_request_encode(msg, sizeof(msg), SESSION, &in, NULL);
+	assert_int_equal(n, FILL_HDR + 24);
+	assert_int_equal(fill_request_decode(msg, (size_t)n, &r), 0);
 	assert_int_equal(r.page_count, 0);
 }
 
 static void test_result_round_trip(void **state)
 {
-	struct tern_fill_result r;
-	struct tern_fill_hdr h;
+	struct fill_result r;
+	struct fill_hdr h;
 	size_t n;
 
 	(void)state;
 	n = build_result(msg);
-	assert_int_equal(tern_fill_hdr_parse(msg, n, &h), 0);
-	assert_int_equal(h.type, TERN_FILL_RESULT);
+	assert_int_equal(fill_hdr_parse(msg, n, &h), 0);
+	assert_int_equal(h.type, FILL_RESULT);
 	memset(&r, 0, sizeof(r));
-	assert_int_equal(tern_fill_result_decode(msg, n, &r), 0);
+	assert_int_equal(fill_result_decode(msg, n, &r), 0);
 	assert_int_equal(r.id, result_msg.id);
 	/* A negative status survives the trip through a u32. */
 	assert_int_equal(r.status, -TERN_EBOUNDS);
@@ -348,26 +343,26 @@ static void test_result_round_trip(void **state)
 
 static void test_error_round_trip(void **state)
 {
-	struct tern_fill_error e;
-	struct tern_fill_hdr h;
+	struct fill_error e;
+	struct fill_hdr h;
 	size_t n;
 	ssize_t m;
 
 	(void)state;
 	n = build_error(msg);
-	assert_int_equal(tern_fill_hdr_parse(msg, n, &h), 0);
-	assert_int_equal(h.type, TERN_FILL_ERROR);
+	assert_int_equal(fill_hdr_parse(msg, n, &h), 0);
+	assert_int_equal(h.type, FILL_ERROR);
 	memset(&e, 0, sizeof(e));
-	assert_int_equal(tern_fill_error_decode(msg, n, &e), 0);
+	assert_int_equal(fill_error_decode(msg, n, &e), 0);
 	assert_int_equal(e.id, 0xabcd0003u);
 	assert_int_equal(e.code, -TERN_EREFUSED);
 	assert_string_equal(e.text, error_text);
 
 	/* An empty text. */
-	m = tern_fill_error_encode(msg, sizeof(msg), SESSION, 9, -EBUSY, "");
-	assert_int_equal(m, TERN_FILL_HDR + 10);
+	m = fill_error_encode(msg, sizeof(msg), SESSION, 9, -EBUSY, "");
+	assert_int_equal(m, FILL_HDR + 10);
 	memset(&e, 'x', sizeof(e));
-	assert_int_equal(tern_fill_error_decode(msg, (size_t)m, &e), 0);
+	assert_int_equal(fill_error_decode(msg, (size_t)m, &e), 0);
 	assert_int_equal(e.id, 9);
 	assert_int_equal(e.code, -EBUSY);
 	assert_string_equal(e.text, "");
@@ -375,7 +370,7 @@ static void test_error_round_trip(void **state)
 
 static void test_bye(void **state)
 {
-	struct tern_fill_hdr h;
+	struct fill_hdr h;
 	size_t n;
 
 	(void)state;
@@ -386,9 +381,9 @@ static void test_bye(void **state)
 	assert_memory_equal(msg + 8, "\x18\x00\x00\x00\x00\x00\x00\x00", 8);
 	/* session (u64) */
 	assert_memory_equal(msg + 16, "\xef\xcd\xab\x89\x67\x45\x23\x01", 8);
-	assert_int_equal(tern_fill_hdr_parse(msg, n, &h), 0);
-	assert_int_equal(h.type, TERN_FILL_BYE);
-	assert_int_equal(h.length, TERN_FILL_HDR);
+	assert_int_equal(fill_hdr_parse(msg, n, &h), 0);
+	assert_int_equal(h.type, FILL_BYE);
+	assert_int_equal(h.length, FILL_HDR);
 	assert_true(h.session == SESSION);
 }
 
@@ -407,7 +402,7 @@ static void test_hdr_bad_magic(void **state)
 
 static void test_hdr_bad_version(void **state)
 {
-	static const uint16_t versions[] = { 0, TERN_FILL_VERSION + 1, 0x100,
+	static const uint16_t versions[] = { 0, FILL_VERSION + 1, 0x100,
 					     0xffff };
 
 	(void)state;
@@ -469,7 +464,7 @@ static void test_truncated(void **state)
 
 		/* Cut short by the sender, header length made to agree: the
 		 * body checks must catch it. */
-		for (size_t len = TERN_FILL_HDR; len < n; len++) {
+		for (size_t len = FILL_HDR; len < n; len++) {
 			int ret;
 
 			k->build(msg);
@@ -479,8 +474,7 @@ static void test_truncated(void **state)
 				continue;
 			ret = k->decode(msg, len);
 			if (ret != -TERN_EPROTO &&
-			    !(k->type == TERN_FILL_CONNECT &&
-			      ret == -TERN_EDESC))
+			    !(k->type == FILL_CONNECT && ret == -TERN_EDESC))
 				fail_msg("%s cut to %zu of %zu bytes: %d",
 					 k->name, len, n, ret);
 		}
@@ -530,10 +524,9 @@ static void test_wrong_type(void **state)
 				fail_msg("%s decoded as %s: %d", kinds[t].name,
 					 kinds[d].name, ret);
 		}
-		if (kinds[t].type != TERN_FILL_CONNECT)
-			assert_int_equal(
-				tern_fill_connect_card(msg, n, &cp, &cl),
-				-TERN_EPROTO);
+		if (kinds[t].type != FILL_CONNECT)
+			assert_int_equal(fill_connect_card(msg, n, &cp, &cl),
+					 -TERN_EPROTO);
 	}
 
 	/* A type nobody knows. */
@@ -548,96 +541,89 @@ static void test_wrong_type(void **state)
 
 static void test_connect_card_any_version(void **state)
 {
-	struct tern_fill_connect c;
+	struct fill_connect c;
 	const uint8_t *cp = NULL;
 	size_t n, cl = 0;
 
 	(void)state;
 	n = build_connect(msg);
-	tern__put_u16(msg + 4, TERN_FILL_VERSION + 1);
-	assert_int_equal(tern_fill_connect_decode(msg, n, &c), -TERN_EVERSION);
-	assert_int_equal(tern_fill_connect_card(msg, n, &cp, &cl), 0);
-	assert_ptr_equal(cp, msg + TERN_FILL_HDR + 4);
+	tern__put_u16(msg + 4, FILL_VERSION + 1);
+	assert_int_equal(fill_connect_decode(msg, n, &c), -TERN_EVERSION);
+	assert_int_equal(fill_connect_card(msg, n, &cp, &cl), 0);
+	assert_ptr_equal(cp, msg + FILL_HDR + 4);
 	assert_int_equal(cl, card_len);
 	assert_memory_equal(cp, card, card_len);
 
 	/* A future version with another body after the card. */
-	n = TERN_FILL_HDR + 4 + card_len + 16;
+	n = FILL_HDR + 4 + card_len + 16;
 	tern__put_u16(msg + 4, 0x0100);
 	tern__put_u32(msg + 8, (uint32_t)n);
-	tern__put_u16(msg + TERN_FILL_HDR + 2, 7);
-	memset(msg + TERN_FILL_HDR + 4 + card_len, 0xee, 16);
+	tern__put_u16(msg + FILL_HDR + 2, 7);
+	memset(msg + FILL_HDR + 4 + card_len, 0xee, 16);
 	cp = NULL;
 	cl = 0;
-	assert_int_equal(tern_fill_connect_decode(msg, n, &c), -TERN_EVERSION);
-	assert_int_equal(tern_fill_connect_card(msg, n, &cp, &cl), 0);
-	assert_ptr_equal(cp, msg + TERN_FILL_HDR + 4);
+	assert_int_equal(fill_connect_decode(msg, n, &c), -TERN_EVERSION);
+	assert_int_equal(fill_connect_card(msg, n, &cp, &cl), 0);
+	assert_ptr_equal(cp, msg + FILL_HDR + 4);
 	assert_int_equal(cl, card_len);
 
 	/* The prefix itself is still checked. */
 	n = build_connect(msg);
 	msg[0] ^= 0x40;
-	assert_int_equal(tern_fill_connect_card(msg, n, &cp, &cl),
-			 -TERN_EPROTO);
+	assert_int_equal(fill_connect_card(msg, n, &cp, &cl), -TERN_EPROTO);
 	n = build_connect(msg);
-	assert_int_equal(
-		tern_fill_connect_card(msg, TERN_FILL_HDR + 3, &cp, &cl),
-		-TERN_EPROTO);
-	assert_int_equal(
-		tern_fill_connect_card(msg, TERN_FILL_HDR + 4 + card_len - 1,
-				       &cp, &cl),
-		-TERN_EPROTO);
-	tern__put_u16(msg + TERN_FILL_HDR, 0);
-	assert_int_equal(tern_fill_connect_card(msg, n, &cp, &cl),
+	assert_int_equal(fill_connect_card(msg, FILL_HDR + 3, &cp, &cl),
 			 -TERN_EPROTO);
+	assert_int_equal(
+		fill_connect_card(msg, FILL_HDR + 4 + card_len - 1, &cp, &cl),
+		-TERN_EPROTO);
+	tern__put_u16(msg + FILL_HDR, 0);
+	assert_int_equal(fill_connect_card(msg, n, &cp, &cl), -TERN_EPROTO);
 }
 
 static void test_connect_bad_body(void **state)
 {
-	struct tern_fill_connect c;
+	struct fill_connect c;
 	size_t n;
 
 	(void)state;
 	/* No card. */
 	n = build_connect(msg);
-	tern__put_u16(msg + TERN_FILL_HDR, 0);
-	assert_int_equal(tern_fill_connect_decode(msg, n, &c), -TERN_EPROTO);
+	tern__put_u16(msg + FILL_HDR, 0);
+	assert_int_equal(fill_connect_decode(msg, n, &c), -TERN_EPROTO);
 
 	/* A card longer than any card. */
 	n = build_connect(msg);
-	tern__put_u16(msg + TERN_FILL_HDR, TERN_CARD_MAX + 1);
+	tern__put_u16(msg + FILL_HDR, TERN_CARD_MAX + 1);
 	memset(msg + n, 0, TERN_CARD_MAX + 1);
 	tern__put_u32(msg + 8, (uint32_t)(n + TERN_CARD_MAX + 1));
-	assert_int_equal(
-		tern_fill_connect_decode(msg, n + TERN_CARD_MAX + 1, &c),
-		-TERN_EPROTO);
+	assert_int_equal(fill_connect_decode(msg, n + TERN_CARD_MAX + 1, &c),
+			 -TERN_EPROTO);
 
 	/* A card longer than the message. */
 	n = build_connect(msg);
-	tern__put_u16(msg + TERN_FILL_HDR, (uint16_t)(n - TERN_FILL_HDR - 3));
-	assert_int_equal(tern_fill_connect_decode(msg, n, &c), -TERN_EPROTO);
+	tern__put_u16(msg + FILL_HDR, (uint16_t)(n - FILL_HDR - 3));
+	assert_int_equal(fill_connect_decode(msg, n, &c), -TERN_EPROTO);
 
 	/* Another number of regions. */
 	for (uint16_t nr = 0; nr < 4; nr++) {
-		if (nr == TERN_FILL_REGIONS)
+		if (nr == FILL_REGIONS)
 			continue;
 		n = build_connect(msg);
-		tern__put_u16(msg + TERN_FILL_HDR + 2, nr);
-		assert_int_equal(tern_fill_connect_decode(msg, n, &c),
-				 -TERN_EPROTO);
+		tern__put_u16(msg + FILL_HDR + 2, nr);
+		assert_int_equal(fill_connect_decode(msg, n, &c), -TERN_EPROTO);
 	}
 
 	/* A byte after the second descriptor. */
 	n = build_connect(msg);
 	msg[n] = 0;
 	tern__put_u32(msg + 8, (uint32_t)n + 1);
-	assert_int_equal(tern_fill_connect_decode(msg, n + 1, &c),
-			 -TERN_EPROTO);
+	assert_int_equal(fill_connect_decode(msg, n + 1, &c), -TERN_EPROTO);
 
 	/* A malformed descriptor: the second region has no length. */
 	n = build_connect(msg);
 	tern__put_u64(msg + n - TERN_MR_DESC_PACKED_SIZE(2) + 16, 0);
-	assert_int_equal(tern_fill_connect_decode(msg, n, &c), -TERN_EDESC);
+	assert_int_equal(fill_connect_decode(msg, n, &c), -TERN_EDESC);
 }
 
 static void test_request_index_count(void **state)
@@ -693,82 +679,78 @@ static void test_error_text_sanitised(void **state)
 				   "\t"
 				   "\n"
 				   " ~end";
-	struct tern_fill_error e;
+	struct fill_error e;
 	ssize_t n;
 
 	(void)state;
-	n = tern_fill_error_encode(msg, sizeof(msg), SESSION, 1, -TERN_EPROTO,
-				   text);
-	assert_int_equal(n, TERN_FILL_HDR + 10 + strlen(text));
+	n = fill_error_encode(msg, sizeof(msg), SESSION, 1, -TERN_EPROTO, text);
+	assert_int_equal(n, FILL_HDR + 10 + strlen(text));
 	/* The bytes travel as sent; only the decoder replaces them. */
-	assert_memory_equal(msg + TERN_FILL_HDR + 10, text, strlen(text));
-	assert_int_equal(tern_fill_error_decode(msg, (size_t)n, &e), 0);
+	assert_memory_equal(msg + FILL_HDR + 10, text, strlen(text));
+	assert_int_equal(fill_error_decode(msg, (size_t)n, &e), 0);
 	assert_string_equal(e.text, "ok??????? ~end");
 }
 
 static void test_error_text_too_long(void **state)
 {
-	size_t base = TERN_FILL_HDR + 10;
-	struct tern_fill_error e;
-	char text[TERN_FILL_TEXT_MAX + 1];
+	size_t base = FILL_HDR + 10;
+	struct fill_error e;
+	char text[FILL_TEXT_MAX + 1];
 	ssize_t n;
 
 	(void)state;
-	memset(text, 'a', TERN_FILL_TEXT_MAX);
-	text[TERN_FILL_TEXT_MAX] = '\0';
-	n = tern_fill_error_encode(msg, sizeof(msg), SESSION, 1, -TERN_EPROTO,
-				   text);
-	assert_int_equal(n, base + TERN_FILL_TEXT_MAX);
-	assert_int_equal(tern_fill_error_decode(msg, (size_t)n, &e), 0);
-	assert_int_equal(strlen(e.text), TERN_FILL_TEXT_MAX);
+	memset(text, 'a', FILL_TEXT_MAX);
+	text[FILL_TEXT_MAX] = '\0';
+	n = fill_error_encode(msg, sizeof(msg), SESSION, 1, -TERN_EPROTO, text);
+	assert_int_equal(n, base + FILL_TEXT_MAX);
+	assert_int_equal(fill_error_decode(msg, (size_t)n, &e), 0);
+	assert_int_equal(strlen(e.text), FILL_TEXT_MAX);
 
 	/* One byte over, with every length consistent. */
 	msg[n] = 'a';
-	tern__put_u16(msg + 32, TERN_FILL_TEXT_MAX + 1);
+	tern__put_u16(msg + 32, FILL_TEXT_MAX + 1);
 	tern__put_u32(msg + 8, (uint32_t)n + 1);
-	assert_int_equal(tern_fill_error_decode(msg, (size_t)n + 1, &e),
+	assert_int_equal(fill_error_decode(msg, (size_t)n + 1, &e),
 			 -TERN_EPROTO);
 
 	/* The longest text the field can announce. */
 	memset(msg + base, 'a', UINT16_MAX);
 	tern__put_u16(msg + 32, UINT16_MAX);
 	tern__put_u32(msg + 8, (uint32_t)(base + UINT16_MAX));
-	assert_int_equal(tern_fill_error_decode(msg, base + UINT16_MAX, &e),
+	assert_int_equal(fill_error_decode(msg, base + UINT16_MAX, &e),
 			 -TERN_EPROTO);
 
 	/* A text length that disagrees with the message length. */
-	n = tern_fill_error_encode(msg, sizeof(msg), SESSION, 1, -TERN_EPROTO,
-				   "hello");
+	n = fill_error_encode(msg, sizeof(msg), SESSION, 1, -TERN_EPROTO,
+			      "hello");
 	tern__put_u16(msg + 32, 4);
-	assert_int_equal(tern_fill_error_decode(msg, (size_t)n, &e),
-			 -TERN_EPROTO);
+	assert_int_equal(fill_error_decode(msg, (size_t)n, &e), -TERN_EPROTO);
 	tern__put_u16(msg + 32, 6);
-	assert_int_equal(tern_fill_error_decode(msg, (size_t)n, &e),
-			 -TERN_EPROTO);
+	assert_int_equal(fill_error_decode(msg, (size_t)n, &e), -TERN_EPROTO);
 }
 
 static void test_error_text_encode_truncates(void **state)
 {
-	char text[TERN_FILL_TEXT_MAX + 100];
-	struct tern_fill_error e;
+	char text[FILL_TEXT_MAX + 100];
+	struct fill_error e;
 	ssize_t n;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(text) - 1; i++)
 		text[i] = (char)('a' + i % 26);
 	text[sizeof(text) - 1] = '\0';
-	n = tern_fill_error_encode(msg, sizeof(msg), SESSION, 2, -EIO, text);
-	assert_int_equal(n, TERN_FILL_HDR + 10 + TERN_FILL_TEXT_MAX);
-	assert_int_equal(tern__get_u16(msg + 32), TERN_FILL_TEXT_MAX);
-	assert_int_equal(tern_fill_error_decode(msg, (size_t)n, &e), 0);
-	assert_int_equal(strlen(e.text), TERN_FILL_TEXT_MAX);
-	assert_memory_equal(e.text, text, TERN_FILL_TEXT_MAX);
+	n = fill_error_encode(msg, sizeof(msg), SESSION, 2, -EIO, text);
+	assert_int_equal(n, FILL_HDR + 10 + FILL_TEXT_MAX);
+	assert_int_equal(tern__get_u16(msg + 32), FILL_TEXT_MAX);
+	assert_int_equal(fill_error_decode(msg, (size_t)n, &e), 0);
+	assert_int_equal(strlen(e.text), FILL_TEXT_MAX);
+	assert_memory_equal(e.text, text, FILL_TEXT_MAX);
 }
 
 static void test_encode_no_space(void **state)
 {
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
-	struct tern_fill_request r = { .page_size = 1, .page_count = 3 };
+	struct tern_mr_desc regions[FILL_REGIONS];
+	struct fill_request r = { .page_size = 1, .page_count = 3 };
 	static const uint32_t three[3] = { 0, 1, 2 };
 	static const uint8_t big[TERN_CARD_MAX + 1];
 	size_t need;
@@ -776,48 +758,45 @@ static void test_encode_no_space(void **state)
 	(void)state;
 	make_card();
 	make_regions(regions, MIB, MIB);
-	need = TERN_FILL_HDR + 4 + card_len + 2 * TERN_MR_DESC_PACKED_SIZE(2);
-	assert_int_equal(tern_fill_connect_encode(msg, need - 1, 1, card,
-						  card_len, regions),
-			 -ENOSPC);
-	assert_int_equal(tern_fill_connect_encode(msg, TERN_FILL_HDR + 3, 1,
-						  card, card_len, regions),
+	need = FILL_HDR + 4 + card_len + 2 * TERN_MR_DESC_PACKED_SIZE(2);
+	assert_int_equal(
+		fill_connect_encode(msg, need - 1, 1, card, card_len, regions),
+		-ENOSPC);
+	assert_int_equal(fill_connect_encode(msg, FILL_HDR + 3, 1, card,
+					     card_len, regions),
 			 -ENOSPC);
 	/* A card too large or empty is a caller error, not a short buffer. */
-	assert_int_equal(tern_fill_connect_encode(msg, sizeof(msg), 1, big,
-						  sizeof(big), regions),
+	assert_int_equal(fill_connect_encode(msg, sizeof(msg), 1, big,
+					     sizeof(big), regions),
 			 -EINVAL);
 	assert_int_equal(
-		tern_fill_connect_encode(msg, sizeof(msg), 1, card, 0, regions),
+		fill_connect_encode(msg, sizeof(msg), 1, card, 0, regions),
 		-EINVAL);
 	assert_int_equal(
-		tern_fill_connect_encode(msg, need, 1, card, card_len, regions),
+		fill_connect_encode(msg, need, 1, card, card_len, regions),
 		need);
-	assert_int_equal(tern_fill_accept_encode(msg, TERN_FILL_HDR + 23, 1,
-						 &accept_msg),
+	assert_int_equal(fill_accept_encode(msg, FILL_HDR + 23, 1, &accept_msg),
 			 -ENOSPC);
-	assert_int_equal(tern_fill_request_encode(msg, TERN_FILL_HDR + 24 + 11,
-						  1, &r, three),
+	assert_int_equal(
+		fill_request_encode(msg, FILL_HDR + 24 + 11, 1, &r, three),
+		-ENOSPC);
+	assert_int_equal(fill_result_encode(msg, FILL_HDR + 23, 1, &result_msg),
 			 -ENOSPC);
-	assert_int_equal(tern_fill_result_encode(msg, TERN_FILL_HDR + 23, 1,
-						 &result_msg),
-			 -ENOSPC);
-	assert_int_equal(tern_fill_error_encode(msg, TERN_FILL_HDR + 10 + 4, 1,
-						1, 1, "hello"),
-			 -ENOSPC);
-	assert_int_equal(tern_fill_bye_encode(msg, TERN_FILL_HDR - 1, 1),
-			 -ENOSPC);
+	assert_int_equal(
+		fill_error_encode(msg, FILL_HDR + 10 + 4, 1, 1, 1, "hello"),
+		-ENOSPC);
+	assert_int_equal(fill_bye_encode(msg, FILL_HDR - 1, 1), -ENOSPC);
 }
 
 static void test_region_pages(void **state)
 {
 	(void)state;
-	assert_int_equal(tern_fill_region_pages(16 * MIB, 3000), 5592);
-	assert_int_equal(tern_fill_region_pages(16 * MIB, 4096), 4096);
-	assert_int_equal(tern_fill_region_pages(4095, 4096), 0);
-	assert_int_equal(tern_fill_region_pages(4096, 4096), 1);
-	assert_int_equal(tern_fill_region_pages(16 * MIB, 0), 0);
-	assert_true(tern_fill_region_pages(1ULL << 40, 1) == 1ULL << 40);
+	assert_int_equal(fill_region_pages(16 * MIB, 3000), 5592);
+	assert_int_equal(fill_region_pages(16 * MIB, 4096), 4096);
+	assert_int_equal(fill_region_pages(4095, 4096), 0);
+	assert_int_equal(fill_region_pages(4096, 4096), 1);
+	assert_int_equal(fill_region_pages(16 * MIB, 0), 0);
+	assert_true(fill_region_pages(1ULL << 40, 1) == 1ULL << 40);
 }
 
 /* Expect page @index at (@region, @offset). */
@@ -826,7 +805,7 @@ static void target_is(const struct tern_mr_desc *regions, uint32_t ps,
 {
 	unsigned int r = 99;
 	uint64_t off = 1;
-	int ret = tern_fill_page_target(regions, ps, index, &r, &off);
+	int ret = fill_page_target(regions, ps, index, &r, &off);
 
 	if (ret != 0 || r != region || off != offset)
 		fail_msg("page %u of %u bytes: ret %d region %u offset %llu, "
@@ -843,7 +822,7 @@ static void target_out(const struct tern_mr_desc *regions, uint32_t ps,
 	unsigned int r = 99;
 	uint64_t off = 1;
 
-	assert_int_equal(tern_fill_page_target(regions, ps, index, &r, &off),
+	assert_int_equal(fill_page_target(regions, ps, index, &r, &off),
 			 -TERN_EBOUNDS);
 	/* Out-parameters are written only on success. */
 	assert_int_equal(r, 99);
@@ -852,7 +831,7 @@ static void target_out(const struct tern_mr_desc *regions, uint32_t ps,
 
 static void test_page_target(void **state)
 {
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
+	struct tern_mr_desc regions[FILL_REGIONS];
 	const uint32_t per = 5592; /* 3000-byte pages in 16 MiB */
 
 	(void)state;
@@ -873,7 +852,7 @@ static void test_page_target(void **state)
 
 static void test_page_target_uneven(void **state)
 {
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
+	struct tern_mr_desc regions[FILL_REGIONS];
 
 	(void)state;
 	/* Region 0 holds two whole pages; its tail is never written. */
@@ -896,20 +875,20 @@ static void test_page_target_uneven(void **state)
 }
 
 /* Encode and decode a request, so the indices are little-endian. */
-static void make_request(struct tern_fill_request *r, uint32_t page_size,
+static void make_request(struct fill_request *r, uint32_t page_size,
 			 uint32_t count, const uint32_t *indices)
 {
-	struct tern_fill_request in = {
+	struct fill_request in = {
 		.id = 7,
 		.page_size = page_size,
 		.seed = 42,
 		.page_count = count,
 	};
-	ssize_t n = tern_fill_request_encode(msg, sizeof(msg), SESSION, &in,
-					     indices);
+	ssize_t n = fill_request_encode(msg, sizeof(msg), SESSION, &in,
+					indices);
 
 	assert_true(n > 0);
-	assert_int_equal(tern_fill_request_decode(msg, (size_t)n, r), 0);
+	assert_int_equal(fill_request_decode(msg, (size_t)n, r), 0);
 }
 
 /* Does @s mention @v as a whole decimal number? */
@@ -929,24 +908,22 @@ static int mentions(const char *s, unsigned long long v)
 	return 0;
 }
 
-static void check_ok(const struct tern_fill_request *r,
+static void check_ok(const struct fill_request *r,
 		     const struct tern_mr_desc *regions)
 {
 	char why[256] = "";
-	int ret = tern_fill_request_check(r, regions, scratch, why,
-					  sizeof(why));
+	int ret = fill_request_check(r, regions, scratch, why, sizeof(why));
 
 	if (ret != 0)
 		fail_msg("good request refused: %d (%s)", ret, why);
 }
 
-static void check_refused(const struct tern_fill_request *r,
+static void check_refused(const struct fill_request *r,
 			  const struct tern_mr_desc *regions, int want,
 			  unsigned long long v)
 {
 	char why[256] = "";
-	int ret = tern_fill_request_check(r, regions, scratch, why,
-					  sizeof(why));
+	int ret = fill_request_check(r, regions, scratch, why, sizeof(why));
 
 	if (ret != want)
 		fail_msg("request check: %d, want %d (%s)", ret, want, why);
@@ -960,8 +937,8 @@ static void test_check_good(void **state)
 	static const uint32_t good4k[] = { 0, 4095, 4096, 8191, 17 };
 	static const uint32_t good3k[] = { 11183, 0, 5591, 5592 };
 	static const uint32_t both[] = { 1, 0 };
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
-	struct tern_fill_request r;
+	struct tern_mr_desc regions[FILL_REGIONS];
+	struct fill_request r;
 
 	(void)state;
 	make_regions(regions, 16 * MIB, 16 * MIB);
@@ -970,72 +947,72 @@ static void test_check_good(void **state)
 	make_request(&r, 3000, TERN_ARRAY_SIZE(good3k), good3k);
 	check_ok(&r, regions);
 	/* The largest page, filling both regions: exactly the byte limit. */
-	make_request(&r, TERN_FILL_MAX_PAGE_SIZE, 2, both);
+	make_request(&r, FILL_MAX_PAGE_SIZE, 2, both);
 	check_ok(&r, regions);
-	/* Every page of 4 KiB: exactly TERN_FILL_MAX_BYTES. */
+	/* Every page of 4 KiB: exactly FILL_MAX_BYTES. */
 	for (uint32_t i = 0; i < 8192; i++)
 		idx[i] = 8191 - i;
 	make_request(&r, 4096, 8192, idx);
 	check_ok(&r, regions);
 	/* The request is left as it was (the check sorts scratch). */
-	assert_int_equal(tern_fill_request_index(&r, 0), 8191);
-	assert_int_equal(tern_fill_request_index(&r, 8191), 0);
+	assert_int_equal(fill_request_index(&r, 0), 8191);
+	assert_int_equal(fill_request_index(&r, 8191), 0);
 }
 
 static void test_check_page_size(void **state)
 {
 	static const uint32_t one[] = { 0 };
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
-	struct tern_fill_request r;
+	struct tern_mr_desc regions[FILL_REGIONS];
+	struct fill_request r;
 
 	(void)state;
 	make_regions(regions, 16 * MIB, 16 * MIB);
 	make_request(&r, 0, 1, one);
 	check_refused(&r, regions, -TERN_EREFUSED, 0);
-	make_request(&r, TERN_FILL_MAX_PAGE_SIZE + 1, 1, one);
-	check_refused(&r, regions, -TERN_EREFUSED, TERN_FILL_MAX_PAGE_SIZE + 1);
+	make_request(&r, FILL_MAX_PAGE_SIZE + 1, 1, one);
+	check_refused(&r, regions, -TERN_EREFUSED, FILL_MAX_PAGE_SIZE + 1);
 	make_request(&r, UINT32_MAX, 1, one);
 	check_refused(&r, regions, -TERN_EREFUSED, UINT32_MAX);
 }
 
 static void test_check_page_count(void **state)
 {
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
-	struct tern_fill_request r;
+	struct tern_mr_desc regions[FILL_REGIONS];
+	struct fill_request r;
 
 	(void)state;
 	make_regions(regions, 16 * MIB, 16 * MIB);
 	make_request(&r, 4096, 0, NULL);
 	check_refused(&r, regions, -TERN_EREFUSED, 0);
 	/* One page more than the limit, each of one byte. */
-	for (uint32_t i = 0; i <= TERN_FILL_MAX_PAGES; i++)
+	for (uint32_t i = 0; i <= FILL_MAX_PAGES; i++)
 		idx[i] = i;
-	make_request(&r, 1, TERN_FILL_MAX_PAGES + 1, idx);
-	check_refused(&r, regions, -TERN_EREFUSED, TERN_FILL_MAX_PAGES + 1);
+	make_request(&r, 1, FILL_MAX_PAGES + 1, idx);
+	check_refused(&r, regions, -TERN_EREFUSED, FILL_MAX_PAGES + 1);
 	/* ... and exactly the limit is fine. */
-	make_request(&r, 1, TERN_FILL_MAX_PAGES, idx);
+	make_request(&r, 1, FILL_MAX_PAGES, idx);
 	check_ok(&r, regions);
 }
 
 static void test_check_bytes(void **state)
 {
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
-	struct tern_fill_request r;
+	struct tern_mr_desc regions[FILL_REGIONS];
+	struct fill_request r;
 	char why[256] = "";
 
 	(void)state;
 	make_regions(regions, 1ULL << 30, 1ULL << 30);
 	for (uint32_t i = 0; i < 8193; i++)
 		idx[i] = i;
-	/* 8193 pages of 4 KiB: one page over TERN_FILL_MAX_BYTES. */
+	/* 8193 pages of 4 KiB: one page over FILL_MAX_BYTES. */
 	make_request(&r, 4096, 8193, idx);
 	check_refused(&r, regions, -TERN_EREFUSED, 8193);
 	assert_int_equal(
-		tern_fill_request_check(&r, regions, scratch, why, sizeof(why)),
+		fill_request_check(&r, regions, scratch, why, sizeof(why)),
 		-TERN_EREFUSED);
 	assert_true(mentions(why, 4096));
 	/* Two of the largest pages and one more byte's worth. */
-	make_request(&r, TERN_FILL_MAX_PAGE_SIZE, 3, idx);
+	make_request(&r, FILL_MAX_PAGE_SIZE, 3, idx);
 	check_refused(&r, regions, -TERN_EREFUSED, 3);
 }
 
@@ -1045,8 +1022,8 @@ static void test_check_bounds(void **state)
 	static const uint32_t last[] = { 8192 };
 	static const uint32_t max[] = { 5, UINT32_MAX };
 	static const uint32_t p3k[] = { 11184 };
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
-	struct tern_fill_request r;
+	struct tern_mr_desc regions[FILL_REGIONS];
+	struct fill_request r;
 
 	(void)state;
 	make_regions(regions, 16 * MIB, 16 * MIB);
@@ -1074,8 +1051,8 @@ static void test_check_duplicate(void **state)
 {
 	static const uint32_t dup[] = { 100, 4242, 7, 8000, 4242, 1 };
 	static const uint32_t adjacent[] = { 3, 3 };
-	struct tern_mr_desc regions[TERN_FILL_REGIONS];
-	struct tern_fill_request r;
+	struct tern_mr_desc regions[FILL_REGIONS];
+	struct fill_request r;
 
 	(void)state;
 	make_regions(regions, 16 * MIB, 16 * MIB);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The machine map from hwloc: NUMA nodes, cores, GPUs, RDMA NICs, switches. */
+/* The machine map from hwloc: NUMA nodes, cores, GPUs, RDMA NICs,
+ * switches, link speeds; the map's accessors. */
 #define _GNU_SOURCE /* sched_getcpu */
 #include <errno.h>
 #include <sched.h>
@@ -14,28 +15,7 @@
 #include <hwloc.h>
 
 #include "../core/core.h"
-#include "topo.h"
-
-#define VENDOR_AMAZON	0x1d0f
-#define VENDOR_NVIDIA	0x10de
-#define VENDOR_MELLANOX 0x15b3
-
-#define INFO_LINK_SPEED "TernLinkSpeedGbps"
-
-struct tern_topo {
-	hwloc_topology_t hw;
-	char *source;
-	char machine[TERN_TOPO_NAME_LEN];
-	int kind; /* mapped NIC kind, 0: none */
-	size_t nnuma;
-	struct tern_topo_numa *numa;
-	size_t ngpus;
-	struct tern_topo_gpu *gpus;
-	hwloc_obj_t *gpu_obj;
-	size_t nnics;
-	struct tern_topo_nic *nics;
-	hwloc_obj_t *nic_obj;
-};
+#include "topo_int.h"
 
 /* Copy text from hwloc (that is, possibly from an untrusted file): printable
  * ASCII only, truncated to fit. */
@@ -115,7 +95,7 @@ static int io_numa(hwloc_topology_t hw, hwloc_obj_t obj)
 	return hwloc_bitmap_first(anc->nodeset);
 }
 
-static int is_below(hwloc_obj_t obj, hwloc_obj_t root)
+int tern__topo_is_below(hwloc_obj_t obj, hwloc_obj_t root)
 {
 	for (hwloc_obj_t p = obj->parent; p != NULL; p = p->parent) {
 		if (p == root)
@@ -124,7 +104,7 @@ static int is_below(hwloc_obj_t obj, hwloc_obj_t root)
 	return 0;
 }
 
-static void bridge_name(hwloc_obj_t b, char *buf, size_t len)
+void tern__topo_bridge_name(hwloc_obj_t b, char *buf, size_t len)
 {
 	const struct hwloc_bridge_attr_s *a = &b->attr->bridge;
 
@@ -182,13 +162,13 @@ static void device_switch(hwloc_obj_t dev, char *buf, size_t len)
 		for (hwloc_obj_t x = b->io_first_child; x != NULL;
 		     x = x->next_sibling) {
 			if (x != from && subtree_has_other(x, dev)) {
-				bridge_name(b, buf, len);
+				tern__topo_bridge_name(b, buf, len);
 				return;
 			}
 		}
 	}
 	if (top != NULL)
-		bridge_name(top, buf, len);
+		tern__topo_bridge_name(top, buf, len);
 }
 
 static double pcie_gbps(hwloc_obj_t o)
@@ -467,24 +447,6 @@ static int find_numa(struct tern_topo *t)
 	return 0;
 }
 
-static int pick_kind(const struct tern_topo *t, int want)
-{
-	size_t count[TERN_TOPO_NIC_ALL] = { 0 };
-	int best = 0;
-
-	if (want != 0)
-		return want;
-	for (size_t i = 0; i < t->nnics; i++) {
-		if (t->nics[i].usable)
-			count[t->nics[i].kind]++;
-	}
-	for (int k = TERN_TOPO_NIC_EFA; k <= TERN_TOPO_NIC_RDMA; k++) {
-		if (count[k] > (best != 0 ? count[best] : 0))
-			best = k;
-	}
-	return best;
-}
-
 static void link_speeds(struct tern_topo *t, const struct tern_topo_attr *a)
 {
 	for (size_t i = 0; i < t->nnics; i++) {
@@ -530,187 +492,6 @@ static void link_speeds(struct tern_topo *t, const struct tern_topo_attr *a)
 			}
 		}
 	}
-}
-
-/* The mapped NICs on the NUMA node(s) nearest to @node by hwloc's NUMA
- * distances (those not on @node itself: the caller found none there). */
-static size_t nearest_nics(const struct tern_topo *t, int node, size_t *out)
-{
-	struct hwloc_distances_s *d = NULL;
-	unsigned nr = 1;
-	hwloc_obj_t from;
-	uint64_t best = UINT64_MAX;
-	size_t n = 0;
-	int fi;
-
-	from = hwloc_get_numanode_obj_by_os_index(t->hw, (unsigned)node);
-	if (from == NULL ||
-	    hwloc_distances_get_by_type(t->hw, HWLOC_OBJ_NUMANODE, &nr, &d, 0,
-					0) != 0 ||
-	    nr == 0 || d == NULL)
-		return 0;
-	fi = hwloc_distances_obj_index(d, from);
-	for (int pass = 0; fi >= 0 && pass < 2; pass++) {
-		for (size_t i = 0; i < t->nnics; i++) {
-			const struct tern_topo_nic *nic = &t->nics[i];
-			hwloc_obj_t to;
-			uint64_t v;
-			int ti;
-
-			if (!nic->mapped || nic->numa < 0)
-				continue;
-			to = hwloc_get_numanode_obj_by_os_index(
-				t->hw, (unsigned)nic->numa);
-			ti = to != NULL ? hwloc_distances_obj_index(d, to) : -1;
-			if (ti < 0)
-				continue;
-			v = d->values[(size_t)fi * d->nbobjs + (size_t)ti];
-			if (pass == 0 && v < best)
-				best = v;
-			else if (pass == 1 && v == best)
-				out[n++] = i;
-		}
-	}
-	hwloc_distances_release(t->hw, d);
-	return n;
-}
-
-/* The NICs for memory on NUMA node @node (-1: unknown): that node's, else
- * the nearest node's, else all of them. */
-static void numa_nics(const struct tern_topo *t, int node, size_t *out,
-		      size_t *n_p, enum tern_topo_path *path_p)
-{
-	size_t n = 0, all = 0;
-
-	for (size_t i = 0; i < t->nnics; i++) {
-		if (!t->nics[i].mapped)
-			continue;
-		all++;
-		if (node >= 0 && t->nics[i].numa == node)
-			out[n++] = i;
-	}
-	*path_p = TERN_TOPO_PATH_NUMA;
-	if (all == 0) {
-		*path_p = TERN_TOPO_PATH_NONE;
-	} else if (n == 0 && node >= 0 &&
-		   (n = nearest_nics(t, node, out)) > 0) {
-		*path_p = TERN_TOPO_PATH_NEAR;
-	} else if (n == 0) {
-		for (size_t i = 0; i < t->nnics; i++) {
-			if (t->nics[i].mapped)
-				out[n++] = i;
-		}
-		*path_p = TERN_TOPO_PATH_SYSTEM;
-	}
-	*n_p = n;
-}
-
-/* The mapped NICs below the GPU's nearest bridge that has any. */
-static size_t bridge_nics(struct tern_topo *t, size_t gi, size_t *out)
-{
-	struct tern_topo_gpu *g = &t->gpus[gi];
-	hwloc_obj_t obj = t->gpu_obj[gi];
-
-	if (obj->type != HWLOC_OBJ_PCI_DEVICE)
-		return 0;
-	for (hwloc_obj_t b = obj->parent;
-	     b != NULL && b->type == HWLOC_OBJ_BRIDGE; b = b->parent) {
-		size_t n = 0;
-
-		for (size_t i = 0; i < t->nnics; i++) {
-			if (t->nics[i].mapped && is_below(t->nic_obj[i], b))
-				out[n++] = i;
-		}
-		if (n == 0)
-			continue;
-		g->path = b->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI
-				  ? TERN_TOPO_PATH_SWITCH
-				  : TERN_TOPO_PATH_HOSTBRIDGE;
-		bridge_name(b, g->via, sizeof(g->via));
-		return n;
-	}
-	return 0;
-}
-
-/* Same NICs, found the same way (same bridge, or same fallback). */
-static int same_set(const struct tern_topo_gpu *a,
-		    const struct tern_topo_gpu *b)
-{
-	return a->path == b->path && strcmp(a->via, b->via) == 0 &&
-	       a->nnics == b->nnics &&
-	       memcmp(a->nics, b->nics, a->nnics * sizeof(*a->nics)) == 0;
-}
-
-/* GPUs that found the same NICs the same way divide them evenly when they
- * can. */
-static void divide_sets(struct tern_topo *t)
-{
-	for (size_t i = 0; i < t->ngpus; i++) {
-		struct tern_topo_gpu *g = &t->gpus[i];
-		size_t k = 0, n, per, rank;
-
-		if (g->share != 0 || g->nnics == 0)
-			continue; /* already divided, or nothing to divide */
-		for (size_t j = i; j < t->ngpus; j++)
-			k += t->gpus[j].share == 0 && same_set(g, &t->gpus[j]);
-		n = g->nnics;
-		if (k < 2 || n < k || n % k != 0)
-			continue;
-		per = n / k;
-		for (size_t j = t->ngpus; j-- > i;) {
-			struct tern_topo_gpu *m = &t->gpus[j];
-
-			if (m->share != 0 || !same_set(g, m))
-				continue;
-			rank = --k;
-			memmove(m->nics, m->nics + rank * per,
-				per * sizeof(*m->nics));
-			m->nnics = per;
-			m->share = 1; /* mark as divided */
-		}
-	}
-}
-
-static int map_nics(struct tern_topo *t)
-{
-	size_t cap = t->nnics > 0 ? t->nnics : 1;
-	unsigned *users;
-
-	for (size_t i = 0; i < t->ngpus; i++) {
-		struct tern_topo_gpu *g = &t->gpus[i];
-
-		g->nics = calloc(cap, sizeof(*g->nics));
-		if (g->nics == NULL)
-			return -ENOMEM;
-		g->nnics = bridge_nics(t, i, g->nics);
-		if (g->nnics == 0)
-			numa_nics(t, g->numa, g->nics, &g->nnics, &g->path);
-	}
-	divide_sets(t);
-	users = calloc(cap, sizeof(*users));
-	if (users == NULL)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->ngpus; i++) {
-		for (size_t j = 0; j < t->gpus[i].nnics; j++)
-			users[t->gpus[i].nics[j]]++;
-	}
-	for (size_t i = 0; i < t->ngpus; i++) {
-		struct tern_topo_gpu *g = &t->gpus[i];
-
-		g->share = 0;
-		for (size_t j = 0; j < g->nnics; j++)
-			g->share = TERN_MAX(g->share, users[g->nics[j]]);
-	}
-	free(users);
-	for (size_t i = 0; i < t->nnuma; i++) {
-		struct tern_topo_numa *m = &t->numa[i];
-
-		m->nics = calloc(cap, sizeof(*m->nics));
-		if (m->nics == NULL)
-			return -ENOMEM;
-		numa_nics(t, m->os_index, m->nics, &m->nnics, &m->path);
-	}
-	return 0;
 }
 
 static int check_file(const char *path)
@@ -827,7 +608,7 @@ int tern__topo_open(const struct tern_topo_attr *attr,
 		ret = find_devices(t);
 	if (ret != 0)
 		goto err_close;
-	t->kind = pick_kind(t, want);
+	t->kind = tern__topo_pick_kind(t, want);
 	for (size_t i = 0; i < t->nnics; i++) {
 		struct tern_topo_nic *n = &t->nics[i];
 
@@ -836,7 +617,7 @@ int tern__topo_open(const struct tern_topo_attr *attr,
 			     (int)n->kind == t->kind);
 	}
 	link_speeds(t, attr);
-	ret = map_nics(t);
+	ret = tern__topo_map_nics(t);
 	if (ret != 0)
 		goto err_close;
 	*topo_p = t;
@@ -963,69 +744,6 @@ uint64_t tern__topo_nics_bps(const struct tern_topo *t, const size_t *nics,
 	return sum;
 }
 
-int tern__topo_bind_thread(const struct tern_topo *t, const unsigned *cpus,
-			   size_t n)
-{
-	hwloc_const_cpuset_t allowed;
-	hwloc_bitmap_t set;
-	int ret = 0;
-
-	if (t == NULL || cpus == NULL || n == 0)
-		return -EINVAL;
-	if (!hwloc_topology_is_thissystem(t->hw))
-		return -ENOTSUP;
-	set = hwloc_bitmap_alloc();
-	if (set == NULL)
-		return -ENOMEM;
-	for (size_t i = 0; i < n && ret == 0; i++) {
-		if (hwloc_bitmap_set(set, cpus[i]) != 0)
-			ret = -ENOMEM;
-	}
-	allowed = hwloc_topology_get_allowed_cpuset(t->hw);
-	if (ret == 0 && allowed != NULL &&
-	    !hwloc_bitmap_isincluded(set, allowed))
-		ret = -EINVAL;
-	if (ret == 0 && hwloc_set_cpubind(t->hw, set, HWLOC_CPUBIND_THREAD)) {
-		ret = errno == ENOSYS ? -ENOTSUP
-				      : (errno > 0 ? -errno : -EINVAL);
-		tern_warn("topo: binding the thread: %s", strerror(-ret));
-	}
-	hwloc_bitmap_free(set);
-	return ret;
-}
-
-size_t tern__topo_format_cpus(const unsigned *cpus, size_t n, char *buf,
-			      size_t len)
-{
-	size_t used = 0;
-
-	if (len > 0)
-		buf[0] = '\0';
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		char part[32];
-		int w;
-
-		while (j + 1 < n && cpus[j + 1] == cpus[j] + 1)
-			j++;
-		if (j == i)
-			w = snprintf(part, sizeof(part), "%s%u", i ? "," : "",
-				     cpus[i]);
-		else
-			w = snprintf(part, sizeof(part), "%s%u-%u",
-				     i ? "," : "", cpus[i], cpus[j]);
-		if (w > 0) {
-			if (used + (size_t)w < len)
-				memcpy(buf + used, part, (size_t)w + 1);
-			else if (used < len)
-				buf[used] = '\0';
-			used += (size_t)w;
-		}
-		i = j + 1;
-	}
-	return used;
-}
-
 const char *tern__topo_path_str(enum tern_topo_path path)
 {
 	switch (path) {
@@ -1058,98 +776,4 @@ const char *tern__topo_kind_str(int kind)
 		return "all";
 	}
 	return "none";
-}
-
-/* The NUMA node (OS index) holding PU @cpu, or -1. */
-static int numa_of_cpu(const struct tern_topo *t, unsigned cpu)
-{
-	hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(t->hw, cpu);
-	hwloc_obj_t o;
-
-	for (o = pu; o != NULL; o = o->parent) {
-		if (o->memory_arity > 0 && o->memory_first_child != NULL &&
-		    o->memory_first_child->type == HWLOC_OBJ_NUMANODE)
-			return (int)o->memory_first_child->os_index;
-	}
-	return -1;
-}
-
-int tern__topo_pin_near(const char *domain, char *desc, size_t desclen)
-{
-	struct tern_topo *t = NULL;
-	const struct tern_topo_numa *numa = NULL;
-	const char *why = "the node this thread runs on";
-	char cpus[128];
-	int ret, cpu, nic;
-
-	ret = tern__topo_open(NULL, &t);
-	if (ret != 0)
-		return ret;
-	nic = domain != NULL ? tern__topo_nic_find(t, domain) : -ENOENT;
-	if (nic >= 0 && tern__topo_nic_get(t, (size_t)nic)->numa >= 0) {
-		numa = tern__topo_numa_find(
-			t, tern__topo_nic_get(t, (size_t)nic)->numa);
-		why = "the NIC's node";
-	}
-	if (numa == NULL && (cpu = sched_getcpu()) >= 0)
-		numa = tern__topo_numa_find(t, numa_of_cpu(t, (unsigned)cpu));
-	if (numa == NULL && tern__topo_numa_count(t) > 0) {
-		numa = tern__topo_numa_get(t, 0);
-		why = "the first node";
-	}
-	if (numa == NULL || numa->ncores == 0) {
-		tern__topo_close(t);
-		return -ENOENT;
-	}
-	ret = tern__topo_bind_thread(t, numa->cores, numa->ncores);
-	if (ret == 0) {
-		tern__topo_format_cpus(numa->cores, numa->ncores, cpus,
-				       sizeof(cpus));
-		snprintf(desc, desclen, "cores %s (NUMA node %d, %s)", cpus,
-			 numa->os_index, why);
-	}
-	tern__topo_close(t);
-	return ret;
-}
-
-int tern__topo_gpu_nics(const char *xml_path, unsigned gpu,
-			char (*names)[TERN_TOPO_NAME_LEN], size_t max,
-			char *why, size_t whylen)
-{
-	struct tern_topo_attr attr = { .xml_path = xml_path };
-	const struct tern_topo_gpu *g;
-	struct tern_topo *t = NULL;
-	int ret, n = 0;
-
-	ret = tern__topo_open(&attr, &t);
-	if (ret != 0) {
-		snprintf(why, whylen, "cannot read the machine map: %s",
-			 strerror(-ret));
-		return ret;
-	}
-	if (gpu >= tern__topo_gpu_count(t)) {
-		snprintf(why, whylen,
-			 "gpu=%u: %zu GPU(s) on %s (see tern topo)", gpu,
-			 tern__topo_gpu_count(t), tern__topo_source(t));
-		ret = -ENOENT;
-		goto out;
-	}
-	g = tern__topo_gpu_get(t, gpu);
-	for (size_t i = 0; i < g->nnics && (size_t)n < max; i++) {
-		const struct tern_topo_nic *nic = tern__topo_nic_get(
-			t, g->nics[i]);
-
-		if (nic->name[0] == '\0')
-			continue;
-		snprintf(names[n++], TERN_TOPO_NAME_LEN, "%s", nic->name);
-	}
-	ret = n;
-	if (n == 0) {
-		snprintf(why, whylen, "gpu=%u (%s) has no RDMA NIC on %s", gpu,
-			 g->busid, tern__topo_source(t));
-		ret = -ENOENT;
-	}
-out:
-	tern__topo_close(t);
-	return ret;
 }

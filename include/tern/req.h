@@ -253,6 +253,18 @@ TERN_API int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req);
 TERN_API int tern_progress(struct tern_ctx *ctx);
 
 /**
+ * Hand every operation queued on @p ctx's rails to the provider now,
+ * within credits and in batches as progress does, without reading a
+ * completion queue or running a callback. For a caller about to start a
+ * clock (a ping-pong's timer starts after its post, as in
+ * fi_rdm_pingpong): on tcp a CQ read is a poll system call. An operation
+ * the provider refuses for now stays queued; one it fails completes from
+ * the next progress pass.
+ * @return 0; -EINVAL for a NULL @p ctx.
+ */
+TERN_API int tern_flush(struct tern_ctx *ctx);
+
+/**
  * Drive progress until @p req is done (or, with @p req NULL, until any
  * request completes), or @p timeout_ms passes (-1: no limit), counted
  * from the end of a first progress pass, which always runs (it posts what

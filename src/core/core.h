@@ -49,14 +49,6 @@ void tern__keep(void *p);
 /* Monotonic clock in nanoseconds. */
 uint64_t tern__now_ns(void);
 
-struct tern_ctx;
-/* Hand what is queued on every rail to the provider now, reading no
- * completions (src/engine/progress.c). For a caller about to start a clock:
- * a CQ read there is the provider's progress, which costs system calls on
- * tcp. Runs no callback (a failed post completes from the next progress
- * pass). @return 0, or -errno. */
-int tern__post_queued(struct tern_ctx *ctx);
-
 /* Little-endian wire helpers: bounds are checked by the callers. */
 static inline void tern__put_u16(uint8_t *p, uint16_t v)
 {

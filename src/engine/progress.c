@@ -439,7 +439,7 @@ int tern_progress(struct tern_ctx *ctx)
 	return ret < 0 ? ret : done;
 }
 
-int tern__post_queued(struct tern_ctx *ctx)
+int tern_flush(struct tern_ctx *ctx)
 {
 	if (ctx == NULL)
 		return -EINVAL;

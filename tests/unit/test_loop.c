@@ -2219,7 +2219,7 @@ static void test_failed_post_cb_cancels_sibling(void **state)
 	assert_int_equal(write_nth(e, &v, 1), 0);
 	b.victim = &v.req;
 	/* Posting alone runs no callback, even for a failed post. */
-	assert_int_equal(tern__post_queued(e->ctx), 0);
+	assert_int_equal(tern_flush(e->ctx), 0);
 	assert_int_equal(b.calls, 0);
 	assert_int_equal(a.done, 0);
 	assert_int_equal(fk.ncalls, 2);
@@ -2288,13 +2288,13 @@ static void test_no_cq_read_needed(void **state)
 	assert_int_equal(fk.cq_reads, reads);
 	/* Posting without reading: the write reaches the provider, the CQ
 	 * is not read, and the write is still in flight. */
-	assert_int_equal(tern__post_queued(NULL), -EINVAL);
+	assert_int_equal(tern_flush(NULL), -EINVAL);
 	track_init(&w2);
 	assert_int_equal(
 		tern_write(&e->peer, &e->mr, e->buf, 8, &e->rdesc, 0, &w2.req),
 		0);
 	assert_int_equal(fk.ncalls, 1);
-	assert_int_equal(tern__post_queued(e->ctx), 0);
+	assert_int_equal(tern_flush(e->ctx), 0);
 	assert_int_equal(fk.ncalls, 2);
 	assert_int_equal(fk.cq_reads, reads);
 	assert_int_equal(w2.req.done, 0);

@@ -246,9 +246,7 @@ static int client_session(struct side *s, const struct app_ping_params *p,
 			 * tcp that is a poll and a signal reset raw does not
 			 * pay between a pong and the next ping. */
 			if (ret == 0)
-				ret = tern_flush(s->ctx) < 0
-					      ? -TERN_EPROV
-					      : 0;
+				ret = tern_flush(s->ctx) < 0 ? -TERN_EPROV : 0;
 			t0 = tern__now_ns();
 			if (ret == 0)
 				ret = fire(s, p->mode, size);

@@ -8,7 +8,7 @@
 #include <tern/tern.h>
 
 #include "wire.h"
-#include "../core/card.h"
+#include "../wire/card.h"
 #include "../core/core.h"
 
 #define BODY_HDR 8

@@ -18,7 +18,7 @@
 #include <tern/tern.h>
 
 #include "boot/wire.h"
-#include "core/card.h"
+#include "wire/card.h"
 #include "core/core.h"
 
 /* Offsets in a message: header, then the HELLO/WELCOME/REFUSE body. */

@@ -10,7 +10,7 @@
 #include <tern/ctx.h>
 
 #include "card.h"
-#include "core.h"
+#include "../core/core.h"
 
 ssize_t tern__card_pack(const struct tern__card *card, void *buf, size_t len)
 {

@@ -6,44 +6,49 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "wire/wire.h"
 #include "apps/fill/proto.h"
 
-static void put_hdr(uint8_t *p, uint16_t type, size_t len, uint64_t session)
+static void put_hdr(struct tern__wr *w, uint16_t type, size_t len,
+		    uint64_t session)
 {
-	tern__put_u32(p, FILL_MAGIC);
-	tern__put_u16(p + 4, FILL_VERSION);
-	tern__put_u16(p + 6, type);
-	tern__put_u32(p + 8, (uint32_t)len);
-	tern__put_u32(p + 12, 0);
-	tern__put_u64(p + 16, session);
+	tern__wr_u32(w, FILL_MAGIC);
+	tern__wr_u16(w, FILL_VERSION);
+	tern__wr_u16(w, type);
+	tern__wr_u32(w, (uint32_t)len);
+	tern__wr_u32(w, 0);
+	tern__wr_u64(w, session);
 }
 
 int fill_hdr_parse(const void *buf, size_t len, struct fill_hdr *h)
 {
-	const uint8_t *p = buf;
+	struct tern__rd r;
 	struct fill_hdr x;
+	uint32_t reserved;
 
 	if (len < FILL_HDR)
 		return -TERN_EPROTO;
-	x.magic = tern__get_u32(p);
-	x.version = tern__get_u16(p + 4);
-	x.type = tern__get_u16(p + 6);
-	x.length = tern__get_u32(p + 8);
-	x.session = tern__get_u64(p + 16);
-	if (x.magic != FILL_MAGIC)
+	tern__rd_init(&r, buf, len);
+	x.magic = tern__rd_u32(&r);
+	x.version = tern__rd_u16(&r);
+	x.type = tern__rd_u16(&r);
+	x.length = tern__rd_u32(&r);
+	reserved = tern__rd_u32(&r);
+	x.session = tern__rd_u64(&r);
+	if (!tern__rd_ok(&r) || x.magic != FILL_MAGIC)
 		return -TERN_EPROTO;
 	if (x.version != FILL_VERSION)
 		return -TERN_EVERSION;
-	if (x.length != len || tern__get_u32(p + 12) != 0)
+	if (x.length != len || reserved != 0)
 		return -TERN_EPROTO;
 	*h = x;
 	return 0;
 }
 
 /* Parse a header and require @type and an exact body length (or at least
- * @min when @exact is 0). */
+ * @min when @exact is 0). On success @r is at the body. */
 static int expect(const void *buf, size_t len, uint16_t type, size_t body,
-		  int exact, struct fill_hdr *h)
+		  int exact, struct fill_hdr *h, struct tern__rd *r)
 {
 	int ret = fill_hdr_parse(buf, len, h);
 
@@ -53,6 +58,8 @@ static int expect(const void *buf, size_t len, uint16_t type, size_t body,
 		return -TERN_EPROTO;
 	if (exact ? len != FILL_HDR + body : len < FILL_HDR + body)
 		return -TERN_EPROTO;
+	tern__rd_init(r, buf, len);
+	tern__rd_take(r, FILL_HDR);
 	return 0;
 }
 
@@ -64,73 +71,89 @@ ssize_t fill_connect_encode(void *buf, size_t cap, uint64_t nonce,
 			    const void *card, size_t card_len,
 			    const struct tern_mr_desc *regions)
 {
-	uint8_t *p = buf;
-	size_t off = FILL_HDR + 4;
+	struct tern__wr w, h;
+	ssize_t len;
 
 	if (card_len == 0 || card_len > TERN_CARD_MAX)
 		return -EINVAL;
-	if (off + card_len > cap)
+	if (FILL_HDR + 4 + card_len > cap)
 		return -ENOSPC;
-	tern__put_u16(p + FILL_HDR, (uint16_t)card_len);
-	tern__put_u16(p + FILL_HDR + 2, FILL_REGIONS);
-	memcpy(p + off, card, card_len);
-	off += card_len;
+	/* The body first: the header holds the whole length. */
+	tern__wr_init(&w, buf, cap);
+	tern__wr_take(&w, FILL_HDR);
+	tern__wr_u16(&w, (uint16_t)card_len);
+	tern__wr_u16(&w, FILL_REGIONS);
+	tern__wr_bytes(&w, card, card_len);
 	for (int i = 0; i < FILL_REGIONS; i++) {
-		ssize_t n = tern_mr_desc_pack(&regions[i], p + off, cap - off);
+		ssize_t n = tern_mr_desc_pack(&regions[i], tern__wr_ptr(&w),
+					      tern__wr_left(&w));
 
 		if (n < 0)
 			return n;
-		off += (size_t)n;
+		tern__wr_take(&w, (size_t)n);
 	}
-	put_hdr(p, FILL_CONNECT, off, nonce);
-	return (ssize_t)off;
+	len = tern__wr_end(&w);
+	if (len < 0)
+		return len;
+	tern__wr_init(&h, buf, FILL_HDR);
+	put_hdr(&h, FILL_CONNECT, (size_t)len, nonce);
+	return len;
 }
 
 int fill_connect_card(const void *buf, size_t len, const uint8_t **card_p,
 		      size_t *card_len_p)
 {
-	const uint8_t *p = buf;
+	struct tern__rd r;
+	uint32_t magic;
+	uint16_t type;
 	size_t card_len;
 
-	if (len < FILL_HDR + 4 || tern__get_u32(p) != FILL_MAGIC ||
-	    tern__get_u16(p + 6) != FILL_CONNECT)
+	/* Magic and type only: the prefix read here is that of every
+	 * version, so a newer client's card can still be read. */
+	tern__rd_init(&r, buf, len);
+	magic = tern__rd_u32(&r);
+	tern__rd_u16(&r); /* version */
+	type = tern__rd_u16(&r);
+	tern__rd_take(&r, FILL_HDR - 8);
+	card_len = tern__rd_u16(&r);
+	tern__rd_u16(&r); /* nregions */
+	if (!tern__rd_ok(&r) || magic != FILL_MAGIC || type != FILL_CONNECT)
 		return -TERN_EPROTO;
-	card_len = tern__get_u16(p + FILL_HDR);
 	if (card_len == 0 || card_len > TERN_CARD_MAX ||
-	    card_len > len - FILL_HDR - 4)
+	    card_len > tern__rd_left(&r))
 		return -TERN_EPROTO;
-	*card_p = p + FILL_HDR + 4;
+	*card_p = tern__rd_take(&r, card_len);
 	*card_len_p = card_len;
 	return 0;
 }
 
 int fill_connect_decode(const void *buf, size_t len, struct fill_connect *c)
 {
-	const uint8_t *p = buf;
 	struct fill_connect x;
 	struct fill_hdr h;
-	size_t off;
+	struct tern__rd r;
 	int ret;
 
-	ret = expect(buf, len, FILL_CONNECT, 4, 0, &h);
+	ret = expect(buf, len, FILL_CONNECT, 4, 0, &h, &r);
 	if (ret != 0)
 		return ret;
 	ret = fill_connect_card(buf, len, &x.card, &x.card_len);
 	if (ret != 0)
 		return ret;
-	if (tern__get_u16(p + FILL_HDR + 2) != FILL_REGIONS)
+	tern__rd_u16(&r); /* card_len, checked above */
+	if (tern__rd_u16(&r) != FILL_REGIONS)
 		return -TERN_EPROTO;
+	tern__rd_take(&r, x.card_len);
 	x.nonce = h.session;
-	off = FILL_HDR + 4 + x.card_len;
 	for (int i = 0; i < FILL_REGIONS; i++) {
-		ssize_t n = tern_mr_desc_unpack(p + off, len - off,
-						&x.regions[i]);
+		ssize_t n = tern_mr_desc_unpack(
+			tern__rd_ptr(&r), tern__rd_left(&r), &x.regions[i]);
 
 		if (n < 0)
 			return (int)n;
-		off += (size_t)n;
+		tern__rd_take(&r, (size_t)n);
 	}
-	if (off != len)
+	if (!tern__rd_ok(&r) || tern__rd_left(&r) != 0)
 		return -TERN_EPROTO;
 	*c = x;
 	return 0;
@@ -140,31 +163,32 @@ int fill_connect_decode(const void *buf, size_t len, struct fill_connect *c)
 ssize_t fill_accept_encode(void *buf, size_t cap, uint64_t session,
 			   const struct fill_accept *a)
 {
-	uint8_t *p = buf;
 	size_t len = FILL_HDR + 24;
+	struct tern__wr w;
 
 	if (cap < len)
 		return -ENOSPC;
-	put_hdr(p, FILL_ACCEPT, len, session);
-	tern__put_u64(p + 24, a->nonce);
-	tern__put_u32(p + 32, a->max_page_size);
-	tern__put_u32(p + 36, a->max_pages);
-	tern__put_u64(p + 40, a->max_bytes);
-	return (ssize_t)len;
+	tern__wr_init(&w, buf, len);
+	put_hdr(&w, FILL_ACCEPT, len, session);
+	tern__wr_u64(&w, a->nonce);
+	tern__wr_u32(&w, a->max_page_size);
+	tern__wr_u32(&w, a->max_pages);
+	tern__wr_u64(&w, a->max_bytes);
+	return tern__wr_end(&w);
 }
 
 int fill_accept_decode(const void *buf, size_t len, struct fill_accept *a)
 {
-	const uint8_t *p = buf;
 	struct fill_hdr h;
-	int ret = expect(buf, len, FILL_ACCEPT, 24, 1, &h);
+	struct tern__rd r;
+	int ret = expect(buf, len, FILL_ACCEPT, 24, 1, &h, &r);
 
 	if (ret != 0)
 		return ret;
-	a->nonce = tern__get_u64(p + 24);
-	a->max_page_size = tern__get_u32(p + 32);
-	a->max_pages = tern__get_u32(p + 36);
-	a->max_bytes = tern__get_u64(p + 40);
+	a->nonce = tern__rd_u64(&r);
+	a->max_page_size = tern__rd_u32(&r);
+	a->max_pages = tern__rd_u32(&r);
+	a->max_bytes = tern__rd_u64(&r);
 	return 0;
 }
 
@@ -173,80 +197,90 @@ ssize_t fill_request_encode(void *buf, size_t cap, uint64_t session,
 			    const struct fill_request *r,
 			    const uint32_t *indices)
 {
-	uint8_t *p = buf;
 	size_t len = FILL_HDR + 24 + 4 * (size_t)r->page_count;
+	struct tern__wr w;
 
 	if (cap < len)
 		return -ENOSPC;
-	put_hdr(p, FILL_REQUEST, len, session);
-	tern__put_u32(p + 24, r->id);
-	tern__put_u32(p + 28, r->page_size);
-	tern__put_u64(p + 32, r->seed);
-	tern__put_u32(p + 40, r->page_count);
-	tern__put_u32(p + 44, 0);
+	tern__wr_init(&w, buf, len);
+	put_hdr(&w, FILL_REQUEST, len, session);
+	tern__wr_u32(&w, r->id);
+	tern__wr_u32(&w, r->page_size);
+	tern__wr_u64(&w, r->seed);
+	tern__wr_u32(&w, r->page_count);
+	tern__wr_u32(&w, 0);
 	for (uint32_t k = 0; k < r->page_count; k++)
-		tern__put_u32(p + 48 + 4 * k, indices[k]);
-	return (ssize_t)len;
+		tern__wr_u32(&w, indices[k]);
+	return tern__wr_end(&w);
 }
 
 int fill_request_decode(const void *buf, size_t len, struct fill_request *r)
 {
-	const uint8_t *p = buf;
 	struct fill_hdr h;
-	uint32_t count;
-	int ret = expect(buf, len, FILL_REQUEST, 24, 0, &h);
+	struct tern__rd rd;
+	uint32_t id, page_size, count, reserved;
+	uint64_t seed;
+	size_t left;
+	int ret = expect(buf, len, FILL_REQUEST, 24, 0, &h, &rd);
 
 	if (ret != 0)
 		return ret;
-	count = tern__get_u32(p + 40);
-	if (tern__get_u32(p + 44) != 0)
+	id = tern__rd_u32(&rd);
+	page_size = tern__rd_u32(&rd);
+	seed = tern__rd_u64(&rd);
+	count = tern__rd_u32(&rd);
+	reserved = tern__rd_u32(&rd);
+	if (reserved != 0)
 		return -TERN_EPROTO;
 	/* The index list must be exactly page_count long. */
-	if ((len - FILL_HDR - 24) / 4 != count ||
-	    (len - FILL_HDR - 24) % 4 != 0)
+	left = tern__rd_left(&rd);
+	if (left / 4 != count || left % 4 != 0)
 		return -TERN_EPROTO;
-	r->id = tern__get_u32(p + 24);
-	r->page_size = tern__get_u32(p + 28);
-	r->seed = tern__get_u64(p + 32);
+	r->id = id;
+	r->page_size = page_size;
+	r->seed = seed;
 	r->page_count = count;
-	r->indices = p + 48;
+	r->indices = tern__rd_take(&rd, left);
 	return 0;
 }
 
+/* Entry @k of a decoded request's index list, whose length
+ * fill_request_decode() checked. */
 uint32_t fill_request_index(const struct fill_request *r, uint32_t k)
 {
-	return tern__get_u32(r->indices + 4 * (size_t)k);
+	return tern__wire_get_u32(r->indices + 4 * (size_t)k);
 }
 
 /* RESULT body: u32 id, i32 status, u64 bytes, u64 write_ns */
 ssize_t fill_result_encode(void *buf, size_t cap, uint64_t session,
 			   const struct fill_result *r)
 {
-	uint8_t *p = buf;
 	size_t len = FILL_HDR + 24;
+	struct tern__wr w;
 
 	if (cap < len)
 		return -ENOSPC;
-	put_hdr(p, FILL_RESULT, len, session);
-	tern__put_u32(p + 24, r->id);
-	tern__put_u32(p + 28, (uint32_t)r->status);
-	tern__put_u64(p + 32, r->bytes);
-	tern__put_u64(p + 40, r->write_ns);
-	return (ssize_t)len;
+	tern__wr_init(&w, buf, len);
+	put_hdr(&w, FILL_RESULT, len, session);
+	tern__wr_u32(&w, r->id);
+	tern__wr_u32(&w, (uint32_t)r->status);
+	tern__wr_u64(&w, r->bytes);
+	tern__wr_u64(&w, r->write_ns);
+	return tern__wr_end(&w);
 }
 
 int fill_result_decode(const void *buf, size_t len, struct fill_result *r)
 {
-	const uint8_t *p = buf;
 	struct fill_hdr h;
-	int ret = expect(buf, len, FILL_RESULT, 24, 1, &h);
+	struct tern__rd rd;
+	int ret = expect(buf, len, FILL_RESULT, 24, 1, &h, &rd);
 
 	if (ret != 0)
 		return ret;
-	r->id = tern__get_u32(p + 24);
-	r->status = (int32_t)tern__get_u32(p + 28);
-	r->bytes = tern__get_u64(p + 32);
-	r->write_ns = tern__get_u64(p + 40);
+	r->id = tern__rd_u32(&rd);
+	r->status = (int32_t)tern__rd_u32(&rd);
+	r->bytes = tern__rd_u64(&rd);
+	r->write_ns = tern__rd_u64(&rd);
 	return 0;
 }
 
@@ -256,35 +290,41 @@ ssize_t fill_error_encode(void *buf, size_t cap, uint64_t session, uint32_t id,
 {
 	size_t tlen = TERN_MIN(strlen(text), (size_t)FILL_TEXT_MAX);
 	size_t len = FILL_HDR + 10 + tlen;
-	uint8_t *p = buf;
+	struct tern__wr w;
 
 	if (cap < len)
 		return -ENOSPC;
-	put_hdr(p, FILL_ERROR, len, session);
-	tern__put_u32(p + 24, id);
-	tern__put_u32(p + 28, (uint32_t)code);
-	tern__put_u16(p + 32, (uint16_t)tlen);
-	memcpy(p + 34, text, tlen);
-	return (ssize_t)len;
+	tern__wr_init(&w, buf, len);
+	put_hdr(&w, FILL_ERROR, len, session);
+	tern__wr_u32(&w, id);
+	tern__wr_u32(&w, (uint32_t)code);
+	tern__wr_u16(&w, (uint16_t)tlen);
+	tern__wr_bytes(&w, text, tlen);
+	return tern__wr_end(&w);
 }
 
 int fill_error_decode(const void *buf, size_t len, struct fill_error *e)
 {
-	const uint8_t *p = buf;
 	struct fill_hdr h;
+	struct tern__rd r;
+	const uint8_t *text;
+	uint32_t id, code;
 	size_t tlen;
-	int ret = expect(buf, len, FILL_ERROR, 10, 0, &h);
+	int ret = expect(buf, len, FILL_ERROR, 10, 0, &h, &r);
 
 	if (ret != 0)
 		return ret;
-	tlen = tern__get_u16(p + 32);
-	if (tlen > FILL_TEXT_MAX || len != FILL_HDR + 10 + tlen)
+	id = tern__rd_u32(&r);
+	code = tern__rd_u32(&r);
+	tlen = tern__rd_u16(&r);
+	if (tlen > FILL_TEXT_MAX || tern__rd_left(&r) != tlen)
 		return -TERN_EPROTO;
-	e->id = tern__get_u32(p + 24);
-	e->code = (int32_t)tern__get_u32(p + 28);
+	e->id = id;
+	e->code = (int32_t)code;
 	/* The text is shown to a user: keep printable ASCII only. */
+	text = tern__rd_take(&r, tlen);
 	for (size_t i = 0; i < tlen; i++) {
-		char c = (char)p[34 + i];
+		char c = (char)text[i];
 
 		e->text[i] = (c >= 0x20 && c < 0x7f) ? c : '?';
 	}
@@ -294,10 +334,13 @@ int fill_error_decode(const void *buf, size_t len, struct fill_error *e)
 
 ssize_t fill_bye_encode(void *buf, size_t cap, uint64_t session)
 {
+	struct tern__wr w;
+
 	if (cap < FILL_HDR)
 		return -ENOSPC;
-	put_hdr(buf, FILL_BYE, FILL_HDR, session);
-	return FILL_HDR;
+	tern__wr_init(&w, buf, FILL_HDR);
+	put_hdr(&w, FILL_BYE, FILL_HDR, session);
+	return tern__wr_end(&w);
 }
 
 uint64_t fill_region_pages(uint64_t len, uint32_t page_size)

@@ -8,70 +8,94 @@
 #include <tern/tern.h>
 
 #include "wire.h"
-#include "../core/card.h"
 #include "../core/core.h"
+#include "../wire/card.h"
+#include "../wire/wire.h"
 
 #define BODY_HDR 8
+
+/* The 16-byte header, every field read (none checked yet). */
+struct hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t body;
+	uint32_t reserved;
+};
+
+static int read_hdr(const uint8_t *buf, size_t len, struct hdr *h)
+{
+	struct tern__rd r;
+
+	tern__rd_init(&r, buf, len);
+	h->magic = tern__rd_u32(&r);
+	h->version = tern__rd_u16(&r);
+	h->type = tern__rd_u16(&r);
+	h->body = tern__rd_u32(&r);
+	h->reserved = tern__rd_u32(&r);
+	return tern__rd_ok(&r);
+}
 
 ssize_t tern__boot_need(const uint8_t *buf, size_t len, char *why,
 			size_t whylen)
 {
-	uint32_t magic, body;
-	uint16_t version;
+	struct hdr h;
 
-	if (len < TERN_BOOT_HDR)
+	if (!read_hdr(buf, len, &h))
 		return 0;
-	magic = tern__get_u32(buf);
-	version = tern__get_u16(buf + 4);
-	body = tern__get_u32(buf + 8);
-	if (magic != TERN_BOOT_MAGIC) {
+	if (h.magic != TERN_BOOT_MAGIC) {
 		snprintf(why, whylen,
-			 "not a tern bootstrap message (magic 0x%08x)", magic);
+			 "not a tern bootstrap message (magic 0x%08x)",
+			 h.magic);
 		return -TERN_EPROTO;
 	}
-	if (version == 0) {
+	if (h.version == 0) {
 		snprintf(why, whylen, "bootstrap version 0 is not valid");
 		return -TERN_EPROTO;
 	}
 	/* A newer peer's message is read whole (within the size cap) so a
 	 * refusal can be answered in our version. */
-	if (tern__get_u32(buf + 12) != 0 && version == TERN_BOOT_VERSION) {
+	if (h.reserved != 0 && h.version == TERN_BOOT_VERSION) {
 		snprintf(why, whylen, "reserved header field is not zero");
 		return -TERN_EPROTO;
 	}
-	if (body > TERN_BOOT_BODY_MAX) {
+	if (h.body > TERN_BOOT_BODY_MAX) {
 		snprintf(why, whylen,
-			 "message body of %u bytes (the limit is %u)", body,
+			 "message body of %u bytes (the limit is %u)", h.body,
 			 (unsigned int)TERN_BOOT_BODY_MAX);
 		return -TERN_EPROTO;
 	}
-	return (ssize_t)(TERN_BOOT_HDR + body);
+	return (ssize_t)(TERN_BOOT_HDR + h.body);
 }
 
 /* Printable ASCII only: a peer's text goes into our logs. */
-static void copy_text(char *dst, const uint8_t *src, size_t n)
+static void printable(uint8_t *dst, const uint8_t *src, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? (char)src[i] : '?';
-	dst[n] = '\0';
+		dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : '?';
 }
 
 static int decode_info(const uint8_t *p, size_t n, struct tern__boot_msg *m,
 		       char *why, size_t whylen)
 {
 	struct tern__card card;
-	size_t card_len, token_len, ndesc, off;
+	struct tern__rd r;
+	size_t card_len, token_len, ndesc;
+	const uint8_t *cp;
+	uint16_t reserved;
 	char cwhy[128];
 
-	if (n < BODY_HDR) {
+	tern__rd_init(&r, p, n);
+	card_len = tern__rd_u16(&r);
+	token_len = tern__rd_u16(&r);
+	ndesc = tern__rd_u16(&r);
+	reserved = tern__rd_u16(&r);
+	if (!tern__rd_ok(&r)) {
 		snprintf(why, whylen, "hello body of %zu bytes is truncated",
 			 n);
 		return -TERN_EPROTO;
 	}
-	card_len = tern__get_u16(p);
-	token_len = tern__get_u16(p + 2);
-	ndesc = tern__get_u16(p + 4);
-	if (tern__get_u16(p + 6) != 0) {
+	if (reserved != 0) {
 		snprintf(why, whylen, "reserved hello field is not zero");
 		return -TERN_EPROTO;
 	}
@@ -94,41 +118,64 @@ static int decode_info(const uint8_t *p, size_t n, struct tern__boot_msg *m,
 			 TERN_BOOT_DESCS_MAX);
 		return -TERN_EDESC;
 	}
-	off = BODY_HDR;
-	if (n - off < card_len + token_len) {
+	if (tern__rd_left(&r) < card_len + token_len) {
 		snprintf(why, whylen,
 			 "hello of %zu bytes cannot hold a %zu-byte card and a "
 			 "%zu-byte token",
 			 n, card_len, token_len);
 		return -TERN_EPROTO;
 	}
-	if (tern__card_parse(p + off, card_len, &card, cwhy, sizeof(cwhy))) {
+	cp = tern__rd_take(&r, card_len);
+	if (tern__card_parse(cp, card_len, &card, cwhy, sizeof(cwhy))) {
 		snprintf(why, whylen, "bad card: %s", cwhy);
 		return -TERN_ECARD;
 	}
-	memcpy(m->info.card, p + off, card_len);
+	memcpy(m->info.card, cp, card_len);
 	m->info.card_len = card_len;
-	off += card_len;
-	m->token = token_len ? p + off : NULL;
+	m->token = token_len ? tern__rd_take(&r, token_len) : NULL;
 	m->token_len = token_len;
-	off += token_len;
 	for (size_t i = 0; i < ndesc; i++) {
-		ssize_t used = tern_mr_desc_unpack(p + off, n - off,
-						   &m->info.descs[i]);
+		ssize_t used = tern_mr_desc_unpack(
+			tern__rd_ptr(&r), tern__rd_left(&r), &m->info.descs[i]);
 
 		if (used < 0) {
 			snprintf(why, whylen, "memory descriptor %zu: %s", i,
 				 tern_strerror((int)used));
 			return (int)used;
 		}
-		off += (size_t)used;
+		tern__rd_take(&r, (size_t)used);
 	}
 	m->info.ndesc = (unsigned int)ndesc;
-	if (off != n) {
+	if (tern__rd_left(&r) != 0) {
 		snprintf(why, whylen, "%zu unexpected bytes after the hello",
-			 n - off);
+			 tern__rd_left(&r));
 		return -TERN_EPROTO;
 	}
+	return 0;
+}
+
+static int decode_refuse(const uint8_t *p, size_t n, struct tern__boot_msg *m,
+			 char *why, size_t whylen)
+{
+	struct tern__rd r;
+	uint16_t reserved;
+	size_t tl;
+
+	tern__rd_init(&r, p, n);
+	m->code = tern__rd_u32(&r);
+	tl = tern__rd_u16(&r);
+	reserved = tern__rd_u16(&r);
+	if (!tern__rd_ok(&r)) {
+		snprintf(why, whylen, "refusal of %zu bytes", n);
+		return -TERN_EPROTO;
+	}
+	if (tl > TERN_BOOT_TEXT_MAX || reserved != 0 ||
+	    tern__rd_left(&r) != tl || m->code == 0 || m->code > 4096) {
+		snprintf(why, whylen, "malformed refusal");
+		return -TERN_EPROTO;
+	}
+	printable((uint8_t *)m->text, tern__rd_take(&r, tl), tl);
+	m->text[tl] = '\0';
 	return 0;
 }
 
@@ -136,8 +183,8 @@ int tern__boot_decode(const uint8_t *buf, size_t len, struct tern__boot_msg *m,
 		      char *why, size_t whylen)
 {
 	ssize_t need = tern__boot_need(buf, len, why, whylen);
-	const uint8_t *p = buf + TERN_BOOT_HDR;
-	size_t n, tl;
+	struct hdr h;
+	size_t n;
 
 	memset(m, 0, sizeof(*m));
 	if (need < 0)
@@ -148,8 +195,9 @@ int tern__boot_decode(const uint8_t *buf, size_t len, struct tern__boot_msg *m,
 			 need ? need : (ssize_t)TERN_BOOT_HDR);
 		return -TERN_EPROTO;
 	}
-	m->version = tern__get_u16(buf + 4);
-	m->type = tern__get_u16(buf + 6);
+	read_hdr(buf, len, &h);
+	m->version = h.version;
+	m->type = h.type;
 	if (m->version > TERN_BOOT_VERSION) {
 		snprintf(why, whylen,
 			 "bootstrap version %u not supported (this side "
@@ -161,21 +209,9 @@ int tern__boot_decode(const uint8_t *buf, size_t len, struct tern__boot_msg *m,
 	switch (m->type) {
 	case TERN_BOOT_HELLO:
 	case TERN_BOOT_WELCOME:
-		return decode_info(p, n, m, why, whylen);
+		return decode_info(buf + TERN_BOOT_HDR, n, m, why, whylen);
 	case TERN_BOOT_REFUSE:
-		if (n < 8) {
-			snprintf(why, whylen, "refusal of %zu bytes", n);
-			return -TERN_EPROTO;
-		}
-		m->code = tern__get_u32(p);
-		tl = tern__get_u16(p + 4);
-		if (tl > TERN_BOOT_TEXT_MAX || tern__get_u16(p + 6) != 0 ||
-		    n != 8 + tl || m->code == 0 || m->code > 4096) {
-			snprintf(why, whylen, "malformed refusal");
-			return -TERN_EPROTO;
-		}
-		copy_text(m->text, p + 8, tl);
-		return 0;
+		return decode_refuse(buf + TERN_BOOT_HDR, n, m, why, whylen);
 	default:
 		snprintf(why, whylen, "unknown bootstrap message type %u",
 			 m->type);
@@ -183,19 +219,21 @@ int tern__boot_decode(const uint8_t *buf, size_t len, struct tern__boot_msg *m,
 	}
 }
 
-static void put_hdr(uint8_t *buf, uint16_t type, size_t body)
+static void put_hdr(struct tern__wr *w, uint16_t type, size_t body)
 {
-	tern__put_u32(buf, TERN_BOOT_MAGIC);
-	tern__put_u16(buf + 4, TERN_BOOT_VERSION);
-	tern__put_u16(buf + 6, type);
-	tern__put_u32(buf + 8, (uint32_t)body);
-	tern__put_u32(buf + 12, 0);
+	tern__wr_u32(w, TERN_BOOT_MAGIC);
+	tern__wr_u16(w, TERN_BOOT_VERSION);
+	tern__wr_u16(w, type);
+	tern__wr_u32(w, (uint32_t)body);
+	tern__wr_u32(w, 0);
 }
 
 ssize_t tern__boot_encode(uint8_t *buf, size_t len, uint16_t type,
 			  const struct tern_boot_info *info, const char *token)
 {
-	size_t tl = token != NULL ? strlen(token) : 0, off;
+	size_t tl = token != NULL ? strlen(token) : 0;
+	struct tern__wr w, h;
+	ssize_t total;
 
 	if (info == NULL || info->card_len == 0 ||
 	    info->card_len > TERN_CARD_MAX ||
@@ -203,45 +241,55 @@ ssize_t tern__boot_encode(uint8_t *buf, size_t len, uint16_t type,
 	    (type != TERN_BOOT_HELLO && type != TERN_BOOT_WELCOME) ||
 	    (type == TERN_BOOT_WELCOME && tl != 0))
 		return -EINVAL;
-	off = TERN_BOOT_HDR + BODY_HDR;
-	if (len < off + info->card_len + tl)
+	if (len < TERN_BOOT_HDR + BODY_HDR + info->card_len + tl)
 		return -ENOSPC;
-	memcpy(buf + off, info->card, info->card_len);
-	off += info->card_len;
-	if (tl != 0)
-		memcpy(buf + off, token, tl);
-	off += tl;
+	/* The body first: its length goes into the headers. */
+	tern__wr_init(&w, buf, len);
+	tern__wr_take(&w, TERN_BOOT_HDR + BODY_HDR);
+	tern__wr_bytes(&w, info->card, info->card_len);
+	tern__wr_bytes(&w, token, tl);
 	for (unsigned int i = 0; i < info->ndesc; i++) {
-		ssize_t n = tern_mr_desc_pack(&info->descs[i], buf + off,
-					      len - off);
+		ssize_t n = tern_mr_desc_pack(&info->descs[i], tern__wr_ptr(&w),
+					      tern__wr_left(&w));
 
 		if (n < 0)
 			return n;
-		off += (size_t)n;
+		tern__wr_take(&w, (size_t)n);
 	}
-	put_hdr(buf, type, off - TERN_BOOT_HDR);
-	tern__put_u16(buf + TERN_BOOT_HDR, (uint16_t)info->card_len);
-	tern__put_u16(buf + TERN_BOOT_HDR + 2, (uint16_t)tl);
-	tern__put_u16(buf + TERN_BOOT_HDR + 4, (uint16_t)info->ndesc);
-	tern__put_u16(buf + TERN_BOOT_HDR + 6, 0);
-	return (ssize_t)off;
+	total = tern__wr_end(&w);
+	if (total < 0)
+		return total;
+	tern__wr_init(&h, buf, TERN_BOOT_HDR + BODY_HDR);
+	put_hdr(&h, type, (size_t)total - TERN_BOOT_HDR);
+	tern__wr_u16(&h, (uint16_t)info->card_len);
+	tern__wr_u16(&h, (uint16_t)tl);
+	tern__wr_u16(&h, (uint16_t)info->ndesc);
+	tern__wr_u16(&h, 0);
+	if (tern__wr_end(&h) < 0)
+		return -ENOSPC;
+	return total;
 }
 
 ssize_t tern__boot_encode_refuse(uint8_t *buf, size_t len, uint32_t code,
 				 const char *text)
 {
 	size_t tl = TERN_MIN(strlen(text), (size_t)TERN_BOOT_TEXT_MAX);
+	struct tern__wr w;
+	uint8_t *tp;
 
 	if (code == 0 || code > 4096)
 		return -EINVAL;
 	if (len < TERN_BOOT_HDR + 8 + tl)
 		return -ENOSPC;
-	put_hdr(buf, TERN_BOOT_REFUSE, 8 + tl);
-	tern__put_u32(buf + TERN_BOOT_HDR, code);
-	tern__put_u16(buf + TERN_BOOT_HDR + 4, (uint16_t)tl);
-	tern__put_u16(buf + TERN_BOOT_HDR + 6, 0);
-	copy_text((char *)buf + TERN_BOOT_HDR + 8, (const uint8_t *)text, tl);
-	return (ssize_t)(TERN_BOOT_HDR + 8 + tl);
+	tern__wr_init(&w, buf, len);
+	put_hdr(&w, TERN_BOOT_REFUSE, 8 + tl);
+	tern__wr_u32(&w, code);
+	tern__wr_u16(&w, (uint16_t)tl);
+	tern__wr_u16(&w, 0);
+	tp = tern__wr_take(&w, tl);
+	if (tp != NULL)
+		printable(tp, (const uint8_t *)text, tl);
+	return tern__wr_end(&w);
 }
 
 int tern__boot_token_eq(const uint8_t *a, size_t alen, const char *want)

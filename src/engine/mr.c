@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Memory registration on every rail, and the MR descriptor wire format. */
+/* Memory registration on every rail (the descriptor codec: wire/desc.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -12,9 +12,6 @@
 #include "engine.h"
 #include "../hmem/cuda.h"
 #include "stage.h"
-
-#define TERN_MR_DESC_MAGIC   0x444d5254u /* "TRMD" little-endian */
-#define TERN_MR_DESC_VERSION 1
 
 #define TERN_ACCESS_ALL                                \
 	(TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_READ | \
@@ -416,67 +413,4 @@ void *tern_mr_addr(const struct tern_mr *mr)
 size_t tern_mr_len(const struct tern_mr *mr)
 {
 	return mr->len;
-}
-
-/*
- * Wire format, little-endian (docs/protocol.md):
- *   0 u32 magic "TRMD"   4 u8 version   5 u8 nkeys   6 u16 flags
- *   8 u64 base          16 u64 len     24 u64 key[nkeys]
- */
-ssize_t tern_mr_desc_pack(const struct tern_mr_desc *desc, void *buf,
-			  size_t len)
-{
-	uint8_t *p = buf;
-	size_t need;
-
-	/* Never write what unpack would refuse. */
-	if (desc == NULL || buf == NULL || desc->nkeys == 0 ||
-	    desc->nkeys > TERN_MAX_RAILS ||
-	    (desc->flags & ~TERN_MR_DESC_FLAGS) != 0 || desc->len == 0 ||
-	    desc->base + desc->len < desc->base)
-		return -EINVAL;
-	need = TERN_MR_DESC_PACKED_SIZE(desc->nkeys);
-	if (len < need)
-		return -ENOSPC;
-	tern__put_u32(p, TERN_MR_DESC_MAGIC);
-	p[4] = TERN_MR_DESC_VERSION;
-	p[5] = (uint8_t)desc->nkeys;
-	tern__put_u16(p + 6, (uint16_t)desc->flags);
-	tern__put_u64(p + 8, desc->base);
-	tern__put_u64(p + 16, desc->len);
-	for (uint32_t i = 0; i < desc->nkeys; i++)
-		tern__put_u64(p + 24 + 8 * i, desc->keys[i]);
-	return (ssize_t)need;
-}
-
-ssize_t tern_mr_desc_unpack(const void *buf, size_t len,
-			    struct tern_mr_desc *desc)
-{
-	const uint8_t *p = buf;
-	struct tern_mr_desc d = { 0 };
-	size_t need;
-
-	if (buf == NULL || desc == NULL)
-		return -EINVAL;
-	if (len < TERN_MR_DESC_PACKED_SIZE(0) ||
-	    tern__get_u32(p) != TERN_MR_DESC_MAGIC)
-		return -TERN_EDESC;
-	if (p[4] != TERN_MR_DESC_VERSION)
-		return p[4] > TERN_MR_DESC_VERSION ? -TERN_EVERSION
-						   : -TERN_EDESC;
-	d.nkeys = p[5];
-	d.flags = tern__get_u16(p + 6);
-	d.base = tern__get_u64(p + 8);
-	d.len = tern__get_u64(p + 16);
-	if (d.nkeys == 0 || d.nkeys > TERN_MAX_RAILS ||
-	    (d.flags & ~TERN_MR_DESC_FLAGS) != 0 || d.len == 0 ||
-	    d.base + d.len < d.base)
-		return -TERN_EDESC;
-	need = TERN_MR_DESC_PACKED_SIZE(d.nkeys);
-	if (len < need)
-		return -TERN_EDESC;
-	for (uint32_t i = 0; i < d.nkeys; i++)
-		d.keys[i] = tern__get_u64(p + 24 + 8 * i);
-	*desc = d;
-	return (ssize_t)need;
 }

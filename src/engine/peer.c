@@ -11,7 +11,7 @@
 #include "engine.h"
 #include "stage.h"
 
-#include "../core/card.h"
+#include "../wire/card.h"
 
 ssize_t tern_ctx_card(const struct tern_ctx *ctx, void *buf, size_t len)
 {

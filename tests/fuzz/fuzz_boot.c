@@ -15,7 +15,7 @@
 #include <tern/tern.h>
 
 #include "boot/wire.h"
-#include "core/card.h"
+#include "wire/card.h"
 #include "core/core.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

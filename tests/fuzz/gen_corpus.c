@@ -14,7 +14,7 @@
 #include <tern/tern.h>
 
 #include "boot/wire.h"
-#include "core/card.h"
+#include "wire/card.h"
 #include "core/core.h"
 #include "apps/fill/proto.h"
 

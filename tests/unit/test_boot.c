@@ -18,7 +18,7 @@
 #include <tern/tern.h>
 
 #include "boot/wire.h"
-#include "core/card.h"
+#include "wire/card.h"
 #include "core/core.h"
 
 /* Offsets in a message: header, then the HELLO/WELCOME/REFUSE body. */
@@ -727,6 +727,20 @@ static void test_encode_no_space(void **state)
 		for (size_t i = len; i < sizeof(buf); i++)
 			if (buf[i] != CANARY)
 				fail_msg("refuse into %zu bytes wrote byte %zu",
+					 len, i);
+	}
+	/* A buffer of exactly the refusal's length: nothing past it (the
+	 * text copy used to write a NUL one byte after the message). */
+	for (size_t tl = 0; tl <= 5; tl++) {
+		size_t len = TERN_BOOT_HDR + 8 + tl;
+
+		memset(buf, CANARY, sizeof(buf));
+		ret = tern__boot_encode_refuse(buf, len, EBUSY,
+					       "hello" + (5 - tl));
+		assert_int_equal(ret, len);
+		for (size_t i = len; i < sizeof(buf); i++)
+			if (buf[i] != CANARY)
+				fail_msg("refuse of %zu bytes wrote byte %zu",
 					 len, i);
 	}
 }

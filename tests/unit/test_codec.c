@@ -17,7 +17,7 @@
 
 #include <tern/tern.h>
 
-#include "core/card.h"
+#include "wire/card.h"
 #include "core/core.h"
 
 /* From src/engine/engine.h, which pulls in the whole fabric layer. */

@@ -10,11 +10,11 @@
 #include <tern/ctx.h>
 
 #include "card.h"
-#include "core.h"
+#include "wire.h"
 
 ssize_t tern__card_pack(const struct tern__card *card, void *buf, size_t len)
 {
-	uint8_t *p = buf;
+	struct tern__wr w;
 	size_t need;
 
 	if (card->nrails == 0 || card->nrails > TERN_MAX_RAILS ||
@@ -25,34 +25,41 @@ ssize_t tern__card_pack(const struct tern__card *card, void *buf, size_t len)
 		return -EINVAL;
 	if (len < need)
 		return -ENOSPC;
-	tern__put_u32(p, TERN_CARD_MAGIC);
-	p[4] = TERN_CARD_VERSION;
-	p[5] = (uint8_t)card->nrails;
-	tern__put_u16(p + 6, (uint16_t)card->addrlen);
-	tern__put_u32(p + 8, card->addr_format);
-	memcpy(p + TERN_CARD_HDR, card->addrs, need - TERN_CARD_HDR);
-	return (ssize_t)need;
+	tern__wr_init(&w, buf, need);
+	tern__wr_u32(&w, TERN_CARD_MAGIC);
+	tern__wr_u8(&w, TERN_CARD_VERSION);
+	tern__wr_u8(&w, (uint8_t)card->nrails);
+	tern__wr_u16(&w, (uint16_t)card->addrlen);
+	tern__wr_u32(&w, card->addr_format);
+	tern__wr_bytes(&w, card->addrs, need - TERN_CARD_HDR);
+	return tern__wr_end(&w);
 }
 
 int tern__card_parse(const void *buf, size_t len, struct tern__card *card,
 		     char *why, size_t whylen)
 {
-	const uint8_t *p = buf;
+	struct tern__rd r;
 	size_t nrails, alen;
+	uint32_t magic, addr_format;
+	uint8_t version;
 
-	if (len < TERN_CARD_HDR || tern__get_u32(p) != TERN_CARD_MAGIC) {
+	tern__rd_init(&r, buf, len);
+	magic = tern__rd_u32(&r);
+	version = tern__rd_u8(&r);
+	nrails = tern__rd_u8(&r);
+	alen = tern__rd_u16(&r);
+	addr_format = tern__rd_u32(&r);
+	if (!tern__rd_ok(&r) || magic != TERN_CARD_MAGIC) {
 		snprintf(why, whylen, "not a tern card (%zu bytes)", len);
 		return -TERN_ECARD;
 	}
-	if (p[4] != TERN_CARD_VERSION) {
+	if (version != TERN_CARD_VERSION) {
 		snprintf(why, whylen, "card version %u; this tern reads %u",
-			 p[4], TERN_CARD_VERSION);
+			 version, TERN_CARD_VERSION);
 		return -TERN_ECARD;
 	}
-	nrails = p[5];
-	alen = tern__get_u16(p + 6);
 	if (nrails == 0 || nrails > TERN_MAX_RAILS || alen == 0 ||
-	    alen > TERN_ADDR_MAX || len != TERN_CARD_HDR + nrails * alen) {
+	    alen > TERN_ADDR_MAX || tern__rd_left(&r) != nrails * alen) {
 		snprintf(why, whylen,
 			 "card claims %zu rail(s) of %zu-byte addresses but "
 			 "is %zu bytes",
@@ -66,7 +73,7 @@ int tern__card_parse(const void *buf, size_t len, struct tern__card *card,
 	}
 	card->nrails = (unsigned int)nrails;
 	card->addrlen = alen;
-	card->addr_format = tern__get_u32(p + 8);
-	card->addrs = p + TERN_CARD_HDR;
+	card->addr_format = addr_format;
+	card->addrs = tern__rd_take(&r, nrails * alen);
 	return 0;
 }

@@ -309,11 +309,14 @@ static void side_close(struct side *s)
 	/* Nothing may stay queued on a buffer we free. */
 	if (!s->rreq.done && tern_req_cancel(s->ctx, &s->rreq) >= 0)
 		tern_wait(s->ctx, &s->rreq, 2000);
-	if (!s->ireq.done)
-		tern_req_cancel(s->ctx, &s->ireq);
+	if (!s->ireq.done && tern_req_cancel(s->ctx, &s->ireq) >= 0)
+		tern_wait(s->ctx, &s->ireq, 0);
 	if (!s->sreq.done)
 		tern_wait(s->ctx, &s->sreq, 2000);
 	tern_peer_remove(s->peer);
+	/* A send it cancelled completes from the next progress pass. */
+	if (!s->sreq.done)
+		tern_wait(s->ctx, &s->sreq, 0);
 	if (!s->rreq.done || !s->sreq.done) {
 		/* The provider still holds them: keep their memory. */
 		tern_warn("ping: operations still in flight; keeping their "

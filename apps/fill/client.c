@@ -202,11 +202,16 @@ static void conn_free(struct tern_fill_conn *c)
 		tern_debug("fill client: cancel receive: %d, wait %d, done %d",
 			   cr, wr, c->rreq.done);
 	}
-	if (!c->ireq.done)
-		tern_req_cancel(c->ctx, &c->ireq);
+	/* A cancelled request is tern's until its callback ran (from the
+	 * progress pass a wait makes): only then may its memory go. */
+	if (!c->ireq.done && tern_req_cancel(c->ctx, &c->ireq) >= 0)
+		tern_wait(c->ctx, &c->ireq, 0);
 	if (!c->sreq.done)
 		tern_wait(c->ctx, &c->sreq, c->gone ? 200 : 2000);
 	tern_peer_remove(c->peer);
+	/* A send it cancelled completes from the next progress pass. */
+	if (!c->sreq.done)
+		tern_wait(c->ctx, &c->sreq, 0);
 	if (!c->sreq.done || (c->recv_posted && !c->rreq.done)) {
 		/* The provider still holds them: keep their memory. */
 		tern_warn("fill client: operations still in flight at close; "
@@ -561,7 +566,10 @@ out_cancel:
 			 p->pages);
 		ret = -TERN_EPEERGONE;
 	}
-	tern_req_cancel(c->ctx, &c->ireq);
+	/* Completed from the next progress pass: wait for it before the
+	 * request is used for the next fill. */
+	if (tern_req_cancel(c->ctx, &c->ireq) >= 0)
+		tern_wait(c->ctx, &c->ireq, 0);
 	/* Pages may have been written: restore the canary everywhere. */
 	for (int i = 0; i < TERN_FILL_REGIONS; i++)
 		memset(c->region[i], CANARY, TERN_FILL_REGION_SIZE);

@@ -313,7 +313,7 @@ static void session_end(struct tern_fill_server *srv, struct session *s,
 	}
 	s->peer = NULL;
 	/* Cancels what is still queued to it (replies included: their
-	 * callbacks run here and settle the slot). */
+	 * callbacks run from the next progress pass and settle the slot). */
 	tern_peer_remove(peer);
 	session_settle(s);
 	if (srv->opts.once)
@@ -937,8 +937,10 @@ int tern_fill_server_open(struct tern_ctx *ctx,
 
 err_rx:
 	/* Receives already queued must not outlive their buffers. */
-	while (i-- > 0)
-		tern_req_cancel(ctx, &srv->rx[i].req);
+	while (i-- > 0) {
+		if (tern_req_cancel(ctx, &srv->rx[i].req) >= 0)
+			tern_wait(ctx, &srv->rx[i].req, 2000);
+	}
 	tern_mr_close(srv->msgmr);
 err_free:
 	free(srv->msgmem);

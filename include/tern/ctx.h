@@ -110,15 +110,25 @@ TERN_API int tern_ctx_open(const struct tern_ctx_attr *attr,
 			   struct tern_ctx **ctx_p);
 
 /**
- * Close a ctx, and with it the peers and memory regions still open on it
- * (their handles become invalid). Operations still queued complete with
- * -ECANCELED at once; operations already with the provider get up to 2 s
- * to finish, then complete with -ECANCELED; each exactly once, with its
- * callback run, before any memory is freed. Active timers, deferred work
- * and fd watchers are stopped without running. Over verbs;ofi_rxm it then
- * keeps progressing for $TERN_VERBS_LINGER_MS (default 20 ms) before the
- * endpoints close, so neither side crashes on a flow-control credit still
- * in flight (a libfabric bug; README, "Known limits").
+ * Close a ctx and everything still open on it. What happens to its live
+ * children, in order:
+ * - Timers, deferred work and fd watchers: stopped without running (the
+ *   structs are the caller's again, inactive; fds are not closed).
+ * - Peers: removed, as tern_peer_remove() (their handles become invalid).
+ * - Requests: every one completes exactly once, its callback run inside
+ *   this call (the one exception to "callbacks run only from progress"):
+ *   queued operations, immediate expectations and staged operations with
+ *   -ECANCELED at once; operations already with the provider get up to
+ *   2 s to finish, then the endpoints close and they complete -ECANCELED.
+ *   Over verbs;ofi_rxm it keeps progressing for $TERN_VERBS_LINGER_MS
+ *   (default 20 ms) before the endpoints close, so neither side crashes
+ *   on a flow-control credit still in flight (a libfabric bug; README,
+ *   "Known limits").
+ * - Memory regions: closed once no request uses them any more, even one
+ *   tern_mr_close() refused with -EBUSY (their handles become invalid;
+ *   the buffers are the caller's to free).
+ * All callbacks have run before any of tern's memory is freed; a
+ * callback that posts is refused (-ECANCELED).
  * Called from a callback of this ctx, it refuses new posts at once and
  * finishes when the tern call that ran the callback returns; that call
  * (tern_run(), tern_progress(), tern_wait()) then returns -TERN_ECLOSED.
@@ -209,11 +219,13 @@ TERN_API int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 			   struct tern_peer **peer_p);
 
 /**
- * Remove a peer. Operations to it still queued in tern complete with
- * -ECANCELED (callbacks run inside this call); operations already handed to
+ * Remove a peer. Runs no callback: operations to it still queued in tern
+ * are cancelled, and complete with -ECANCELED from the next progress pass
+ * (tern_progress(), tern_wait(), tern_run()); operations already handed to
  * the provider complete normally, and the peer's memory is released after
  * the last of them. The handle must not be used after this call.
- * tern_peer_remove(NULL) returns 0.
+ * May be called from a callback. tern_peer_remove(NULL) returns 0.
+ * @return 0; -EINVAL if the peer was already removed.
  */
 TERN_API int tern_peer_remove(struct tern_peer *peer);
 

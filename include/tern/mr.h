@@ -66,8 +66,12 @@ TERN_API int tern_mr_reg(struct tern_ctx *ctx, void *buf, size_t len,
 			 uint64_t access, struct tern_mr **mr_p);
 
 /**
- * Deregister. The caller must not close a region that queued or posted
- * operations still use. tern_mr_close(NULL) returns 0.
+ * Deregister. A region pins nothing, but operations pin their region:
+ * while any operation on it is queued, with the provider or staging
+ * (a cancelled one lets go as it is cancelled), the close is refused and
+ * changes nothing. tern_ctx_close() closes regions left open.
+ * @return 0; -EBUSY with operations in flight on it. tern_mr_close(NULL)
+ * returns 0.
  */
 TERN_API int tern_mr_close(struct tern_mr *mr);
 

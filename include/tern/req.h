@@ -11,10 +11,18 @@
  *   to the provider in batches (libfabric FI_MORE, always flushed) within
  *   the rail's queue credits, and read completions in batches. -FI_EAGAIN
  *   never reaches the caller: the operation stays queued and is re-posted.
- * - Callbacks run only inside tern_progress() / tern_wait() /
- *   tern_req_cancel() / tern_peer_remove() / tern_ctx_close(), on the
- *   ctx's thread, never inside a post call. A callback may post new
- *   operations.
+ * - One completion path: callbacks run only from progress
+ *   (tern_progress(), tern_wait(), tern_run()), on the ctx's thread. A
+ *   post, tern_req_cancel() and tern_peer_remove() never run one: what
+ *   they finish (a cancelled request, a removed peer's request, a post
+ *   the provider refused) goes on the ctx's ready list and is called back
+ *   from the next progress pass, as libuv's uv_cancel() does. The one
+ *   exception is tern_ctx_close(), which completes everything before it
+ *   frees memory. A callback may post new operations, and may post its
+ *   own request again.
+ * - req->done is set when tern lets go of the request: just before its
+ *   callback runs, never while it waits on the ready list. A request that
+ *   is not done is tern's: it must not be reused, moved or freed.
  * - Requests are caller-owned: tern never allocates per operation. A
  *   request must not be reused, moved or freed until it completed.
  */
@@ -43,8 +51,19 @@ typedef void (*tern_req_cb)(struct tern_req *req);
 #define TERN_REQ_ERRMSG_LEN 96
 
 /**
- * A caller-owned request. Initialise it with tern_req_init() before its
- * first post. Once it has completed it may be posted again as it is:
+ * Bytes of a request that are private to tern: libfabric's context
+ * (struct fi_context2, 64 bytes), the queue links, the operation's
+ * target and progress, and per operation what it alone needs. Its layout
+ * is the library's own (src/engine/engine.h); it changes only with the
+ * ABI version.
+ */
+#define TERN_REQ_PRIV_SIZE 192
+
+/**
+ * A caller-owned request, 344 bytes on LP64 (152 public, 192 private;
+ * it was 632 with its private fields spelled out): tern allocates nothing
+ * per operation. Initialise it with tern_req_init() before its first
+ * post. Once it has completed it may be posted again as it is:
  * every post clears its results and keeps its callback and data (call
  * tern_req_init() again to change those). A request still in flight must
  * not be posted again.
@@ -54,7 +73,7 @@ struct tern_req {
 	void *data;	/**< caller's pointer, untouched by tern */
 
 	/* Results, valid once done is set. */
-	int done;	    /**< 0 while in flight, 1 once completed */
+	int done;	    /**< 1 once completed: set as its callback runs */
 	int status;	    /**< 0 or a negative error code */
 	size_t len;	    /**< bytes sent / received / written */
 	uint64_t imm;	    /**< immediate data a receive carried */
@@ -63,39 +82,8 @@ struct tern_req {
 	int prov_errno;	    /**< provider-specific error number, or 0 */
 	char errmsg[TERN_REQ_ERRMSG_LEN]; /**< provider's error text, or "" */
 
-	/** Private to tern; do not touch. */
-	struct {
-		void *fictx[8]; /* struct fi_context2 handed to libfabric */
-		struct tern_req *next, *prev;
-		struct tern_ctx *ctx;
-		struct tern_peer *peer;
-		struct tern_mr *mr;
-		void *buf;
-		uint64_t raddr;
-		uint64_t rkey;
-		uint64_t count;
-		uint64_t operand;
-		uint64_t compare;
-		const void *pieces;
-		const void *regions;
-		uint32_t npieces;
-		uint32_t next_piece;
-		uint32_t inflight;
-		uint32_t nregions;
-		uint32_t imm;
-		int32_t err;
-		uint8_t op;
-		uint8_t rail;
-		uint8_t state;
-		uint8_t ready;
-		uint8_t sop; /* a striped write or read: its operation */
-		uint8_t xflags;
-		uint32_t ndone;	 /* staged: chunks finished */
-		uint32_t rflags; /* staged: the remote descriptor's flags */
-		uint64_t rbase;	 /* staged: the remote descriptor's base */
-		uint64_t rlen;	 /* staged: ... and length */
-		uint64_t rkeys[TERN_MAX_RAILS]; /* striped: key per rail */
-	} _priv;
+	/** Private to tern; do not touch (TERN_REQ_PRIV_SIZE bytes). */
+	uint64_t _priv[TERN_REQ_PRIV_SIZE / sizeof(uint64_t)];
 };
 
 /**
@@ -242,14 +230,18 @@ TERN_API int tern_imm_expect(struct tern_ctx *ctx, uint32_t imm, uint64_t count,
 TERN_API uint64_t tern_imm_count(const struct tern_ctx *ctx, uint32_t imm);
 
 /**
- * Cancel @p req: a queued operation or an immediate expectation completes
- * with -ECANCELED (its callback runs inside this call); a batched write
- * some of whose pieces the provider already holds stops posting and
- * completes -ECANCELED from progress once those have completed; a receive
- * already posted to the provider is cancelled there and completes
- * -ECANCELED from progress (or normally, if a message won the race).
- * @return 0; -EALREADY if it already completed; -EBUSY for a send or
- * write the provider already holds (it completes on its own).
+ * Cancel @p req. Runs no callback: every cancelled request completes
+ * -ECANCELED from the next progress pass (tern_progress(), tern_wait(),
+ * tern_run()), exactly once, and stays tern's (done 0) until then: to
+ * free it, wait for it (tern_wait(ctx, req, 0) returns as soon as one
+ * pass ran its callback). A queued operation or an immediate expectation
+ * is cancelled at once; a batched write some of whose pieces the
+ * provider already holds stops posting and completes once those have
+ * completed; a receive already posted to the provider is cancelled there
+ * (it may complete normally, if a message won the race).
+ * @return 0; -EALREADY if it already completed (its callback may still be
+ * due); -EBUSY for a send or write the provider already holds (it
+ * completes on its own).
  */
 TERN_API int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req);
 

@@ -53,7 +53,8 @@ struct tern_ctx;
 /* Hand what is queued on every rail to the provider now, reading no
  * completions (src/engine/progress.c). For a caller about to start a clock:
  * a CQ read there is the provider's progress, which costs system calls on
- * tcp. @return operations that completed (failed posts), or -errno. */
+ * tcp. Runs no callback (a failed post completes from the next progress
+ * pass). @return 0, or -errno. */
 int tern__post_queued(struct tern_ctx *ctx);
 
 /* Little-endian wire helpers: bounds are checked by the callers. */

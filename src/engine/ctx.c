@@ -564,14 +564,14 @@ static int scratch_open(struct tern_ctx *ctx)
 	return 0;
 }
 
-static void scratch_close(struct tern_ctx *ctx)
+static void scratch_close(struct tern_ctx *ctx, int held)
 {
 	if (ctx->scratch_mr == NULL)
 		return;
 	ctx->nmr++;
-	tern_mr_close(ctx->scratch_mr);
+	tern__mr_close(ctx->scratch_mr);
 	/* An atomic the provider never finished may still touch it. */
-	if (ctx->posted.len == 0)
+	if (!held)
 		free(ctx->scratch);
 	else
 		tern__keep(ctx->scratch);
@@ -752,7 +752,7 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 
 err_scratch:
 	tern__loop_fini(ctx);
-	scratch_close(ctx);
+	scratch_close(ctx, 0);
 err_rails:
 	while (i-- > 0)
 		rail_close(&ctx->rails[i]);
@@ -819,6 +819,8 @@ int tern_ctx_close(struct tern_ctx *ctx)
 
 void tern__ctx_finish_close(struct tern_ctx *ctx)
 {
+	int held;
+
 	ctx->close_pending = 2;
 	ctx->depth = 1; /* callbacks from here on cannot re-enter this */
 	/* Every queued, posted or waiting request completes -ECANCELED:
@@ -837,14 +839,25 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 			fi_close(&r->ep->fid);
 		r->ep = NULL;
 	}
-	scratch_close(ctx);
+	/* Nothing completes from here on: what the provider held completes
+	 * -ECANCELED now, then what staging held. The one place callbacks
+	 * run outside progress: all of them, before any peer, region, the
+	 * stage or a rail goes (a staged chunk's callback needs its stage;
+	 * a request lets go of its peer and region as it finishes). */
+	held = ctx->posted.len != 0;
+	tern__loop_cancel_posted(ctx);
+	tern__ready_run(ctx);
+	tern__stage_close(ctx);
+	tern__ready_run(ctx);
+	scratch_close(ctx, held);
 	close_peers(ctx); /* any a last callback added */
+	/* Nothing is in flight on a region any more; a region a last
+	 * callback left busy is closed anyway. */
 	while (ctx->mrs != NULL)
-		tern_mr_close(ctx->mrs);
+		tern__mr_close(ctx->mrs);
 	for (unsigned int i = 0; i < ctx->nrails; i++)
 		rail_close(&ctx->rails[i]);
-	tern__loop_cancel_posted(ctx);
-	tern__stage_close(ctx);
+	tern__ready_run(ctx);	/* what a last callback cancelled */
 	loop_handles_stop(ctx); /* anything a last callback started */
 	tern__loop_fini(ctx);
 	close_fabrics(ctx);
@@ -894,7 +907,7 @@ int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req)
 
 	if (rail->ep == NULL) /* closing: completes when the ctx goes */
 		return -EBUSY;
-	ret = fi_cancel(&rail->ep->fid, req->_priv.fictx);
+	ret = fi_cancel(&rail->ep->fid, tern__rp(req)->fictx);
 	return ret == 0 ? 0 : -TERN_EPROV;
 }
 

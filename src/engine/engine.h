@@ -7,6 +7,7 @@
 #ifndef TERN_ENGINE_H
 #define TERN_ENGINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -17,7 +18,6 @@
 #include <tern/tern.h>
 
 #include "../core/core.h"
-#include "queue.h"
 
 struct fi_info;
 struct fid_fabric;
@@ -28,7 +28,100 @@ struct fid_av;
 struct fid_mr;
 struct tern__stage;
 
-/* Operations a request can carry (req->_priv.op). */
+/* A pooled copy of a remote descriptor, for operations that address the
+ * peer's region on several rails or in several chunks (striped, staged):
+ * the caller's descriptor need not outlive the post, and 32 keys inline
+ * would triple every request. The pool grows to the most such operations
+ * ever in flight at once and is freed with the ctx: no malloc per
+ * operation once warm. */
+struct tern__desc {
+	struct tern_mr_desc d;
+	struct tern__desc *next_free;
+};
+
+/*
+ * The engine's layout of a request's private area (tern_req._priv, of
+ * TERN_REQ_PRIV_SIZE bytes). State every operation has comes first; what
+ * one kind of operation needs lives in the union, so no field means two
+ * things. Reached through tern__rp(req): a cast, no indirection.
+ */
+struct tern__req_priv {
+	void *fictx[8]; /* struct fi_context2 handed to libfabric */
+	struct tern_req *next, *prev; /* the queue it is on (queue.h) */
+	struct tern_ctx *ctx;
+	struct tern_peer *peer; /* holds peer->inflight; NULL once done */
+	struct tern_mr *mr;
+	void *buf;
+	uint32_t imm;	/* the immediate it carries, or waits for */
+	uint8_t op;	/* enum tern__op */
+	uint8_t rail;	/* the rail it is queued and posted on */
+	uint8_t state;	/* enum tern__state */
+	uint8_t ready;	/* an expectation on ctx->imm_ready */
+	uint8_t sop;	/* a striped write or read: its operation */
+	uint8_t xflags; /* TERN__XF_* */
+	/* An operation in parts (a batch's pieces, a striped operation's
+	 * chunks, a staged operation's chunks): */
+	uint32_t npieces;    /* parts in all */
+	uint32_t next_piece; /* the next part to start */
+	uint32_t inflight;   /* parts started and not finished */
+	uint32_t ndone;	     /* parts finished (staged) */
+	int32_t err;	     /* the first error of a part */
+	union {
+		struct { /* write, write_imm, read on one rail */
+			uint64_t raddr, rkey;
+		} rma;
+		struct { /* fetch-add, compare-swap */
+			uint64_t raddr, rkey;
+			uint64_t operand; /* the add, or the swap */
+			uint64_t compare;
+		} atomic;
+		struct { /* write_pieces */
+			const struct tern_piece *pieces;
+			const struct tern_mr_desc *regions;
+			uint32_t nregions;
+			uint32_t with_imm; /* TERN_PIECES_IMM */
+		} batch;
+		struct { /* a write or read striped over the rails */
+			uint64_t raddr;
+			uint64_t chunk;	       /* bytes per chunk */
+			struct tern__desc *rd; /* keys per rail */
+		} stripe;
+		struct { /* a write or read on a staged region */
+			uint64_t roff;
+			struct tern__desc *rd;
+		} staged;
+		struct { /* imm_expect */
+			uint64_t count;
+		} expect;
+		struct {	      /* tern_mr_sync */
+			uint32_t dir; /* TERN_MR_SYNC_IN or _OUT */
+		} sync;
+	} u;
+};
+
+_Static_assert(sizeof(struct tern__req_priv) <= TERN_REQ_PRIV_SIZE,
+	       "struct tern__req_priv outgrew tern_req's private area");
+_Static_assert(_Alignof(struct tern__req_priv) <= _Alignof(uint64_t),
+	       "tern_req's private area is aligned for uint64_t only");
+_Static_assert(sizeof(((struct tern__req_priv *)0)->fictx) >=
+		       sizeof(struct fi_context2),
+	       "request context too small for libfabric");
+
+/* The engine's view of @req's private area: a cast, costs no instruction. */
+#define tern__rp(req) ((struct tern__req_priv *)(void *)(req)->_priv)
+
+/* The request whose private area holds @fictx (a completion's context). */
+static inline struct tern_req *tern__req_of_fictx(void *fictx)
+{
+	return (struct tern_req *)(void *)((char *)fictx -
+					   offsetof(struct tern_req, _priv) -
+					   offsetof(struct tern__req_priv,
+						    fictx));
+}
+
+#include "queue.h" /* needs struct tern__req_priv */
+
+/* Operations a request can carry (tern__rp(req)->op). */
 enum tern__op {
 	TERN__OP_NONE = 0,
 	TERN__OP_SEND,
@@ -44,16 +137,19 @@ enum tern__op {
 	TERN__OP_SYNC, /* tern_mr_sync(): copies only (src/hmem/) */
 };
 
-/* req->_priv.xflags */
-#define TERN__XF_DELIVER (1U << 0) /* ask for FI_DELIVERY_COMPLETE */
+/* tern__rp(req)->xflags */
+#define TERN__XF_DELIVER   (1U << 0) /* ask for FI_DELIVERY_COMPLETE */
+#define TERN__XF_DESC	   (1U << 1) /* holds a pooled descriptor */
+#define TERN__XF_CANCELLED (1U << 2) /* staged: cancelled, start no more */
 
-/* Where a request is (req->_priv.state). */
+/* Where a request is (tern__rp(req)->state). */
 enum tern__state {
 	TERN__ST_IDLE = 0,
 	TERN__ST_QUEUED,  /* on a rail's txq/rxq */
 	TERN__ST_POSTED,  /* handed to the provider, on ctx->posted */
 	TERN__ST_WAITING, /* an imm expectation in the imm table */
 	TERN__ST_STAGING, /* on a staged region: in ctx->stage (src/hmem/) */
+	TERN__ST_READY,	  /* finished, on ctx->ready: its callback is due */
 	TERN__ST_DONE,
 };
 
@@ -119,10 +215,11 @@ struct tern_mr {
 	struct fid_mr *fmr[TERN_MAX_RAILS];
 	void *desc[TERN_MAX_RAILS];
 	uint64_t key[TERN_MAX_RAILS];
-	int kind;   /* enum tern_mem_kind */
-	int device; /* CUDA device, -1 for host */
-	int path;   /* enum tern_mr_path */
-	int hidden; /* tern's own (a shadow): not in ctx->mrs */
+	unsigned long inflight; /* queued + posted + staged operations on it */
+	int kind;		/* enum tern_mem_kind */
+	int device;		/* CUDA device, -1 for host */
+	int path;		/* enum tern_mr_path */
+	int hidden;		/* tern's own (a shadow): not in ctx->mrs */
 	/* Staged: the pinned host shadow's region (holds the keys). */
 	struct tern_mr *smr;
 	int dmabuf_fd; /* zero-copy, while registering: the export, or -1 */
@@ -187,7 +284,11 @@ struct tern_ctx {
 	struct tern__imm_table imm;
 	unsigned long imm_completed; /* expectations completed this pass */
 	struct tern__reqq imm_ready; /* satisfied when they were made */
-	unsigned long nexpect;	     /* expectations waiting */
+	/* Finished outside a CQ read (cancelled, failed to post, of a
+	 * removed peer): their callbacks run from the next progress pass. */
+	struct tern__reqq ready;
+	struct tern__desc *desc_free; /* the pool of descriptor copies */
+	unsigned long nexpect;	      /* expectations waiting */
 	/* The loop (src/engine/loop.c). */
 	int epfd;     /* rails' wait fds, the user's fds, wakefd */
 	int wakefd;   /* eventfd written by tern_stop() */
@@ -278,7 +379,7 @@ static inline int tern__rail_poll(struct tern_rail *rail,
 }
 
 int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req);
-/* Post chunk req->_priv.next_piece of a striped write/read on @rail. */
+/* Post chunk tern__rp(req)->next_piece of a striped write/read on @rail. */
 int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req);
 int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 			  int more);
@@ -288,9 +389,27 @@ const char *tern__provider_canonical(const char *name);
 int tern__rails_trywait(struct tern_ctx *ctx);
 void tern__ctx_finish_close(struct tern_ctx *ctx);
 void tern__peer_release(struct tern_peer *peer);
+/* Close @mr whatever is in flight on it: ctx teardown, shadows. */
+int tern__mr_close(struct tern_mr *mr);
 
-/* Queues and completions (progress.c, imm.c, loop.c). */
+/*
+ * Queues and completions (progress.c, imm.c, loop.c). The one completion
+ * path: tern__req_complete() finishes @req with @status (tern lets go of
+ * its peer and buffers) and puts it on ctx->ready; tern__ready_run(), from
+ * progress, sets req->done and runs its callback. Safe from anywhere: it
+ * runs no user code, so no caller has to expect its lists to change.
+ * tern__req_complete_now() runs the callback at once, for completions
+ * found by progress itself (a CQ entry, an immediate's count reached).
+ */
 void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status);
+void tern__req_complete_now(struct tern_ctx *ctx, struct tern_req *req,
+			    int status);
+int tern__ready_run(struct tern_ctx *ctx);
+/* A pooled copy of @src (NULL: out of memory); given back when the request
+ * holding it (TERN__XF_DESC) completes. */
+struct tern__desc *tern__desc_get(struct tern_ctx *ctx,
+				  const struct tern_mr_desc *src);
+void tern__desc_pool_fini(struct tern_ctx *ctx);
 void tern__queue(struct tern_ctx *ctx, struct tern_req *req);
 /* Clear a request's results and set what every operation carries. */
 void tern__req_fill(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,

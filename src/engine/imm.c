@@ -124,13 +124,14 @@ static void expectation_done(struct tern_ctx *ctx, struct tern__imm_slot *s)
 {
 	struct tern_req *req = s->req;
 
-	s->arrived -= req->_priv.count;
+	s->arrived -= tern__rp(req)->u.expect.count;
 	s->req = NULL;
 	ctx->nexpect--;
 	if (s->arrived == 0)
 		slot_del(&ctx->imm, s);
 	ctx->imm_completed++;
-	tern__req_complete(ctx, req, 0);
+	/* Only progress gets here (a CQ entry, tern__imm_poll()). */
+	tern__req_complete_now(ctx, req, 0);
 }
 
 void tern__imm_arrived(struct tern_ctx *ctx, uint32_t imm)
@@ -145,8 +146,8 @@ void tern__imm_arrived(struct tern_ctx *ctx, uint32_t imm)
 		return;
 	}
 	s->arrived++;
-	if (s->req != NULL && !s->req->_priv.ready &&
-	    s->arrived >= s->req->_priv.count)
+	if (s->req != NULL && !tern__rp(s->req)->ready &&
+	    s->arrived >= tern__rp(s->req)->u.expect.count)
 		expectation_done(ctx, s);
 }
 
@@ -167,14 +168,14 @@ int tern_imm_expect(struct tern_ctx *ctx, uint32_t imm, uint64_t count,
 	/* Results cleared as for any post (the request may be reused). */
 	tern__req_fill(ctx, req, TERN__OP_IMM_EXPECT, NULL, NULL, NULL,
 		       (size_t)count);
-	req->_priv.count = count;
-	req->_priv.imm = imm;
-	req->_priv.state = TERN__ST_WAITING;
+	tern__rp(req)->u.expect.count = count;
+	tern__rp(req)->imm = imm;
+	tern__rp(req)->state = TERN__ST_WAITING;
 	s->req = req;
 	ctx->nexpect++;
 	/* Already there? It completes at the next progress, never here. */
-	req->_priv.ready = s->arrived >= count;
-	if (req->_priv.ready)
+	tern__rp(req)->ready = s->arrived >= count;
+	if (tern__rp(req)->ready)
 		tern__reqq_push(&ctx->imm_ready, req);
 	return 0;
 }
@@ -185,8 +186,8 @@ void tern__imm_poll(struct tern_ctx *ctx)
 	struct tern_req *req;
 
 	while ((req = tern__reqq_pop(&ctx->imm_ready)) != NULL) {
-		req->_priv.ready = 0;
-		expectation_done(ctx, lookup(&ctx->imm, req->_priv.imm));
+		tern__rp(req)->ready = 0;
+		expectation_done(ctx, lookup(&ctx->imm, tern__rp(req)->imm));
 	}
 }
 
@@ -208,10 +209,10 @@ void tern__imm_cancel_all(struct tern_ctx *ctx)
 
 void tern__imm_cancel(struct tern_ctx *ctx, struct tern_req *req)
 {
-	struct tern__imm_slot *s = lookup(&ctx->imm, req->_priv.imm);
+	struct tern__imm_slot *s = lookup(&ctx->imm, tern__rp(req)->imm);
 
-	if (req->_priv.ready) {
-		req->_priv.ready = 0;
+	if (tern__rp(req)->ready) {
+		tern__rp(req)->ready = 0;
 		tern__reqq_remove(&ctx->imm_ready, req);
 	}
 	if (s->used && s->req == req) {

@@ -89,6 +89,8 @@ void tern__loop_fini(struct tern_ctx *ctx)
 	ctx->epfd = ctx->wakefd = -1;
 	free(ctx->evs);
 	ctx->evs = NULL;
+	/* Every request completed by now: the whole pool is free. */
+	tern__desc_pool_fini(ctx);
 }
 
 /* ---- timers -------------------------------------------------------- */
@@ -419,7 +421,8 @@ static int dispatch_events(struct tern_ctx *ctx, int nevs)
 /* Work that must run before any sleep. */
 static int work_waiting(const struct tern_ctx *ctx)
 {
-	if (ctx->defer_head != NULL || ctx->imm_ready.len != 0 || ctx->stop)
+	if (ctx->defer_head != NULL || ctx->imm_ready.len != 0 ||
+	    ctx->ready.len != 0 || ctx->stop)
 		return 1;
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		const struct tern_rail *r = &ctx->rails[i];
@@ -491,7 +494,7 @@ int tern__loop_block(struct tern_ctx *ctx, int64_t timeout_ns)
 int tern__loop_alive(const struct tern_ctx *ctx)
 {
 	if (ctx->posted.len || ctx->nexpect || ctx->imm_ready.len ||
-	    ctx->ntimers || ctx->nios || ctx->defer_head ||
+	    ctx->ready.len || ctx->ntimers || ctx->nios || ctx->defer_head ||
 	    tern__stage_alive(ctx))
 		return 1;
 	for (unsigned int i = 0; i < ctx->nrails; i++) {

@@ -330,10 +330,22 @@ int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
 
 int tern_mr_close(struct tern_mr *mr)
 {
-	const struct tern__cu *cu;
-
 	if (mr == NULL)
 		return 0;
+	/* Children pin parents: the provider (or the staging pipeline) may
+	 * still read or write the buffer, or use its keys. */
+	if (mr->inflight != 0) {
+		tern_debug("mr close: %lu operation(s) in flight on it",
+			   mr->inflight);
+		return -EBUSY;
+	}
+	return tern__mr_close(mr);
+}
+
+int tern__mr_close(struct tern_mr *mr)
+{
+	const struct tern__cu *cu;
+
 	if (mr->smr != NULL) {
 		void *shadow = mr->smr->buf;
 
@@ -341,7 +353,7 @@ int tern_mr_close(struct tern_mr *mr)
 		tern__stage_quiesce(mr->ctx);
 		mr->smr->hidden = 0;
 		link_mr(mr->ctx, mr->smr);
-		tern_mr_close(mr->smr);
+		tern__mr_close(mr->smr);
 		cu = tern__cu_get(NULL, 0);
 		if (cu != NULL)
 			cu->MemFreeHost(shadow);

@@ -19,9 +19,7 @@
 /* Every tern message travels with this tag; receives match it exactly. */
 #define TERN_TAG_MSG 0x7465726eULL
 
-_Static_assert(sizeof(((struct tern_req *)0)->_priv.fictx) >=
-		       sizeof(struct fi_context2),
-	       "request context too small for libfabric");
+/* The request context fits libfabric's: engine.h checks it. */
 
 /* Map a provider error (positive FI_E* value) to a tern error code. */
 int tern__err_from_fi(int fi_err)
@@ -61,7 +59,7 @@ __attribute__((noinline, cold)) int tern__post_failed(struct tern_rail *rail,
 	snprintf(req->errmsg, sizeof(req->errmsg), "post: %s",
 		 fi_strerror((int)-ret));
 	req->prov_errno = (int)-ret;
-	tern_warn("rail %u: posting op %u: %s", rail->idx, req->_priv.op,
+	tern_warn("rail %u: posting op %u: %s", rail->idx, tern__rp(req)->op,
 		  fi_strerror((int)-ret));
 	return tern__err_from_fi((int)-ret);
 }
@@ -100,26 +98,26 @@ static ssize_t post_atomic(struct tern_rail *rail, struct tern_req *req,
 	struct fi_ioc cmp = { .addr = &w[1], .count = 1 };
 	struct fi_ioc res = { .addr = &w[2], .count = 1 };
 	struct fi_rma_ioc rioc = {
-		.addr = req->_priv.raddr,
+		.addr = tern__rp(req)->u.atomic.raddr,
 		.count = 1,
-		.key = req->_priv.rkey,
+		.key = tern__rp(req)->u.atomic.rkey,
 	};
 	struct fi_msg_atomic msg = {
 		.msg_iov = &op,
 		.desc = &desc,
 		.iov_count = 1,
-		.addr = req->_priv.peer->fiaddr[rail->idx],
+		.addr = tern__rp(req)->peer->fiaddr[rail->idx],
 		.rma_iov = &rioc,
 		.rma_iov_count = 1,
 		.datatype = FI_UINT64,
-		.op = req->_priv.op == TERN__OP_FADD ? FI_SUM : FI_CSWAP,
+		.op = tern__rp(req)->op == TERN__OP_FADD ? FI_SUM : FI_CSWAP,
 		.context = slot->fictx,
 	};
 
-	w[0] = req->_priv.operand;
-	w[1] = req->_priv.compare;
+	w[0] = tern__rp(req)->u.atomic.operand;
+	w[1] = tern__rp(req)->u.atomic.compare;
 	w[2] = 0;
-	if (req->_priv.op == TERN__OP_FADD)
+	if (tern__rp(req)->op == TERN__OP_FADD)
 		return fi_fetch_atomicmsg(rail->ep, &msg, &res, &desc, 1,
 					  flags);
 	return fi_compare_atomicmsg(rail->ep, &msg, &cmp, &desc, 1, &res, &desc,
@@ -128,26 +126,27 @@ static ssize_t post_atomic(struct tern_rail *rail, struct tern_req *req,
 
 int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 {
-	struct tern_peer *peer = req->_priv.peer;
+	struct tern_peer *peer = tern__rp(req)->peer;
 	uint64_t flags = more ? FI_MORE : 0;
 	struct tern__slot *slot;
 	ssize_t ret;
 
-	switch (req->_priv.op) {
+	switch (tern__rp(req)->op) {
 	case TERN__OP_WRITE_IMM:
 		flags |= FI_REMOTE_CQ_DATA;
 		/* fall through */
 	case TERN__OP_WRITE:
 	case TERN__OP_READ:
-		ret = tern__post_rma(rail, req, req->_priv.buf, req->len,
-				     req->_priv.raddr, req->_priv.rkey,
-				     req->_priv.fictx, flags);
+		ret = tern__post_rma(rail, req, tern__rp(req)->buf, req->len,
+				     tern__rp(req)->u.rma.raddr,
+				     tern__rp(req)->u.rma.rkey,
+				     tern__rp(req)->fictx, flags);
 		break;
 	case TERN__OP_SEND:
 	case TERN__OP_SEND_IMM:
 	case TERN__OP_RECV: {
-		struct tern_mr *mr = req->_priv.mr;
-		struct iovec iov = { .iov_base = req->_priv.buf,
+		struct tern_mr *mr = tern__rp(req)->mr;
+		struct iovec iov = { .iov_base = tern__rp(req)->buf,
 				     .iov_len = req->len };
 		void *desc = mr != NULL ? mr->desc[rail->idx] : NULL;
 		struct fi_msg_tagged msg = {
@@ -157,15 +156,15 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 			.addr = peer ? peer->fiaddr[rail->idx] : FI_ADDR_UNSPEC,
 			.tag = TERN_TAG_MSG,
 			.ignore = 0,
-			.context = req->_priv.fictx,
-			.data = req->_priv.imm,
+			.context = tern__rp(req)->fictx,
+			.data = tern__rp(req)->imm,
 		};
 
-		if (req->_priv.op == TERN__OP_RECV) {
+		if (tern__rp(req)->op == TERN__OP_RECV) {
 			ret = fi_trecvmsg(rail->ep, &msg, flags);
 			break;
 		}
-		if (req->_priv.op == TERN__OP_SEND_IMM)
+		if (tern__rp(req)->op == TERN__OP_SEND_IMM)
 			flags |= FI_REMOTE_CQ_DATA;
 		ret = fi_tsendmsg(rail->ep, &msg, flags);
 		break;
@@ -185,29 +184,30 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 	return post_result(rail, req, ret);
 }
 
-/* Post the next piece of a batched write (req->_priv.next_piece). */
+/* Post the next piece of a batched write (tern__rp(req)->next_piece). */
 int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 			  int more)
 {
-	const struct tern_piece *pc = (const struct tern_piece *)
-					      req->_priv.pieces +
-				      req->_priv.next_piece;
+	const struct tern_piece *pc =
+		(const struct tern_piece *)tern__rp(req)->u.batch.pieces +
+		tern__rp(req)->next_piece;
 	const struct tern_mr_desc *rd =
-		(const struct tern_mr_desc *)req->_priv.regions + pc->region;
+		(const struct tern_mr_desc *)tern__rp(req)->u.batch.regions +
+		pc->region;
 	uint64_t raddr = tern__raddr(rd, pc->roff);
 	uint64_t flags = more ? FI_MORE : 0;
 	struct tern__slot *slot;
 	ssize_t ret;
 
-	if (req->_priv.count) /* TERN_PIECES_IMM */
+	if (tern__rp(req)->u.batch.with_imm)
 		flags |= FI_REMOTE_CQ_DATA;
 	slot = slot_get(rail, req);
 	if (slot == NULL)
 		return -EAGAIN;
-	ret = tern__post_rma(rail, req, (char *)req->_priv.mr->buf + pc->loff,
-			     pc->len, raddr,
-			     rd->keys[rail->idx % req->_priv.peer->nrails],
-			     slot->fictx, flags);
+	ret = tern__post_rma(
+		rail, req, (char *)tern__rp(req)->mr->buf + pc->loff, pc->len,
+		raddr, rd->keys[rail->idx % tern__rp(req)->peer->nrails],
+		slot->fictx, flags);
 	if (ret != 0)
 		tern__slot_free(rail, slot);
 	return post_result(rail, req, ret);
@@ -219,15 +219,16 @@ int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req)
 	struct tern__slot *slot;
 	ssize_t ret;
 
-	tern__stripe_chunk(req->len, req->_priv.operand, req->_priv.next_piece,
-			   &off, &len);
+	tern__stripe_chunk(req->len, tern__rp(req)->u.stripe.chunk,
+			   tern__rp(req)->next_piece, &off, &len);
 	slot = slot_get(rail, req);
 	if (slot == NULL)
 		return -EAGAIN;
 	ret = tern__post_rma(
-		rail, req, (char *)req->_priv.buf + off, len,
-		req->_priv.raddr + off,
-		req->_priv.rkeys[rail->idx % req->_priv.peer->nrails],
+		rail, req, (char *)tern__rp(req)->buf + off, len,
+		tern__rp(req)->u.stripe.raddr + off,
+		tern__rp(req)->u.stripe.rd->d.keys[rail->idx %
+						   tern__rp(req)->peer->nrails],
 		slot->fictx, 0);
 	if (ret != 0)
 		tern__slot_free(rail, slot);
@@ -243,12 +244,12 @@ static inline void decode_ctx(struct tern_rail *rail, void *op_context,
 			  rail->slots_span)) {
 		cqe->slot = op_context;
 		cqe->req = cqe->slot->owner;
-		if (cqe->req->_priv.op == TERN__OP_FADD ||
-		    cqe->req->_priv.op == TERN__OP_CSWAP)
+		if (tern__rp(cqe->req)->op == TERN__OP_FADD ||
+		    tern__rp(cqe->req)->op == TERN__OP_CSWAP)
 			cqe->data = slot_words(rail, cqe->slot)[2];
 		return;
 	}
-	cqe->req = tern_container_of(op_context, struct tern_req, _priv.fictx);
+	cqe->req = tern__req_of_fictx(op_context);
 }
 
 /* Give a consumed FI_RX_CQ_DATA sink receive back to the provider. Losing

@@ -178,38 +178,31 @@ void tern__peer_release(struct tern_peer *peer)
 int tern_peer_remove(struct tern_peer *peer)
 {
 	struct tern_ctx *ctx;
-	int again = 1;
 
 	if (peer == NULL)
 		return 0;
 	if (peer->removed || peer->removing)
 		return -EINVAL;
 	ctx = peer->ctx;
-	tern__enter(ctx);
 	ctx->npeers--;
-	/* Operations still queued in tern are cancelled now. Their callbacks
-	 * may post, cancel or remove anything, this peer included (refused
-	 * above), so walk each queue again from its head after every
-	 * cancellation; the peer is freed only after the walk. */
+	/* Operations still queued in tern are cancelled now: they go to
+	 * ctx->ready, and their callbacks run from the next progress pass,
+	 * never here, so one walk of each queue finds them all. Those the
+	 * provider holds complete on their own; the peer is freed with the
+	 * last of them (tern__peer_release()). */
 	peer->removing = 1;
 	tern__stage_cancel_peer(ctx, peer);
-	while (again) {
-		again = 0;
-		for (unsigned int i = 0; i < ctx->nrails && !again; i++) {
-			struct tern_req *r = ctx->rails[i].txq.head;
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		struct tern__reqq *q = &ctx->rails[i].txq;
+		struct tern_req *r = q->head, *next;
 
-			for (; r != NULL; r = r->_priv.next) {
-				if (r->_priv.peer == peer) {
-					tern__req_abort(ctx, &ctx->rails[i].txq,
-							r, -ECANCELED);
-					again = 1;
-					break;
-				}
-			}
+		for (; r != NULL; r = next) {
+			next = tern__rp(r)->next;
+			if (tern__rp(r)->peer == peer)
+				tern__req_abort(ctx, q, r, -ECANCELED);
 		}
 	}
 	peer->removed = 1;
 	tern__peer_release(peer);
-	tern__leave(ctx); /* a callback may have closed the ctx */
 	return 0;
 }

@@ -23,7 +23,7 @@ static inline __attribute__((always_inline)) ssize_t tern__post_rma(
 	struct tern_rail *rail, struct tern_req *req, void *buf, size_t len,
 	uint64_t raddr, uint64_t rkey, void *context, uint64_t flags)
 {
-	struct tern_mr *mr = req->_priv.mr;
+	struct tern_mr *mr = tern__rp(req)->mr;
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 	void *desc = mr->desc[rail->idx];
 	struct fi_rma_iov rma = { .addr = raddr, .len = len, .key = rkey };
@@ -31,16 +31,17 @@ static inline __attribute__((always_inline)) ssize_t tern__post_rma(
 		.msg_iov = &iov,
 		.desc = &desc,
 		.iov_count = 1,
-		.addr = req->_priv.peer->fiaddr[rail->idx],
+		.addr = tern__rp(req)->peer->fiaddr[rail->idx],
 		.rma_iov = &rma,
 		.rma_iov_count = 1,
 		.context = context,
-		.data = req->_priv.imm,
+		.data = tern__rp(req)->imm,
 	};
 
-	if (req->_priv.xflags & TERN__XF_DELIVER)
+	if (tern__rp(req)->xflags & TERN__XF_DELIVER)
 		flags |= FI_DELIVERY_COMPLETE;
-	if (req->_priv.op == TERN__OP_READ || req->_priv.sop == TERN__OP_READ)
+	if (tern__rp(req)->op == TERN__OP_READ ||
+	    tern__rp(req)->sop == TERN__OP_READ)
 		return fi_readmsg(rail->ep, &msg, flags);
 	return fi_writemsg(rail->ep, &msg, flags);
 }
@@ -49,7 +50,7 @@ static inline __attribute__((always_inline)) ssize_t tern__post_rma(
 static inline __attribute__((always_inline)) int tern__rail_post_inline(
 	struct tern_rail *rail, struct tern_req *req, int more)
 {
-	uint8_t op = req->_priv.op;
+	uint8_t op = tern__rp(req)->op;
 	uint64_t flags = more ? FI_MORE : 0;
 	ssize_t ret;
 
@@ -58,9 +59,10 @@ static inline __attribute__((always_inline)) int tern__rail_post_inline(
 		return tern__rail_post(rail, req, more);
 	if (op == TERN__OP_WRITE_IMM)
 		flags |= FI_REMOTE_CQ_DATA;
-	ret = tern__post_rma(rail, req, req->_priv.buf, req->len,
-			     req->_priv.raddr, req->_priv.rkey,
-			     req->_priv.fictx, flags);
+	ret = tern__post_rma(rail, req, tern__rp(req)->buf, req->len,
+			     tern__rp(req)->u.rma.raddr,
+			     tern__rp(req)->u.rma.rkey, tern__rp(req)->fictx,
+			     flags);
 	if (tern_likely(ret == 0))
 		return 0;
 	return tern__post_failed(rail, req, ret);

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
@@ -33,48 +34,131 @@ void tern_req_init(struct tern_req *req, tern_req_cb cb, void *data)
 	req->flags = 0;
 	req->prov_errno = 0;
 	req->errmsg[0] = '\0';
-	req->_priv.next = req->_priv.prev = NULL;
-	req->_priv.peer = NULL;
-	req->_priv.op = 0;
-	req->_priv.state = 0;
-	req->_priv.ready = 0;
-	req->_priv.xflags = 0;
+	tern__rp(req)->next = tern__rp(req)->prev = NULL;
+	tern__rp(req)->peer = NULL;
+	tern__rp(req)->op = 0;
+	tern__rp(req)->state = 0;
+	tern__rp(req)->ready = 0;
+	tern__rp(req)->xflags = 0;
 }
 
-/* The hot path's forms of tern__req_complete() and tern__queue(), which
- * the other files call. */
-static inline void complete_req(struct tern_req *req, int status)
+/*
+ * A request is finished: tern lets go of its peer (a removed peer is freed
+ * with its last request) and records the status. req->done is not set
+ * here: it means "tern no longer holds the request", which is true only
+ * once the request is off every list, just before its callback runs.
+ */
+static inline void finish_req(struct tern_req *req, int status)
 {
-	struct tern_peer *peer = req->_priv.peer;
+	struct tern_peer *peer = tern__rp(req)->peer;
+	struct tern_mr *mr = tern__rp(req)->mr;
 
-	req->_priv.state = TERN__ST_DONE;
 	req->status = status;
-	req->done = 1;
+	if (mr != NULL) /* NULL: an immediate expectation */
+		mr->inflight--;
 	if (peer != NULL) {
-		req->_priv.peer = NULL;
+		tern__rp(req)->peer = NULL;
 		peer->inflight--;
 		if (tern_unlikely(peer->removed))
 			tern__peer_release(peer);
 	}
+}
+
+/* The hot path's form of tern__req_complete_now(): from a CQ entry. */
+static inline void complete_req(struct tern_req *req, int status)
+{
+	finish_req(req, status);
+	tern__rp(req)->state = TERN__ST_DONE;
+	req->done = 1;
 	/* Last touch of req by tern: the callback may reuse it. */
 	if (req->cb != NULL)
 		req->cb(req);
 }
 
-void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status)
+void tern__req_complete_now(struct tern_ctx *ctx, struct tern_req *req,
+			    int status)
 {
 	(void)ctx;
 	complete_req(req, status);
 }
 
+struct tern__desc *tern__desc_get(struct tern_ctx *ctx,
+				  const struct tern_mr_desc *src)
+{
+	struct tern__desc *rd = ctx->desc_free;
+
+	if (rd != NULL)
+		ctx->desc_free = rd->next_free;
+	else if ((rd = malloc(sizeof(*rd))) == NULL)
+		return NULL;
+	rd->d = *src;
+	return rd;
+}
+
+static void desc_put(struct tern_ctx *ctx, struct tern__desc *rd)
+{
+	rd->next_free = ctx->desc_free;
+	ctx->desc_free = rd;
+}
+
+void tern__desc_pool_fini(struct tern_ctx *ctx)
+{
+	struct tern__desc *rd;
+
+	while ((rd = ctx->desc_free) != NULL) {
+		ctx->desc_free = rd->next_free;
+		free(rd);
+	}
+}
+
+/* A striped or staged request gives its descriptor copy back as it
+ * finishes (never on the single-rail path: no test there). */
+static void drop_desc(struct tern_ctx *ctx, struct tern_req *req)
+{
+	struct tern__req_priv *p = tern__rp(req);
+
+	if (!(p->xflags & TERN__XF_DESC))
+		return;
+	p->xflags &= (uint8_t)~TERN__XF_DESC;
+	desc_put(ctx,
+		 p->op == TERN__OP_PIECES ? p->u.stripe.rd : p->u.staged.rd);
+}
+
+void tern__req_complete(struct tern_ctx *ctx, struct tern_req *req, int status)
+{
+	drop_desc(ctx, req);
+	finish_req(req, status);
+	tern__rp(req)->state = TERN__ST_READY;
+	tern__reqq_push(&ctx->ready, req);
+}
+
+/* Run the callbacks of finished requests, oldest first. A callback may
+ * post, cancel or close anything: each request is taken off the list
+ * before its callback runs, and the list is read again from its head. */
+int tern__ready_run(struct tern_ctx *ctx)
+{
+	struct tern_req *req;
+	int n = 0;
+
+	while ((req = tern__reqq_pop(&ctx->ready)) != NULL) {
+		tern__rp(req)->state = TERN__ST_DONE;
+		req->done = 1;
+		n++;
+		if (req->cb != NULL)
+			req->cb(req);
+	}
+	return n;
+}
+
 static inline void queue_req(struct tern_ctx *ctx, struct tern_req *req)
 {
-	struct tern_rail *rail = &ctx->rails[req->_priv.rail];
+	struct tern_rail *rail = &ctx->rails[tern__rp(req)->rail];
 
-	req->_priv.state = TERN__ST_QUEUED;
-	if (req->_priv.peer != NULL)
-		req->_priv.peer->inflight++;
-	if (req->_priv.op == TERN__OP_RECV)
+	tern__rp(req)->state = TERN__ST_QUEUED;
+	tern__rp(req)->mr->inflight++; /* every queued operation has one */
+	if (tern__rp(req)->peer != NULL)
+		tern__rp(req)->peer->inflight++;
+	if (tern__rp(req)->op == TERN__OP_RECV)
 		tern__reqq_push(&rail->rxq, req);
 	else
 		tern__reqq_push(&rail->txq, req);
@@ -89,28 +173,28 @@ void tern__queue(struct tern_ctx *ctx, struct tern_req *req)
  * completes with its last piece's completion, or now if none is out. */
 static void pieces_posted(struct tern_ctx *ctx, struct tern_req *req)
 {
-	if (req->_priv.inflight == 0) {
-		tern__req_complete(ctx, req, req->_priv.err);
+	if (tern__rp(req)->inflight == 0) {
+		tern__req_complete(ctx, req, tern__rp(req)->err);
 		return;
 	}
-	req->_priv.state = TERN__ST_POSTED;
+	tern__rp(req)->state = TERN__ST_POSTED;
 	tern__reqq_push(&ctx->posted, req);
 }
 
 /* Post the next piece of batch @req in @q. @return 0 (pieces remain),
- * -EAGAIN, 2 (all posted: it left @q) or 1 (it left @q and completed: its
- * callback ran). */
+ * -EAGAIN or 1 (all posted, or abandoned: it left @q). */
 static int post_piece(struct tern_ctx *ctx, struct tern_rail *rail,
 		      struct tern__reqq *q, struct tern_req *req,
 		      size_t *credits, int more)
 {
 	int ret;
 
-	if (req->_priv.sop != 0) {
+	if (tern__rp(req)->sop != 0) {
 		/* A striped chunk: on its own rail, with that rail's
 		 * credits, never FI_MORE (the next chunk is elsewhere). */
-		rail = &ctx->rails[tern__stripe_rail(
-			req->_priv.rail, req->_priv.next_piece, ctx->nrails)];
+		rail = &ctx->rails[tern__stripe_rail(tern__rp(req)->rail,
+						     tern__rp(req)->next_piece,
+						     ctx->nrails)];
 		credits = &rail->tx_credits;
 		if (*credits == 0)
 			return -EAGAIN;
@@ -120,20 +204,17 @@ static int post_piece(struct tern_ctx *ctx, struct tern_rail *rail,
 	}
 	if (ret == -EAGAIN)
 		return ret;
-	req->_priv.next_piece++;
+	tern__rp(req)->next_piece++;
 	if (ret == 0) {
 		(*credits)--;
-		req->_priv.inflight++;
-	} else if (req->_priv.err == 0) {
-		req->_priv.err = ret;
+		tern__rp(req)->inflight++;
+	} else if (tern__rp(req)->err == 0) {
+		tern__rp(req)->err = ret;
 	}
-	if (req->_priv.next_piece == req->_priv.npieces) {
-		/* Read before: completing may hand the request back. */
-		int completes = req->_priv.inflight == 0;
-
+	if (tern__rp(req)->next_piece == tern__rp(req)->npieces) {
 		tern__reqq_remove(q, req);
 		pieces_posted(ctx, req);
-		return completes ? 1 : 2;
+		return 1;
 	}
 	return 0;
 }
@@ -153,50 +234,48 @@ static int peer_blocked(struct tern_peer *const *blocked, int n,
 }
 
 /*
- * Post up to a batch from @q within @credits. @return completed-with-error
+ * Post up to a batch from @q within @credits. A post that fails finishes
+ * its request onto ctx->ready (its callback runs at the end of the pass).
  *
  * A refused post (-EAGAIN) does not hold up the whole queue: on shm it can
  * mean that one peer's command queue is full (a process that died takes no
  * more), so requests to other peers are tried after it, each peer's in its
  * own order. A refusal with no peer (receives) stops the pass.
  */
-static int post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
-		      struct tern__reqq *q, size_t *credits)
+static void post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
+		       struct tern__reqq *q, size_t *credits)
 {
 	size_t n = TERN_MIN(TERN_MIN(q->len, *credits), ctx->post_batch);
 	struct tern_peer *blocked[TERN__BLOCKED_MAX];
 	struct tern_req *req = q->head;
-	int failed = 0, nblocked = 0;
+	int nblocked = 0;
 
 	/* A batched write counts once in q->len but posts many pieces. */
-	if (req != NULL && req->_priv.op == TERN__OP_PIECES)
+	if (req != NULL && tern__rp(req)->op == TERN__OP_PIECES)
 		n = TERN_MIN(*credits, ctx->post_batch);
-	/* A failed post completes inside this loop, and its callback may
-	 * cancel queued siblings: after a callback, start again from the
-	 * head, never trust a saved pointer or n alone. (A hard failure of
-	 * a batch's last post leaves the FI_MORE posts before it to be
-	 * flushed by the rail's next post.) */
+	/* A failed post goes to ctx->ready: no callback runs in this loop,
+	 * so the saved next pointer stays good. (A hard failure of a batch's
+	 * last post leaves the FI_MORE posts before it to be flushed by the
+	 * rail's next post.) */
 	while (n > 0 && req != NULL) {
-		struct tern_req *next = req->_priv.next;
+		struct tern_req *next = tern__rp(req)->next;
 		int more, ret;
 
-		if (req->_priv.peer != NULL &&
-		    peer_blocked(blocked, nblocked, req->_priv.peer)) {
+		if (tern__rp(req)->peer != NULL &&
+		    peer_blocked(blocked, nblocked, tern__rp(req)->peer)) {
 			req = next;
 			continue;
 		}
 		more = n > 1 &&
-		       (next != NULL ||
-			(req->_priv.op == TERN__OP_PIECES &&
-			 req->_priv.next_piece + 1 < req->_priv.npieces));
-		if (req->_priv.op == TERN__OP_PIECES) {
+		       (next != NULL || (tern__rp(req)->op == TERN__OP_PIECES &&
+					 tern__rp(req)->next_piece + 1 <
+						 tern__rp(req)->npieces));
+		if (tern__rp(req)->op == TERN__OP_PIECES) {
 			ret = post_piece(ctx, rail, q, req, credits, more);
 			if (ret == -EAGAIN)
 				goto refused;
 			n--;
 			if (ret == 1)
-				req = q->head; /* a callback ran */
-			else if (ret == 2)
 				req = next;
 			continue;
 		}
@@ -207,34 +286,33 @@ static int post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 		n--;
 		if (ret != 0) {
 			tern__req_complete(ctx, req, ret);
-			failed++;
-			req = q->head; /* a callback ran */
+			req = next;
 			continue;
 		}
 		(*credits)--;
-		req->_priv.state = TERN__ST_POSTED;
+		tern__rp(req)->state = TERN__ST_POSTED;
 		tern__reqq_push(&ctx->posted, req);
 		req = next;
 		continue;
 	refused:
 		/* It stays queued, re-posted on a later pass. */
-		if (req->_priv.peer == NULL || nblocked == TERN__BLOCKED_MAX)
+		if (tern__rp(req)->peer == NULL ||
+		    nblocked == TERN__BLOCKED_MAX)
 			break;
-		blocked[nblocked++] = req->_priv.peer;
+		blocked[nblocked++] = tern__rp(req)->peer;
 		req = next;
 	}
-	return failed;
 }
 
 void tern__req_abort(struct tern_ctx *ctx, struct tern__reqq *q,
 		     struct tern_req *req, int status)
 {
 	tern__reqq_remove(q, req);
-	if (req->_priv.op == TERN__OP_PIECES) {
+	if (tern__rp(req)->op == TERN__OP_PIECES) {
 		/* Pieces already out finish first; then the batch ends. */
-		if (req->_priv.err == 0)
-			req->_priv.err = status;
-		req->_priv.next_piece = req->_priv.npieces;
+		if (tern__rp(req)->err == 0)
+			tern__rp(req)->err = status;
+		tern__rp(req)->next_piece = tern__rp(req)->npieces;
 		pieces_posted(ctx, req);
 		return;
 	}
@@ -244,14 +322,15 @@ void tern__req_abort(struct tern_ctx *ctx, struct tern__reqq *q,
 /* A piece of a batched write finished. */
 static int piece_done(struct tern_ctx *ctx, struct tern_req *req, int status)
 {
-	req->_priv.inflight--;
-	if (status != 0 && req->_priv.err == 0)
-		req->_priv.err = status;
-	if (req->_priv.inflight > 0 ||
-	    req->_priv.next_piece < req->_priv.npieces)
+	tern__rp(req)->inflight--;
+	if (status != 0 && tern__rp(req)->err == 0)
+		tern__rp(req)->err = status;
+	if (tern__rp(req)->inflight > 0 ||
+	    tern__rp(req)->next_piece < tern__rp(req)->npieces)
 		return 0;
 	tern__reqq_remove(&ctx->posted, req);
-	tern__req_complete(ctx, req, req->_priv.err);
+	drop_desc(ctx, req);
+	complete_req(req, tern__rp(req)->err);
 	return 1;
 }
 
@@ -267,7 +346,7 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 	if (c->slot != NULL) {
 		tern__slot_free(rail, c->slot);
 		rail->tx_credits++;
-		if (req->_priv.op == TERN__OP_PIECES)
+		if (tern__rp(req)->op == TERN__OP_PIECES)
 			return piece_done(ctx, req, c->status);
 		req->value = c->data;
 		tern__reqq_remove(&ctx->posted, req);
@@ -275,7 +354,7 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 		return 1;
 	}
 	tern__reqq_remove(&ctx->posted, req);
-	if (req->_priv.op == TERN__OP_RECV) {
+	if (tern__rp(req)->op == TERN__OP_RECV) {
 		rail->rx_credits++;
 		if (c->imm_data) {
 			req->imm = c->data;
@@ -292,15 +371,12 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 
 /* Post what @rail has queued, receives first. An empty queue costs no
  * call: most passes of a spinning wait find both empty. */
-static inline int post_rail(struct tern_ctx *ctx, struct tern_rail *rail)
+static inline void post_rail(struct tern_ctx *ctx, struct tern_rail *rail)
 {
-	int done = 0;
-
 	if (rail->rxq.len != 0)
-		done += post_queue(ctx, rail, &rail->rxq, &rail->rx_credits);
+		post_queue(ctx, rail, &rail->rxq, &rail->rx_credits);
 	if (rail->txq.len != 0)
-		done += post_queue(ctx, rail, &rail->txq, &rail->tx_credits);
-	return done;
+		post_queue(ctx, rail, &rail->txq, &rail->tx_credits);
 }
 
 /* Inlined into tern_progress(): see tern__rail_poll(). */
@@ -309,11 +385,11 @@ static TERN_ALWAYS_INLINE int progress_rail(struct tern_ctx *ctx,
 {
 	struct fi_cq_data_entry ent[TERN_POLL_BATCH];
 	struct tern__cqe cqe[TERN_POLL_BATCH];
-	int done, reaped = 0, n;
+	int done = 0, reaped = 0, n;
 
 	/* Post first: a queued operation goes out before we spend time in
 	 * the CQ (on tcp that means reading sockets): latency. */
-	done = post_rail(ctx, rail);
+	post_rail(ctx, rail);
 	do {
 		n = tern__rail_poll(rail, ent, cqe, TERN_ARRAY_SIZE(cqe));
 		if (n < 0)
@@ -325,7 +401,7 @@ static TERN_ALWAYS_INLINE int progress_rail(struct tern_ctx *ctx,
 	/* Completions freed credits and callbacks may have queued more: post
 	 * again now rather than a pass later (bandwidth). */
 	if (reaped != 0)
-		done += post_rail(ctx, rail);
+		post_rail(ctx, rail);
 	return done;
 }
 
@@ -351,6 +427,10 @@ int tern_progress(struct tern_ctx *ctx)
 	/* Immediates complete expectations inside dispatch; count them too. */
 	done += (int)ctx->imm_completed;
 	ctx->imm_completed = 0;
+	/* Cancelled, failed to post, of a removed peer: their callbacks run
+	 * here, the one place outside a CQ read where tern runs them. */
+	if (ctx->ready.head != NULL)
+		done += tern__ready_run(ctx);
 	if (ret >= 0 && ctx->nios != 0 && !ctx->close_pending)
 		done += tern__loop_poll_ios(ctx);
 	if (tern__leave(ctx))
@@ -360,16 +440,12 @@ int tern_progress(struct tern_ctx *ctx)
 
 int tern__post_queued(struct tern_ctx *ctx)
 {
-	int done = 0;
-
 	if (ctx == NULL)
 		return -EINVAL;
-	tern__enter(ctx);
+	/* Runs no callback: a post that fails waits on ctx->ready. */
 	for (unsigned int i = 0; i < ctx->nrails; i++)
-		done += post_rail(ctx, &ctx->rails[i]);
-	if (tern__leave(ctx))
-		return -TERN_ECLOSED;
-	return done;
+		post_rail(ctx, &ctx->rails[i]);
+	return 0;
 }
 
 int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms)
@@ -479,13 +555,13 @@ static inline __attribute__((always_inline)) int prep(
 	/* Messages use rail 0 on both sides, so a receive always sits where
 	 * the message lands; one-sided operations spread over the rails
 	 * (round-robin without a division per operation). */
-	req->_priv.rail = 0;
+	tern__rp(req)->rail = 0;
 	if (ctx->nrails > 1 && op != TERN__OP_SEND && op != TERN__OP_SEND_IMM &&
 	    op != TERN__OP_RECV) {
 		unsigned int r = ctx->next_rail;
 
 		ctx->next_rail = r + 1 < ctx->nrails ? r + 1 : 0;
-		req->_priv.rail = (uint8_t)r;
+		tern__rp(req)->rail = (uint8_t)r;
 	}
 	return 0;
 }
@@ -502,13 +578,13 @@ void tern__req_fill(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 	req->flags = 0;
 	req->prov_errno = 0;
 	req->errmsg[0] = '\0';
-	req->_priv.ctx = ctx;
-	req->_priv.op = op;
-	req->_priv.sop = 0; /* rma_common() sets it for a striped one */
-	req->_priv.xflags = 0;
-	req->_priv.peer = peer;
-	req->_priv.mr = mr;
-	req->_priv.buf = (void *)(uintptr_t)buf;
+	tern__rp(req)->ctx = ctx;
+	tern__rp(req)->op = op;
+	tern__rp(req)->sop = 0; /* rma_common() sets it for a striped one */
+	tern__rp(req)->xflags = 0;
+	tern__rp(req)->peer = peer;
+	tern__rp(req)->mr = mr;
+	tern__rp(req)->buf = (void *)(uintptr_t)buf;
 }
 
 /* prep() for a write or read that is cut in chunks (striped or staged):
@@ -532,7 +608,7 @@ static int prep_long(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
  * the staging pipeline (src/engine/stage.c). */
 static int submit(struct tern_ctx *ctx, struct tern_req *req)
 {
-	if (req->_priv.mr->smr != NULL)
+	if (tern__rp(req)->mr->smr != NULL)
 		tern__stage_submit(ctx, req);
 	else
 		tern__queue(ctx, req);
@@ -585,6 +661,7 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 					     uint64_t roff, uint8_t op,
 					     uint32_t imm, struct tern_req *req)
 {
+	struct tern__desc *rd;
 	struct tern_ctx *ctx;
 	unsigned int rrail;
 	int ret;
@@ -598,16 +675,18 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 	if (ret != 0)
 		return ret;
 	if (tern_unlikely(mr != NULL && mr->smr != NULL)) {
+		rd = tern__desc_get(ctx, rdesc);
+		if (rd == NULL)
+			return -ENOMEM;
 		ret = prep_long(ctx, req, op, peer, mr, buf, len);
-		if (ret != 0)
+		if (ret != 0) {
+			desc_put(ctx, rd);
 			return ret;
-		req->_priv.operand = roff;
-		req->_priv.imm = imm;
-		req->_priv.rbase = rdesc->base;
-		req->_priv.rlen = rdesc->len;
-		req->_priv.rflags = rdesc->flags;
-		req->_priv.nregions = rdesc->nkeys;
-		memcpy(req->_priv.rkeys, rdesc->keys, sizeof(rdesc->keys));
+		}
+		tern__rp(req)->imm = imm;
+		tern__rp(req)->xflags |= TERN__XF_DESC;
+		tern__rp(req)->u.staged.roff = roff;
+		tern__rp(req)->u.staged.rd = rd;
 		tern__stage_submit(ctx, req);
 		return 0;
 	}
@@ -617,33 +696,37 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 		/* Chunks over every rail, posted like a batch's pieces;
 		 * each is at most a chunk, so the whole may exceed the
 		 * provider's largest message. */
+		rd = tern__desc_get(ctx, rdesc);
+		if (rd == NULL)
+			return -ENOMEM;
 		ret = prep_long(ctx, req, op, peer, mr, buf, len);
-		if (ret != 0)
+		if (ret != 0) {
+			desc_put(ctx, rd);
 			return ret;
-		req->_priv.op = TERN__OP_PIECES;
-		req->_priv.sop = op;
-		req->_priv.operand = ctx->stripe_chunk;
-		req->_priv.npieces = (uint32_t)tern__stripe_count(
+		}
+		tern__rp(req)->op = TERN__OP_PIECES;
+		tern__rp(req)->sop = op;
+		tern__rp(req)->xflags |= TERN__XF_DESC;
+		tern__rp(req)->npieces = (uint32_t)tern__stripe_count(
 			len, ctx->stripe_chunk);
-		req->_priv.next_piece = 0;
-		req->_priv.inflight = 0;
-		req->_priv.err = 0;
-		req->_priv.count = 0;
-		req->_priv.raddr = tern__raddr(rdesc, roff);
-		for (unsigned int i = 0; i < peer->nrails; i++)
-			req->_priv.rkeys[i] = rdesc->keys[i];
+		tern__rp(req)->next_piece = 0;
+		tern__rp(req)->inflight = 0;
+		tern__rp(req)->err = 0;
+		tern__rp(req)->u.stripe.raddr = tern__raddr(rdesc, roff);
+		tern__rp(req)->u.stripe.chunk = ctx->stripe_chunk;
+		tern__rp(req)->u.stripe.rd = rd;
 		tern__queue(ctx, req);
 		return 0;
 	}
 	ret = prep(ctx, req, op, peer, mr, buf, len);
 	if (ret != 0)
 		return ret;
-	rrail = req->_priv.rail;
+	rrail = tern__rp(req)->rail;
 	if (rrail >= peer->nrails)
 		rrail %= peer->nrails;
-	req->_priv.rkey = rdesc->keys[rrail];
-	req->_priv.raddr = tern__raddr(rdesc, roff);
-	req->_priv.imm = imm;
+	tern__rp(req)->u.rma.rkey = rdesc->keys[rrail];
+	tern__rp(req)->u.rma.raddr = tern__raddr(rdesc, roff);
+	tern__rp(req)->imm = imm;
 	queue_req(ctx, req);
 	return 0;
 }
@@ -671,9 +754,9 @@ static inline __attribute__((always_inline)) int rma_common(
 	ret = prep(ctx, req, op, peer, mr, buf, len);
 	if (tern_unlikely(ret != 0))
 		return ret;
-	req->_priv.rkey = rdesc->keys[0];
-	req->_priv.raddr = tern__raddr(rdesc, roff);
-	req->_priv.imm = imm;
+	tern__rp(req)->u.rma.rkey = rdesc->keys[0];
+	tern__rp(req)->u.rma.raddr = tern__raddr(rdesc, roff);
+	tern__rp(req)->imm = imm;
 	queue_req(ctx, req);
 	return 0;
 }
@@ -704,7 +787,7 @@ int tern_send_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
 	ret = prep(peer->ctx, req, TERN__OP_SEND_IMM, peer, mr, buf, len);
 	if (ret != 0)
 		return ret;
-	req->_priv.imm = imm;
+	tern__rp(req)->imm = imm;
 	return submit(peer->ctx, req);
 }
 
@@ -744,15 +827,15 @@ int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
 	if (ret != 0)
 		return ret;
 	req->len = total;
-	req->_priv.pieces = pieces;
-	req->_priv.regions = regions;
-	req->_priv.npieces = (uint32_t)n;
-	req->_priv.nregions = nregions;
-	req->_priv.next_piece = 0;
-	req->_priv.inflight = 0;
-	req->_priv.err = 0;
-	req->_priv.count = (flags & TERN_PIECES_IMM) != 0;
-	req->_priv.imm = imm;
+	tern__rp(req)->u.batch.pieces = pieces;
+	tern__rp(req)->u.batch.regions = regions;
+	tern__rp(req)->u.batch.nregions = nregions;
+	tern__rp(req)->u.batch.with_imm = (flags & TERN_PIECES_IMM) != 0;
+	tern__rp(req)->npieces = (uint32_t)n;
+	tern__rp(req)->next_piece = 0;
+	tern__rp(req)->inflight = 0;
+	tern__rp(req)->err = 0;
+	tern__rp(req)->imm = imm;
 	return submit(peer->ctx, req);
 }
 
@@ -784,10 +867,11 @@ static int atomic_common(struct tern_peer *peer,
 	ret = prep(ctx, req, op, peer, ctx->scratch_mr, ctx->scratch, 8);
 	if (ret != 0)
 		return ret;
-	req->_priv.rkey = rdesc->keys[req->_priv.rail % peer->nrails];
-	req->_priv.raddr = tern__raddr(rdesc, roff);
-	req->_priv.operand = operand;
-	req->_priv.compare = compare;
+	tern__rp(req)->u.atomic.rkey =
+		rdesc->keys[tern__rp(req)->rail % peer->nrails];
+	tern__rp(req)->u.atomic.raddr = tern__raddr(rdesc, roff);
+	tern__rp(req)->u.atomic.operand = operand;
+	tern__rp(req)->u.atomic.compare = compare;
 	tern__queue(ctx, req);
 	return 0;
 }
@@ -829,9 +913,10 @@ void tern__loop_drain(struct tern_ctx *ctx)
 	tern__imm_cancel_all(ctx);
 	/* Posted receives are cancelled in the provider; sends and writes
 	 * get a bounded time to finish. */
-	for (req = ctx->posted.head; req != NULL; req = req->_priv.next) {
-		if (req->_priv.op == TERN__OP_RECV)
-			tern__rail_cancel(&ctx->rails[req->_priv.rail], req);
+	for (req = ctx->posted.head; req != NULL; req = tern__rp(req)->next) {
+		if (tern__rp(req)->op == TERN__OP_RECV)
+			tern__rail_cancel(&ctx->rails[tern__rp(req)->rail],
+					  req);
 	}
 	while ((ctx->posted.len > 0 || tern__stage_alive(ctx)) &&
 	       tern__now_ns() < deadline) {
@@ -857,8 +942,8 @@ void tern__loop_cancel_posted(struct tern_ctx *ctx)
 			  ctx->posted.len);
 	/* The endpoints are closed: nothing more will complete. */
 	while ((req = tern__reqq_pop(&ctx->posted)) != NULL) {
-		if (req->_priv.op == TERN__OP_PIECES)
-			req->_priv.inflight = 0;
+		if (tern__rp(req)->op == TERN__OP_PIECES)
+			tern__rp(req)->inflight = 0;
 		tern__req_complete(ctx, req, -ECANCELED);
 	}
 }
@@ -867,14 +952,14 @@ static int req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 {
 	struct tern_rail *rail;
 
-	switch (req->_priv.state) {
+	switch (tern__rp(req)->state) {
 	case TERN__ST_QUEUED:
 		/* A batch with pieces already out completes when they have:
 		 * the provider may still be reading its buffers. */
-		rail = &ctx->rails[req->_priv.rail];
+		rail = &ctx->rails[tern__rp(req)->rail];
 		tern__req_abort(ctx,
-				req->_priv.op == TERN__OP_RECV ? &rail->rxq
-							       : &rail->txq,
+				tern__rp(req)->op == TERN__OP_RECV ? &rail->rxq
+								   : &rail->txq,
 				req, -ECANCELED);
 		return 0;
 	case TERN__ST_WAITING:
@@ -884,22 +969,18 @@ static int req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 		tern__stage_cancel(ctx, req);
 		return 0;
 	case TERN__ST_POSTED:
-		if (req->_priv.op != TERN__OP_RECV)
+		if (tern__rp(req)->op != TERN__OP_RECV)
 			return -EBUSY;
-		return tern__rail_cancel(&ctx->rails[req->_priv.rail], req);
-	default:
+		return tern__rail_cancel(&ctx->rails[tern__rp(req)->rail], req);
+	default: /* done, or on ctx->ready: its callback is due */
 		return -EALREADY;
 	}
 }
 
 int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 {
-	int ret;
-
 	if (ctx == NULL || req == NULL)
 		return -EINVAL;
-	tern__enter(ctx);
-	ret = req_cancel(ctx, req);
-	tern__leave(ctx); /* its callback may have closed the ctx */
-	return ret;
+	/* Runs no callback: a cancelled request waits on ctx->ready. */
+	return req_cancel(ctx, req);
 }

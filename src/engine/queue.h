@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Intrusive FIFO of requests, linked through req->_priv.next/prev. */
+/* Intrusive FIFO of requests, linked through tern__rp(req)->next/prev. */
 #ifndef TERN_QUEUE_H
 #define TERN_QUEUE_H
 
 #include <stddef.h>
 
 #include <tern/req.h>
+
+/* tern__rp() and struct tern__req_priv: engine.h, which includes this. */
 
 struct tern__reqq {
 	struct tern_req *head, *tail;
@@ -14,10 +16,10 @@ struct tern__reqq {
 
 static inline void tern__reqq_push(struct tern__reqq *q, struct tern_req *r)
 {
-	r->_priv.next = NULL;
-	r->_priv.prev = q->tail;
+	tern__rp(r)->next = NULL;
+	tern__rp(r)->prev = q->tail;
 	if (q->tail != NULL)
-		q->tail->_priv.next = r;
+		tern__rp(q->tail)->next = r;
 	else
 		q->head = r;
 	q->tail = r;
@@ -26,15 +28,15 @@ static inline void tern__reqq_push(struct tern__reqq *q, struct tern_req *r)
 
 static inline void tern__reqq_remove(struct tern__reqq *q, struct tern_req *r)
 {
-	if (r->_priv.prev != NULL)
-		r->_priv.prev->_priv.next = r->_priv.next;
+	if (tern__rp(r)->prev != NULL)
+		tern__rp(tern__rp(r)->prev)->next = tern__rp(r)->next;
 	else
-		q->head = r->_priv.next;
-	if (r->_priv.next != NULL)
-		r->_priv.next->_priv.prev = r->_priv.prev;
+		q->head = tern__rp(r)->next;
+	if (tern__rp(r)->next != NULL)
+		tern__rp(tern__rp(r)->next)->prev = tern__rp(r)->prev;
 	else
-		q->tail = r->_priv.prev;
-	r->_priv.next = r->_priv.prev = NULL;
+		q->tail = tern__rp(r)->prev;
+	tern__rp(r)->next = tern__rp(r)->prev = NULL;
 	q->len--;
 }
 

@@ -146,7 +146,7 @@ int tern__stage_device(const struct tern_ctx *ctx)
 
 static int is_source(const struct tern_req *req)
 {
-	switch (req->_priv.op) {
+	switch (tern__rp(req)->op) {
 	case TERN__OP_SEND:
 	case TERN__OP_SEND_IMM:
 	case TERN__OP_WRITE:
@@ -154,7 +154,7 @@ static int is_source(const struct tern_req *req)
 	case TERN__OP_PIECES:
 		return 1;
 	case TERN__OP_SYNC:
-		return req->_priv.imm == TERN_MR_SYNC_OUT;
+		return tern__rp(req)->u.sync.dir == TERN_MR_SYNC_OUT;
 	default:
 		return 0;
 	}
@@ -164,19 +164,20 @@ static int is_source(const struct tern_req *req)
  * finished or an error stopped it. */
 static void op_maybe_done(struct tern__stage *st, struct tern_req *req)
 {
-	if (req->_priv.inflight != 0)
+	if (tern__rp(req)->inflight != 0)
 		return;
-	if (req->_priv.err == 0 && req->_priv.ndone < req->_priv.npieces)
+	if (tern__rp(req)->err == 0 &&
+	    tern__rp(req)->ndone < tern__rp(req)->npieces)
 		return;
 	tern__reqq_remove(&st->ops, req);
 	st->completed++;
-	tern__req_complete(st->ctx, req, req->_priv.err);
+	tern__req_complete(st->ctx, req, tern__rp(req)->err);
 }
 
 static void set_err(struct tern_req *req, int err)
 {
-	if (req->_priv.err == 0)
-		req->_priv.err = err;
+	if (tern__rp(req)->err == 0)
+		tern__rp(req)->err = err;
 }
 
 static void chunk_finish(struct tern__stage_chunk *ch, int status)
@@ -186,23 +187,23 @@ static void chunk_finish(struct tern__stage_chunk *ch, int status)
 
 	ch->phase = CH_FREE;
 	ch->parent = NULL;
-	st->nfree[req->_priv.op == TERN__OP_RECV]++;
-	req->_priv.inflight--;
+	st->nfree[tern__rp(req)->op == TERN__OP_RECV]++;
+	tern__rp(req)->inflight--;
 	if (status != 0)
 		set_err(req, status);
 	else
-		req->_priv.ndone++;
+		tern__rp(req)->ndone++;
 	op_maybe_done(st, req);
 }
 
 static char *shadow(const struct tern_req *req)
 {
-	return req->_priv.mr->smr->buf;
+	return tern__rp(req)->mr->smr->buf;
 }
 
 static char *device(const struct tern_req *req)
 {
-	return req->_priv.mr->buf;
+	return tern__rp(req)->mr->buf;
 }
 
 /* Queue a copy of the chunk on the stream, in @out's direction. */
@@ -243,62 +244,57 @@ static int chunk_copy(struct tern__stage_chunk *ch, int out, uint64_t len)
 
 static void net_done(struct tern_req *inner);
 
-/* The remote region the request targets, as the descriptor it came with. */
-static void remote_desc(const struct tern_req *req, struct tern_mr_desc *rd)
-{
-	rd->base = req->_priv.rbase;
-	rd->len = req->_priv.rlen;
-	rd->flags = req->_priv.rflags;
-	rd->nkeys = req->_priv.nregions;
-	memcpy(rd->keys, req->_priv.rkeys, sizeof(rd->keys));
-}
-
 /* Hand the chunk's operation on the shadow to tern. */
 static int chunk_post(struct tern__stage_chunk *ch)
 {
 	struct tern_req *req = ch->parent, *in = &ch->req;
-	struct tern_peer *peer = req->_priv.peer;
-	struct tern_mr *smr = req->_priv.mr->smr;
+	struct tern_peer *peer = tern__rp(req)->peer;
+	struct tern_mr *smr = tern__rp(req)->mr->smr;
 	char *h = shadow(req) + ch->off;
-	struct tern_mr_desc rd;
+	const struct tern_mr_desc *rd;
 	const struct tern_piece *pc;
 	const struct tern_mr_desc *regions;
 	int ret;
 
 	tern_req_init(in, net_done, ch);
 	ch->phase = CH_NET;
-	switch (req->_priv.op) {
+	/* A write or read: the remote region, as the descriptor it came
+	 * with (the pool's copy). */
+	if (tern__rp(req)->xflags & TERN__XF_DESC)
+		rd = &tern__rp(req)->u.staged.rd->d;
+	else
+		rd = NULL;
+	switch (tern__rp(req)->op) {
 	case TERN__OP_SEND:
 		return tern_send(peer, smr, h, ch->len, in);
 	case TERN__OP_SEND_IMM:
-		return tern_send_imm(peer, smr, h, ch->len, req->_priv.imm, in);
+		return tern_send_imm(peer, smr, h, ch->len, tern__rp(req)->imm,
+				     in);
 	case TERN__OP_RECV:
-		return tern_recv(req->_priv.ctx, smr, h, ch->len, in);
+		return tern_recv(tern__rp(req)->ctx, smr, h, ch->len, in);
 	case TERN__OP_READ:
-		remote_desc(req, &rd);
-		return tern_read(peer, smr, h, ch->len, &rd, ch->roff, in);
+		return tern_read(peer, smr, h, ch->len, rd, ch->roff, in);
 	case TERN__OP_WRITE:
-		remote_desc(req, &rd);
-		return tern_write(peer, smr, h, ch->len, &rd, ch->roff, in);
+		return tern_write(peer, smr, h, ch->len, rd, ch->roff, in);
 	case TERN__OP_WRITE_IMM:
-		remote_desc(req, &rd);
-		if (ch->idx + 1 == req->_priv.npieces)
-			return tern_write_imm(peer, smr, h, ch->len, &rd,
-					      ch->roff, req->_priv.imm, in);
+		if (ch->idx + 1 == tern__rp(req)->npieces)
+			return tern_write_imm(peer, smr, h, ch->len, rd,
+					      ch->roff, tern__rp(req)->imm, in);
 		/* The immediate goes with the last chunk, posted once the
 		 * others completed: they must have landed by then, on any
 		 * rail, so ask for delivery, not just transmission. */
-		ret = tern_write(peer, smr, h, ch->len, &rd, ch->roff, in);
+		ret = tern_write(peer, smr, h, ch->len, rd, ch->roff, in);
 		if (ret == 0)
-			in->_priv.xflags |= TERN__XF_DELIVER;
+			tern__rp(in)->xflags |= TERN__XF_DELIVER;
 		return ret;
 	case TERN__OP_PIECES:
-		pc = (const struct tern_piece *)req->_priv.pieces + ch->idx;
-		regions = req->_priv.regions;
-		if (req->_priv.count) /* TERN_PIECES_IMM */
+		pc = (const struct tern_piece *)tern__rp(req)->u.batch.pieces +
+		     ch->idx;
+		regions = tern__rp(req)->u.batch.regions;
+		if (tern__rp(req)->u.batch.with_imm)
 			return tern_write_imm(peer, smr, h, ch->len,
 					      &regions[pc->region], pc->roff,
-					      req->_priv.imm, in);
+					      tern__rp(req)->imm, in);
 		return tern_write(peer, smr, h, ch->len, &regions[pc->region],
 				  pc->roff, in);
 	default:
@@ -311,14 +307,15 @@ static void chunk_net(struct tern__stage_chunk *ch)
 	struct tern_req *req = ch->parent;
 	int ret;
 
-	if (req->_priv.err != 0 &&
-	    (req->_priv.op != TERN__OP_PIECES || req->_priv.sop != 0)) {
-		chunk_finish(ch, req->_priv.err);
+	if (tern__rp(req)->err != 0 &&
+	    (tern__rp(req)->op != TERN__OP_PIECES ||
+	     (tern__rp(req)->xflags & TERN__XF_CANCELLED))) {
+		chunk_finish(ch, tern__rp(req)->err);
 		return;
 	}
-	if (req->_priv.op == TERN__OP_WRITE_IMM &&
-	    ch->idx + 1 == req->_priv.npieces &&
-	    req->_priv.ndone + 1 < req->_priv.npieces) {
+	if (tern__rp(req)->op == TERN__OP_WRITE_IMM &&
+	    ch->idx + 1 == tern__rp(req)->npieces &&
+	    tern__rp(req)->ndone + 1 < tern__rp(req)->npieces) {
 		ch->phase = CH_HELD;
 		return;
 	}
@@ -339,7 +336,7 @@ static void net_done(struct tern_req *in)
 			memcpy(req->errmsg, in->errmsg, sizeof(req->errmsg));
 			req->prov_errno = in->prov_errno;
 		}
-		if (req->_priv.op == TERN__OP_RECV)
+		if (tern__rp(req)->op == TERN__OP_RECV)
 			req->len = in->len;
 		chunk_finish(ch, in->status);
 		return;
@@ -349,13 +346,13 @@ static void net_done(struct tern_req *in)
 		return;
 	}
 	/* A sink: the bytes are in the shadow; now to the GPU. */
-	if (req->_priv.op == TERN__OP_RECV) {
+	if (tern__rp(req)->op == TERN__OP_RECV) {
 		req->len = in->len;
 		req->imm = in->imm;
 		req->flags = in->flags;
 	}
-	ret = chunk_copy(ch, 0,
-			 req->_priv.op == TERN__OP_RECV ? in->len : ch->len);
+	ret = chunk_copy(
+		ch, 0, tern__rp(req)->op == TERN__OP_RECV ? in->len : ch->len);
 	if (ret != 0)
 		chunk_finish(ch, ret);
 	else if (!ch->has_ev)
@@ -378,35 +375,38 @@ static struct tern__stage_chunk *chunk_get(struct tern__stage *st, int recv)
 /* Start the request's next chunk in a free slot. */
 static void chunk_start(struct tern__stage *st, struct tern_req *req)
 {
-	int recv = req->_priv.op == TERN__OP_RECV;
+	int recv = tern__rp(req)->op == TERN__OP_RECV;
 	struct tern__stage_chunk *ch = chunk_get(st, recv);
-	uint32_t i = req->_priv.next_piece++;
-	uint64_t base = (uint64_t)((char *)req->_priv.buf - device(req));
+	uint32_t i = tern__rp(req)->next_piece++;
+	uint64_t base = (uint64_t)((char *)tern__rp(req)->buf - device(req));
 	int ret;
 
 	st->nfree[recv]--;
-	req->_priv.inflight++;
+	tern__rp(req)->inflight++;
 	ch->parent = req;
 	ch->idx = i;
 	ch->roff = 0;
-	if (req->_priv.op == TERN__OP_PIECES) {
-		const struct tern_piece *pc =
-			(const struct tern_piece *)req->_priv.pieces + i;
+	if (tern__rp(req)->op == TERN__OP_PIECES) {
+		const struct tern_piece *pc = (const struct tern_piece *)
+						      tern__rp(req)
+							      ->u.batch.pieces +
+					      i;
 
 		ch->off = pc->loff;
 		ch->len = pc->len;
-	} else if (req->_priv.op == TERN__OP_SEND ||
-		   req->_priv.op == TERN__OP_SEND_IMM ||
-		   req->_priv.op == TERN__OP_RECV) {
+	} else if (tern__rp(req)->op == TERN__OP_SEND ||
+		   tern__rp(req)->op == TERN__OP_SEND_IMM ||
+		   tern__rp(req)->op == TERN__OP_RECV) {
 		ch->off = base; /* a message is never cut */
 		ch->len = req->len;
 	} else {
 		tern__stripe_chunk(req->len, st->chunk, i, &ch->off, &ch->len);
-		ch->roff = req->_priv.operand + ch->off;
+		ch->roff = tern__rp(req)->u.staged.roff + ch->off;
 		ch->off += base;
 	}
-	if (req->_priv.op == TERN__OP_SYNC) {
-		ret = chunk_copy(ch, req->_priv.imm == TERN_MR_SYNC_OUT,
+	if (tern__rp(req)->op == TERN__OP_SYNC) {
+		ret = chunk_copy(ch,
+				 tern__rp(req)->u.sync.dir == TERN_MR_SYNC_OUT,
 				 ch->len);
 		if (ret != 0 || !ch->has_ev)
 			chunk_finish(ch, ret);
@@ -429,35 +429,37 @@ void tern__stage_submit(struct tern_ctx *ctx, struct tern_req *req)
 {
 	struct tern__stage *st = ctx->stage;
 
-	req->_priv.state = TERN__ST_STAGING;
-	req->_priv.sop = 0; /* 1 once cancelled */
-	req->_priv.next_piece = 0;
-	req->_priv.inflight = 0;
-	req->_priv.ndone = 0;
-	req->_priv.err = 0;
-	switch (req->_priv.op) {
+	tern__rp(req)->state = TERN__ST_STAGING;
+	/* xflags: TERN__XF_CANCELLED once cancelled (the post cleared it) */
+	tern__rp(req)->next_piece = 0;
+	tern__rp(req)->inflight = 0;
+	tern__rp(req)->ndone = 0;
+	tern__rp(req)->err = 0;
+	switch (tern__rp(req)->op) {
 	case TERN__OP_PIECES: /* one chunk per piece, set by the caller */
 		break;
 	case TERN__OP_SEND:
 	case TERN__OP_SEND_IMM:
 	case TERN__OP_RECV:
-		req->_priv.npieces = 1;
+		tern__rp(req)->npieces = 1;
 		break;
 	case TERN__OP_SYNC: /* nothing to copy on a host region */
-		req->_priv.npieces = req->_priv.mr->smr == NULL || req->len == 0
-					     ? 0
-					     : (uint32_t)tern__stripe_count(
-						       req->len, st->chunk);
+		tern__rp(req)->npieces = tern__rp(req)->mr->smr == NULL ||
+							 req->len == 0
+						 ? 0
+						 : (uint32_t)tern__stripe_count(
+							   req->len, st->chunk);
 		break;
 	default:
-		req->_priv.npieces = req->len == 0
-					     ? 1
-					     : (uint32_t)tern__stripe_count(
-						       req->len, st->chunk);
+		tern__rp(req)->npieces = req->len == 0
+						 ? 1
+						 : (uint32_t)tern__stripe_count(
+							   req->len, st->chunk);
 		break;
 	}
-	if (req->_priv.peer != NULL)
-		req->_priv.peer->inflight++;
+	tern__rp(req)->mr->inflight++;
+	if (tern__rp(req)->peer != NULL)
+		tern__rp(req)->peer->inflight++;
 	tern__reqq_push(&st->ops, req);
 }
 
@@ -473,16 +475,18 @@ static void start_chunks(struct tern__stage *st)
 		int blocked[2] = { 0, 0 };
 
 		again = 0;
-		for (req = st->ops.head; req != NULL; req = req->_priv.next) {
-			int recv = req->_priv.op == TERN__OP_RECV;
+		for (req = st->ops.head; req != NULL;
+		     req = tern__rp(req)->next) {
+			int recv = tern__rp(req)->op == TERN__OP_RECV;
 
 			/* A batch's other pieces still run after one failed
 			 * (unless cancelled); anything else stops at its
 			 * error. */
-			if ((req->_priv.err == 0 ||
-			     (req->_priv.op == TERN__OP_PIECES &&
-			      req->_priv.sop == 0)) &&
-			    req->_priv.next_piece < req->_priv.npieces) {
+			if ((tern__rp(req)->err == 0 ||
+			     (tern__rp(req)->op == TERN__OP_PIECES &&
+			      !(tern__rp(req)->xflags & TERN__XF_CANCELLED))) &&
+			    tern__rp(req)->next_piece <
+				    tern__rp(req)->npieces) {
 				/* In posting order within each pool. */
 				if (blocked[recv] || st->nfree[recv] == 0) {
 					blocked[recv] = 1;
@@ -494,7 +498,7 @@ static void start_chunks(struct tern__stage *st)
 				again = 1;
 				break;
 			}
-			if (req->_priv.inflight == 0) {
+			if (tern__rp(req)->inflight == 0) {
 				/* Nothing to start, nothing active: over
 				 * (a sync of a host region, or 0 bytes). */
 				op_maybe_done(st, req);
@@ -530,7 +534,7 @@ int tern__stage_progress(struct tern_ctx *ctx)
 				 "CUDA copy: %s", tern__cu_errstr(st->cu, r));
 			chunk_finish(ch, -TERN_EHMEM);
 		} else if (ch->phase == CH_COPY_OUT &&
-			   ch->parent->_priv.op != TERN__OP_SYNC) {
+			   tern__rp(ch->parent)->op != TERN__OP_SYNC) {
 			chunk_net(ch);
 		} else {
 			chunk_finish(ch, 0);
@@ -540,8 +544,9 @@ int tern__stage_progress(struct tern_ctx *ctx)
 		struct tern__stage_chunk *ch = &st->chunks[i];
 
 		if (ch->phase == CH_HELD &&
-		    (ch->parent->_priv.err != 0 ||
-		     ch->parent->_priv.ndone + 1 == ch->parent->_priv.npieces))
+		    (tern__rp(ch->parent)->err != 0 ||
+		     tern__rp(ch->parent)->ndone + 1 ==
+			     tern__rp(ch->parent)->npieces))
 			chunk_net(ch);
 	}
 	start_chunks(st);
@@ -572,11 +577,12 @@ void tern__stage_cancel(struct tern_ctx *ctx, struct tern_req *req)
 			return;
 	}
 	set_err(req, -ECANCELED);
-	req->_priv.sop = 1; /* cancelled: nothing more is posted */
-	req->_priv.next_piece = req->_priv.npieces; /* start no more */
+	/* Cancelled: nothing more is posted. */
+	tern__rp(req)->xflags |= TERN__XF_CANCELLED;
+	tern__rp(req)->next_piece = tern__rp(req)->npieces; /* start no more */
 	/* Hold it: a chunk finishing below must not complete it (its
 	 * callback may free or reuse it) before the walk is over. */
-	req->_priv.inflight++;
+	tern__rp(req)->inflight++;
 	for (unsigned int i = 0; i < st->nchunks; i++) {
 		struct tern__stage_chunk *ch = &st->chunks[i];
 
@@ -584,33 +590,29 @@ void tern__stage_cancel(struct tern_ctx *ctx, struct tern_req *req)
 			continue;
 		if (ch->phase == CH_HELD)
 			chunk_finish(ch, -ECANCELED);
-		else if (ch->phase == CH_NET && req->_priv.op == TERN__OP_RECV)
+		else if (ch->phase == CH_NET &&
+			 tern__rp(req)->op == TERN__OP_RECV)
 			tern_req_cancel(ctx, &ch->req);
 	}
-	req->_priv.inflight--;
+	tern__rp(req)->inflight--;
 	op_maybe_done(st, req);
 }
 
 void tern__stage_cancel_peer(struct tern_ctx *ctx, struct tern_peer *peer)
 {
 	struct tern__stage *st = ctx->stage;
-	struct tern_req *req;
-	int again = 1;
+	struct tern_req *req, *next;
 
 	if (st == NULL)
 		return;
-	/* Callbacks may change the list: walk again after each. */
-	while (again) {
-		again = 0;
-		for (req = st->ops.head; req != NULL; req = req->_priv.next) {
-			/* Not yet cancelled: may still start or succeed. */
-			if ((peer == NULL || req->_priv.peer == peer) &&
-			    req->_priv.sop == 0) {
-				tern__stage_cancel(ctx, req);
-				again = 1;
-				break;
-			}
-		}
+	/* A cancel runs no callback (it queues on ctx->ready) and takes
+	 * only the request itself off the list: one walk does. */
+	for (req = st->ops.head; req != NULL; req = next) {
+		next = tern__rp(req)->next;
+		/* Not yet cancelled: may still start or succeed. */
+		if ((peer == NULL || tern__rp(req)->peer == peer) &&
+		    !(tern__rp(req)->xflags & TERN__XF_CANCELLED))
+			tern__stage_cancel(ctx, req);
 	}
 }
 
@@ -633,7 +635,7 @@ void tern__stage_close(struct tern_ctx *ctx)
 	/* Inner operations were cancelled with the endpoints; whatever is
 	 * still linked ends now. */
 	while ((req = tern__reqq_pop(&st->ops)) != NULL) {
-		req->_priv.inflight = 0;
+		tern__rp(req)->inflight = 0;
 		tern__req_complete(ctx, req, -ECANCELED);
 	}
 	if (st->cu != NULL) {
@@ -667,8 +669,7 @@ int tern_mr_sync(struct tern_mr *mr, uint64_t off, uint64_t len,
 	}
 	tern__req_fill(ctx, req, TERN__OP_SYNC, NULL, mr, (char *)mr->buf + off,
 		       len);
-	req->_priv.operand = 0;
-	req->_priv.imm = dir;
+	tern__rp(req)->u.sync.dir = dir;
 	tern__stage_submit(ctx, req);
 	return 0;
 }

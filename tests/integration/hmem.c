@@ -69,8 +69,7 @@ static void run2(struct side *a, struct side *b, struct tern_req *req)
 		tern_progress(a->ctx);
 		tern_progress(b->ctx);
 	}
-	CHECK(req->done, "no completion (op %u, %zu bytes)",
-	      (unsigned int)req->_priv.op, req->len);
+	CHECK(req->done, "no completion (%zu bytes)", req->len);
 }
 
 static void pattern(uint8_t *p, size_t len, unsigned int seed)

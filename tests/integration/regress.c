@@ -3,11 +3,20 @@
  * Regressions found in review, on a real provider, two ctxs in one process:
  * 1. cancelling a batched write whose pieces are partly out completes it
  *    once, after those pieces, never while the provider holds them;
- * 2. a callback run by tern_peer_remove() may remove the same peer;
- * 3. a callback run by tern_peer_remove() may cancel a sibling, and every
- *    operation queued to the removed peer is still cancelled;
+ * 2. tern_peer_remove() runs no callback: the operations queued to the
+ *    peer complete -ECANCELED from the next progress pass, once each, and
+ *    a callback there may remove another peer, whose queued operations
+ *    complete in the same pass (once these callbacks ran inside the
+ *    removal, and a callback could free what the removal was walking);
+ * 3. a callback of a removed peer's operation may cancel a sibling (it
+ *    has completed already: -EALREADY), and every operation queued to
+ *    the removed peer is still cancelled;
  * 4. a peer that stops taking messages (on shm its command queue fills
- *    and every post to it is refused) does not hold up posts to others.
+ *    and every post to it is refused) does not hold up posts to others;
+ * 5. a region with operations in flight refuses to close (-EBUSY) until
+ *    they completed; closing the ctx closes it anyway, and completes a
+ *    queued write -ECANCELED with its callback run, while the ctx's timer,
+ *    deferred work and fd watcher are stopped without running.
  * usage: regress PROVIDER   (tcp binds 127.0.0.1)
  */
 #include <errno.h>
@@ -19,6 +28,8 @@
 #include <tern/tern.h>
 
 #include "check.h"
+/* Test 1 looks at a request's private progress (tern__rp()). */
+#include "../../src/engine/engine.h"
 
 static const char *g_prov;
 
@@ -96,11 +107,11 @@ static void test_cancel_half_posted_batch(void)
 	      "post");
 	/* Batch 1: each pass posts a piece or two; stop while one is out
 	 * (tests may look at the request's private fields). */
-	for (int i = 0; i < 100000 && req._priv.inflight == 0; i++) {
+	for (int i = 0; i < 100000 && tern__rp(&req)->inflight == 0; i++) {
 		tern_progress(b); /* the target answers the first contact */
 		tern_progress(a);
 	}
-	one_out = req._priv.inflight > 0 && !req.done;
+	one_out = tern__rp(&req)->inflight > 0 && !req.done;
 	CHECK(one_out, "never caught the batch with a piece out");
 	CHECK(tern_req_cancel(a, &req) == 0, "cancel");
 	CHECK(calls == 0, "completed while a piece was still out");
@@ -121,24 +132,24 @@ static void test_cancel_half_posted_batch(void)
 	free(src);
 }
 
-static struct tern_peer *g_peer;
+static struct tern_peer *g_peer, *g_other;
 static struct tern_ctx *g_ctx;
-static struct tern_req g_q[3];
+static struct tern_req g_q[5];
 static int g_inner = 1;
 
-static void remove_again_cb(struct tern_req *r)
+static void remove_other_cb(struct tern_req *r)
 {
 	(void)r;
 	calls++;
 	if (calls == 1)
-		g_inner = tern_peer_remove(g_peer);
+		g_inner = tern_peer_remove(g_other);
 }
 
 static void cancel_sibling_cb(struct tern_req *r)
 {
 	calls++;
 	if (r == &g_q[0])
-		tern_req_cancel(g_ctx, &g_q[1]);
+		g_inner = tern_req_cancel(g_ctx, &g_q[1]);
 }
 
 static void test_peer_remove_reentry(void (*cb)(struct tern_req *),
@@ -149,26 +160,45 @@ static void test_peer_remove_reentry(void (*cb)(struct tern_req *),
 	uint8_t *m = buf(4096, 1);
 	struct tern_mr *mr;
 
+	int nq = cb == remove_other_cb ? 5 : 3;
+
 	g_ctx = a;
 	g_peer = peer_of(a, b);
+	g_other = peer_of(a, b);
 	calls = 0;
+	g_inner = 1;
 	CHECK(tern_mr_reg(a, m, 4096, TERN_ACCESS_LOCAL, &mr) == 0, "reg");
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < nq; i++) {
 		tern_req_init(&g_q[i], cb, NULL);
-		CHECK(tern_send(g_peer, mr, m, 64, &g_q[i]) == 0, "send");
+		CHECK(tern_send(i < 3 ? g_peer : g_other, mr, m, 64, &g_q[i]) ==
+			      0,
+		      "send");
 	}
 	CHECK(tern_peer_remove(g_peer) == 0, "remove");
+	CHECK(calls == 0, "%d callback(s) ran inside tern_peer_remove", calls);
 	for (int i = 0; i < 3; i++)
+		CHECK(!g_q[i].done, "send %d done inside the removal", i);
+	CHECK(tern_progress(a) >= 3, "progress");
+	for (int i = 0; i < nq; i++)
 		CHECK(g_q[i].done && g_q[i].status == -ECANCELED,
 		      "queued send %d not cancelled (done %d status %d)", i,
 		      g_q[i].done, g_q[i].status);
-	CHECK(calls == 3, "%d callbacks, want 3", calls);
-	if (cb == remove_again_cb)
-		CHECK(g_inner == -EINVAL, "inner remove returned %d", g_inner);
+	CHECK(calls == nq, "%d callbacks, want %d", calls, nq);
+	if (cb == remove_other_cb)
+		CHECK(g_inner == 0, "inner remove returned %d", g_inner);
+	else
+		CHECK(g_inner == -EALREADY, "sibling cancel returned %d",
+		      g_inner);
+	for (int i = 0; i < 100; i++)
+		tern_progress(a);
+	CHECK(calls == nq, "completed more than once: %d callbacks", calls);
+	if (cb != remove_other_cb)
+		CHECK(tern_peer_remove(g_other) == 0, "remove other");
 	/* One peer and one region left open: closing the ctx closes them,
 	 * and a send queued to that peer completes cancelled, once. */
 	calls = 0;
-	g_peer = NULL; /* gone: the callback's remove is a no-op now */
+	g_peer = NULL;
+	g_other = NULL; /* gone: the callback's remove is a no-op now */
 	tern_req_init(&g_q[0], cb, NULL);
 	CHECK(tern_send(keep, mr, m, 64, &g_q[0]) == 0, "send");
 	CHECK(tern_ctx_close(a) == 0 && tern_ctx_close(b) == 0, "close");
@@ -259,6 +289,86 @@ static void test_stuck_peer(void)
 	       accepted, FLOOD);
 }
 
+static int g_timer_ran, g_defer_ran, g_io_ran;
+
+static void timer_cb(struct tern_timer *t)
+{
+	(void)t;
+	g_timer_ran++;
+}
+
+static void defer_cb(struct tern_defer *d)
+{
+	(void)d;
+	g_defer_ran++;
+}
+
+static void io_cb(struct tern_io *io, unsigned int events)
+{
+	(void)io;
+	(void)events;
+	g_io_ran++;
+}
+
+static void test_lifetimes(void)
+{
+	struct tern_ctx *a = open_ctx(0), *b = open_ctx(0);
+	struct tern_peer *p = peer_of(a, b);
+	uint8_t *src = buf(4096, 7), *dst = buf(4096, 0);
+	struct tern_mr *smr, *dmr;
+	struct tern_mr_desc d;
+	struct tern_timer t;
+	struct tern_defer df = { 0 };
+	struct tern_io io = { 0 };
+	struct tern_req req;
+	int fds[2];
+
+	CHECK(tern_mr_reg(a, src, 4096, TERN_ACCESS_LOCAL, &smr) == 0, "reg");
+	CHECK(tern_mr_reg(b, dst, 4096, TERN_ACCESS_REMOTE_WRITE, &dmr) == 0,
+	      "reg");
+	CHECK(tern_mr_desc(dmr, &d) == 0, "desc");
+	calls = 0;
+	tern_req_init(&req, count_cb, NULL);
+	CHECK(tern_write(p, smr, src, 4096, &d, 0, &req) == 0, "write");
+	CHECK(tern_mr_close(smr) == -EBUSY, "closed a region still queued");
+	spin(a, b, &req.done);
+	CHECK(req.done && req.status == 0 && calls == 1, "write: %d",
+	      req.status);
+	CHECK(memcmp(src, dst, 4096) == 0, "write landed wrong");
+	CHECK(tern_mr_close(smr) == 0, "close once idle");
+	printf("ok: a region with a write in flight refuses to close "
+	       "(-EBUSY), then closes\n");
+
+	/* Closing the ctx with live children. */
+	CHECK(tern_mr_reg(a, src, 4096, TERN_ACCESS_LOCAL, &smr) == 0, "reg");
+	calls = 0;
+	tern_req_init(&req, count_cb, NULL);
+	CHECK(tern_write(p, smr, src, 4096, &d, 0, &req) == 0, "write");
+	CHECK(pipe(fds) == 0, "pipe");
+	CHECK(write(fds[1], "x", 1) == 1, "pipe write");
+	tern_timer_init(&t, timer_cb, NULL);
+	CHECK(tern_timer_start(a, &t, 0, 0) == 0, "timer");
+	CHECK(tern_defer(a, &df, defer_cb, NULL) == 0, "defer");
+	CHECK(tern_io_start(a, &io, fds[0], TERN_IO_READ, io_cb, NULL) == 0,
+	      "io");
+	CHECK(tern_mr_close(smr) == -EBUSY, "closed a region still queued");
+	CHECK(tern_ctx_close(a) == 0, "close with live children");
+	CHECK(req.done && req.status == -ECANCELED && calls == 1,
+	      "queued write at close: done %d status %d, %d callbacks",
+	      req.done, req.status, calls);
+	CHECK(g_timer_ran == 0 && g_defer_ran == 0 && g_io_ran == 0,
+	      "ran at close: timer %d defer %d io %d", g_timer_ran, g_defer_ran,
+	      g_io_ran);
+	tern_mr_close(dmr);
+	CHECK(tern_ctx_close(b) == 0, "close");
+	close(fds[0]);
+	close(fds[1]);
+	free(src);
+	free(dst);
+	printf("ok: ctx close with a busy region, a peer, a queued write, a "
+	       "timer, deferred work and an fd watcher\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -268,13 +378,14 @@ int main(int argc, char **argv)
 	g_prov = argv[1];
 	setvbuf(stdout, NULL, _IONBF, 0);
 	test_cancel_half_posted_batch();
-	test_peer_remove_reentry(remove_again_cb,
-				 "a callback of tern_peer_remove removes the "
-				 "same peer");
+	test_peer_remove_reentry(remove_other_cb,
+				 "tern_peer_remove runs no callback; one from "
+				 "the next progress removes another peer");
 	test_peer_remove_reentry(cancel_sibling_cb,
-				 "a callback of tern_peer_remove cancels a "
-				 "sibling; all queued sends cancelled");
+				 "a callback of a removed peer's send cancels "
+				 "a sibling; all queued sends cancelled");
 	test_stuck_peer();
+	test_lifetimes();
 	printf("PASS: regressions over %s\n", g_prov);
 	return 0;
 }

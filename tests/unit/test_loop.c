@@ -555,7 +555,7 @@ static int write_nth(struct env *e, struct tracked *t, unsigned int i)
 
 static void *ctx_of(struct tracked *t)
 {
-	return t->req._priv.fictx;
+	return tern__rp(&t->req)->fictx;
 }
 
 /* ---- 1. Posts only queue; progress posts them, fields intact ---- */
@@ -1246,7 +1246,14 @@ static void test_imm_cancel(void **state)
 	cq_imm(11);
 	assert_int_equal(tern_progress(e->ctx), 0);
 	assert_int_equal(tern_req_cancel(e->ctx, &x.req), 0);
+	/* Its callback runs from the next progress pass, never inside the
+	 * cancel; until then it is not done, and cannot be cancelled. */
+	assert_int_equal(x.calls, 0);
+	assert_int_equal(x.req.done, 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &x.req), -EALREADY);
+	assert_int_equal(tern_progress(e->ctx), 1);
 	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.done_in_cb, 1);
 	assert_int_equal(x.req.done, 1);
 	assert_int_equal(x.req.status, -ECANCELED);
 	assert_int_equal(tern_req_cancel(e->ctx, &x.req), -EALREADY);
@@ -1270,6 +1277,8 @@ static void test_imm_cancel(void **state)
 	track_init(&x);
 	assert_int_equal(tern_imm_expect(e->ctx, 12, 1, &x.req), 0);
 	assert_int_equal(tern_req_cancel(e->ctx, &x.req), 0);
+	assert_int_equal(x.calls, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
 	assert_int_equal(x.calls, 1);
 	assert_int_equal(x.req.status, -ECANCELED);
 	assert_int_equal(tern_progress(e->ctx), 0);
@@ -1516,17 +1525,25 @@ static void test_cancel_queued(void **state)
 	assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf, 64, &r.req), 0);
 	assert_int_equal(e->peer.inflight, 3);
 
+	/* Cancelled now (the peer lets go of it), called back from the
+	 * next progress pass: never inside tern_req_cancel(). */
 	assert_int_equal(tern_req_cancel(e->ctx, &w[1].req), 0);
+	assert_int_equal(w[1].calls, 0);
+	assert_int_equal(w[1].req.done, 0);
+	assert_int_equal(e->peer.inflight, 2);
+	assert_int_equal(tern_req_cancel(e->ctx, &r.req), 0);
+	assert_int_equal(r.calls, 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &w[1].req), -EALREADY);
+
+	/* The others go, the cancelled ones never reach the provider, and
+	 * their callbacks run once, from this pass. */
+	assert_int_equal(tern_progress(e->ctx), 2);
 	assert_int_equal(w[1].calls, 1);
 	assert_int_equal(w[1].done_in_cb, 1);
 	assert_int_equal(w[1].req.status, -ECANCELED);
-	assert_int_equal(e->peer.inflight, 2);
-	assert_int_equal(tern_req_cancel(e->ctx, &r.req), 0);
 	assert_int_equal(r.calls, 1);
 	assert_int_equal(r.req.status, -ECANCELED);
 	assert_int_equal(tern_req_cancel(e->ctx, &w[1].req), -EALREADY);
-
-	/* The others go, the cancelled ones never reach the provider. */
 	assert_int_equal(tern_progress(e->ctx), 0);
 	assert_int_equal(fk.ncalls, 2);
 	assert_ptr_equal(fk.calls[0].context, ctx_of(&w[0]));
@@ -1545,6 +1562,108 @@ static void test_cancel_queued(void **state)
 	assert_int_equal(w[0].req.status, 0);
 	assert_int_equal(tern_req_cancel(NULL, &w[0].req), -EINVAL);
 	assert_int_equal(tern_req_cancel(e->ctx, NULL), -EINVAL);
+}
+
+/* A wait on a cancelled request returns at once: one progress pass runs
+ * its callback (it is not done before that, so a wait cannot skip it). */
+static void test_cancel_then_wait(void **state)
+{
+	struct env *e = *state;
+	struct tracked w;
+
+	assert_int_equal(write_nth(e, &w, 0), 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &w.req), 0);
+	assert_int_equal(w.calls, 0);
+	assert_int_equal(tern_wait(e->ctx, &w.req, -1), 0);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.done_in_cb, 1);
+	assert_int_equal(w.req.status, -ECANCELED);
+	assert_int_equal(fk.ncalls, 0);
+	assert_int_equal(e->peer.inflight, 0);
+	/* Done now: a second wait runs no pass and no callback. */
+	assert_int_equal(tern_wait(e->ctx, &w.req, -1), 0);
+	assert_int_equal(w.calls, 1);
+}
+
+/* A callback run for a cancelled request may post it again at once: it
+ * is off every list of tern's by then. */
+struct repost {
+	struct env *e;
+	int calls;
+	int ret;
+};
+
+static void repost_cb(struct tern_req *req)
+{
+	struct repost *rp = req->data;
+
+	if (rp->calls++ == 0)
+		rp->ret = tern_write(&rp->e->peer, &rp->e->mr, rp->e->buf, 8,
+				     &rp->e->rdesc, 0, req);
+}
+
+static void test_cancelled_cb_reposts(void **state)
+{
+	struct env *e = *state;
+	struct repost rp = { .e = e, .ret = 1 };
+	struct tern_req req;
+
+	tern_req_init(&req, repost_cb, &rp);
+	assert_int_equal(
+		tern_write(&e->peer, &e->mr, e->buf, 8, &e->rdesc, 0, &req), 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &req), 0);
+	assert_int_equal(rp.calls, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(rp.calls, 1);
+	assert_int_equal(rp.ret, 0);
+	assert_int_equal(req.done, 0);
+	assert_int_equal(fk.ncalls, 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 1);
+	cq_ok(fk.calls[0].context, 8, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(rp.calls, 2);
+	assert_int_equal(req.status, 0);
+}
+
+/* Regions count what is in flight on them, as peers do: a queued or
+ * posted operation pins its region (tern_mr_close() answers -EBUSY), and
+ * lets go of it as it finishes, a cancelled one at the cancel. */
+static void test_mr_inflight(void **state)
+{
+	struct env *e = *state;
+	struct tracked w, r, x;
+
+	assert_int_equal(write_nth(e, &w, 0), 0);
+	track_init(&r);
+	assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf, 64, &r.req), 0);
+	assert_int_equal(e->mr.inflight, 2);
+	assert_int_equal(tern_mr_close(&e->mr), -EBUSY);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(e->mr.inflight, 2); /* posted: still pinned */
+	assert_int_equal(tern_mr_close(&e->mr), -EBUSY);
+	cq_ok(ctx_of(&w), 64, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(e->mr.inflight, 1);
+	/* A posted receive cancelled: the provider's completion lets go. */
+	fk.cancel_completes = 1;
+	assert_int_equal(tern_req_cancel(e->ctx, &r.req), 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(r.status, -ECANCELED);
+	assert_int_equal(e->mr.inflight, 0);
+	/* A queued write cancelled lets go at once, before its callback. */
+	assert_int_equal(write_nth(e, &w, 1), 0);
+	assert_int_equal(e->mr.inflight, 1);
+	assert_int_equal(tern_req_cancel(e->ctx, &w.req), 0);
+	assert_int_equal(e->mr.inflight, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	/* An expectation uses no region. */
+	track_init(&x);
+	assert_int_equal(tern_imm_expect(e->ctx, 4, 1, &x.req), 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &x.req), 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(e->mr.inflight, 0);
+	assert_int_equal(tern_mr_close(NULL), 0);
 }
 
 static void test_cancel_posted_recv(void **state)
@@ -1753,7 +1872,8 @@ static void test_callback_expects_mid_batch(void **state)
 static size_t call_of(const struct tracked *t)
 {
 	for (size_t i = 0; i < fk.ncalls; i++) {
-		if (fk.calls[i].context == (const void *)t->req._priv.fictx)
+		if (fk.calls[i].context ==
+		    (const void *)tern__rp(&t->req)->fictx)
 			return i;
 	}
 	fail_msg("request never posted");
@@ -1837,6 +1957,64 @@ static void test_striping(void **state)
 	tern_progress(e->ctx);
 	assert_int_equal(fk.ncalls, 7);
 	assert_int_equal(fk.calls[6].len, 2048);
+}
+
+/* A striped write copies the descriptor into the ctx's pool: the caller's
+ * may go at once; the copy comes back when the write completes (or is
+ * cancelled) and the next striped write reuses it. */
+static void test_striping_desc_pool(void **state)
+{
+	struct env *e = *state;
+	struct tern_mr_desc d;
+	struct tern__desc *copy;
+	struct tracked w;
+
+	e->ctx->nrails = 2;
+	e->ctx->stripe_chunk = 1024;
+	e->peer.nrails = 2;
+	e->peer.fiaddr[1] = PEER_ADDR + 1;
+	d = e->rdesc;
+	d.nkeys = 2;
+	d.keys[1] = RKEY + 1;
+	track_init(&w);
+	assert_null(e->ctx->desc_free);
+	assert_int_equal(
+		tern_write(&e->peer, &e->mr, e->buf, 2048, &d, 0, &w.req), 0);
+	memset(&d, 0xa5, sizeof(d)); /* the caller's copy is gone */
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(fk.calls[0].rkey, RKEY);
+	assert_int_equal(fk.calls[1].rkey, RKEY + 1);
+	cq_ok(fk.calls[0].context, 0, FI_WRITE, 0);
+	cq_ok(fk.calls[1].context, 0, FI_WRITE, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(w.calls, 1);
+	copy = e->ctx->desc_free;
+	assert_non_null(copy);
+	assert_null(copy->next_free);
+
+	/* Reused, and given back by a cancel too. */
+	d = e->rdesc;
+	d.nkeys = 2;
+	track_init(&w);
+	assert_int_equal(
+		tern_write(&e->peer, &e->mr, e->buf, 2048, &d, 0, &w.req), 0);
+	assert_null(e->ctx->desc_free);
+	assert_int_equal(tern_req_cancel(e->ctx, &w.req), 0);
+	assert_ptr_equal(e->ctx->desc_free, copy);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(w.status, -ECANCELED);
+}
+
+/* What a request costs: the header says so (req.h). */
+static void test_req_size(void **state)
+{
+	(void)state;
+	assert_int_equal(sizeof(((struct tern_req *)0)->_priv),
+			 TERN_REQ_PRIV_SIZE);
+	assert_true(sizeof(struct tern__req_priv) <= TERN_REQ_PRIV_SIZE);
+	if (sizeof(void *) == 8)
+		assert_int_equal(sizeof(struct tern_req), 344);
 }
 
 static void test_rails(void **state)
@@ -1975,6 +2153,9 @@ static void test_drain_cancels_everything(void **state)
 	assert_int_equal(tern_progress(e->ctx), 0);
 	assert_int_equal(e->ctx->posted.len, 1);
 	tern__loop_cancel_posted(e->ctx);
+	/* ctx close then runs their callbacks (tern__ctx_finish_close()). */
+	assert_int_equal(c.calls, 0);
+	assert_int_equal(tern__ready_run(e->ctx), 1);
 	assert_int_equal(c.calls, 1);
 	assert_int_equal(c.status, -ECANCELED);
 	assert_int_equal(e->ctx->posted.len, 0);
@@ -2003,8 +2184,11 @@ static void test_wait(void **state)
 	assert_int_equal(w.req.status, 0);
 }
 
-/* A failed post's callback cancels a sibling still queued behind it:
- * progress must not post the vanished request (it once did: NULL deref). */
+/* A failed post's callback cancels a sibling queued behind it. The post's
+ * failure goes to the ready list, so progress finishes posting the queue
+ * before any callback runs: the sibling is out by then and cannot be
+ * cancelled (once the callback ran mid-walk and progress posted the
+ * vanished request: NULL deref). */
 struct sib {
 	struct tern_ctx *ctx;
 	struct tern_req *victim;
@@ -2034,12 +2218,21 @@ static void test_failed_post_cb_cancels_sibling(void **state)
 		tern_write(&e->peer, &e->mr, e->buf, 8, &e->rdesc, 0, &a), 0);
 	assert_int_equal(write_nth(e, &v, 1), 0);
 	b.victim = &v.req;
-	assert_true(tern_progress(e->ctx) >= 1);
+	/* Posting alone runs no callback, even for a failed post. */
+	assert_int_equal(tern__post_queued(e->ctx), 0);
+	assert_int_equal(b.calls, 0);
+	assert_int_equal(a.done, 0);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(tern_progress(e->ctx), 1);
 	assert_int_equal(b.calls, 1);
-	assert_int_equal(b.cancel_ret, 0);
+	assert_int_equal(a.status, -TERN_EPROV);
+	assert_int_equal(b.cancel_ret, -EBUSY);
+	assert_int_equal(v.calls, 0);
+	cq_ok(ctx_of(&v), 64, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
 	assert_int_equal(v.calls, 1);
-	assert_int_equal(v.req.status, -ECANCELED);
-	assert_int_equal(fk.ncalls, 1);
+	assert_int_equal(v.req.status, 0);
+	assert_int_equal(fk.ncalls, 2);
 }
 
 /* Latency: a queued operation is handed to the provider before progress
@@ -2147,6 +2340,9 @@ int main(void)
 		T(test_imm_ignores_plain_remote_write),
 		T(test_checks_before_posting),
 		T(test_cancel_queued),
+		T(test_cancel_then_wait),
+		T(test_mr_inflight),
+		T(test_cancelled_cb_reposts),
 		T(test_cancel_posted_recv),
 		T(test_callback_posts),
 		T(test_callback_reuses_request),
@@ -2154,6 +2350,8 @@ int main(void)
 		T(test_callback_expects_mid_batch),
 		T(test_striping),
 		T(test_rails),
+		T(test_striping_desc_pool),
+		T(test_req_size),
 		T(test_drain_cancels_everything),
 		T(test_wait),
 #undef T

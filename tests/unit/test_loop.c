@@ -466,8 +466,8 @@ static int setup(void **state)
 		rail = &e->ctx->rails[r];
 		rail->ctx = e->ctx;
 		rail->idx = r;
-		rail->ep = &e->ep[r];
-		rail->cq = &e->cq[r];
+		rail->prov.ep = &e->ep[r];
+		rail->prov.cq = &e->cq[r];
 		rail->tx_credits = 8;
 		rail->rx_credits = 8;
 		rail->wait_fd = -1; /* the fake offers no wait fd: polling */

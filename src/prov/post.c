@@ -122,6 +122,8 @@ ssize_t tern__prov_atomic(struct tern__prov_rail *r, int fadd, uint64_t *w,
 
 int tern__prov_cancel(struct tern__prov_rail *r, void *context)
 {
+	if (r->ep == NULL) /* closed: what it held is dropped */
+		return -EBUSY;
 	return fi_cancel(&r->ep->fid, context) == 0 ? 0 : -TERN_EPROV;
 }
 

@@ -114,7 +114,8 @@ int tern__prov_atomic_ok(struct tern__prov_rail *const *rails,
  * has something, -TERN_EPROV (logged) when waiting cannot work. */
 int tern__prov_trywait(const struct tern__prov *p,
 		       struct tern__prov_rail *const *rails, unsigned int n);
-/* Cancel the operation of @context: 0, or -TERN_EPROV. */
+/* Cancel the operation of @context: 0, -EBUSY once the endpoint is
+ * closed (ctx teardown), or -TERN_EPROV. */
 int tern__prov_cancel(struct tern__prov_rail *r, void *context);
 
 /* Tagged messages (every tern message carries one tag). */

@@ -10,6 +10,10 @@
  *
  * The TERN__PF_* flags and the TERN__PROV_* values are libfabric's own
  * bits and values under tern's names: passing them costs no translation.
+ *
+ * With TERN_PROV_FAKE defined (the unit tests' build of the engine),
+ * tern__prov_cq_read() and tern__prov_rma() are plain declarations that
+ * tests/unit/fake_prov.c implements, and a completion entry is tern's own.
  */
 #ifndef TERN_PROV_INLINE_H
 #define TERN_PROV_INLINE_H
@@ -41,9 +45,22 @@
 #define TERN__CQ_IMM	      FI_REMOTE_CQ_DATA /* data carries an imm */
 
 /* One completion as the provider gives it; read through the accessors. */
+#ifdef TERN_PROV_FAKE
+struct tern__fake_cqent {
+	void *op_context;
+	uint64_t flags;
+	size_t len;
+	uint64_t data;
+};
+
+struct tern__prov_cqent {
+	struct tern__fake_cqent e;
+};
+#else
 struct tern__prov_cqent {
 	struct fi_cq_data_entry e;
 };
+#endif
 
 /* Bytes of provider context an operation needs (a request's fictx). */
 #define TERN__PROV_CTX_SIZE sizeof(struct fi_context2)
@@ -70,6 +87,14 @@ static inline uint64_t tern__prov_cqent_data(const struct tern__prov_cqent *c)
 
 /* Up to @n completions into @ent: how many, TERN__PROV_CQ_EMPTY,
  * TERN__PROV_CQ_ERROR or another -FI_E* (tern__prov_cq_failed()). */
+#ifdef TERN_PROV_FAKE
+ssize_t tern__prov_cq_read(struct tern__prov_rail *r,
+			   struct tern__prov_cqent *ent, size_t n);
+ssize_t tern__prov_rma(struct tern__prov_rail *r, int read, void *buf,
+		       size_t len, void *desc, uint64_t addr, uint64_t raddr,
+		       uint64_t key, uint64_t data, void *context,
+		       uint64_t flags);
+#else
 static inline ssize_t tern__prov_cq_read(struct tern__prov_rail *r,
 					 struct tern__prov_cqent *ent, size_t n)
 {
@@ -101,5 +126,6 @@ static inline __attribute__((always_inline)) ssize_t tern__prov_rma(
 		return fi_readmsg(r->ep, &msg, flags);
 	return fi_writemsg(r->ep, &msg, flags);
 }
+#endif /* TERN_PROV_FAKE */
 
 #endif /* TERN_PROV_INLINE_H */

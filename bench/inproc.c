@@ -27,8 +27,8 @@
  * progress is what copies the data, so its loop is on the data path.
  *
  * It reads tern's endpoint, completion queue and keys from the library's
- * internal structures (src/engine/engine.h): a benchmark of the library,
- * built with it, never installed.
+ * internal structures (src/engine/engine.h, src/prov/prov.h): a benchmark of
+ * the library, built with it, never installed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -157,7 +157,7 @@ static int bare_loop(struct tern_ctx *ctx)
 	struct fi_cq_data_entry ent[IP_CQ_BATCH];
 
 	for (int i = 0; i < 1000; i++) {
-		ssize_t n = fi_cq_read(ctx->rails[0].cq, ent, IP_CQ_BATCH);
+		ssize_t n = fi_cq_read(ctx->rails[0].prov.cq, ent, IP_CQ_BATCH);
 
 		if (n != -FI_EAGAIN)
 			return n < 0 ? (int)n : -EPROTO;
@@ -618,8 +618,8 @@ static int initiator(const struct ip_opts *o, struct ip_shared *sh,
 		ret = -EINVAL;
 		goto out;
 	}
-	p.ep = p.ctx->rails[0].ep;
-	p.cq = p.ctx->rails[0].cq;
+	p.ep = p.ctx->rails[0].prov.ep;
+	p.cq = p.ctx->rails[0].prov.cq;
 	p.desc = p.mr->desc[0];
 	p.addr = p.peer->fiaddr[0];
 	p.raddr = tern__raddr(&p.rdesc, 0);

@@ -10,8 +10,8 @@
 #include "core.h"
 
 /*
- * The only process-wide state: the log threshold, like FI_LOG_LEVEL. -1 means
- * "not read from the environment yet".
+ * The only process-wide state: the log threshold, like libfabric's
+ * log level variable. -1 means "not read from the environment yet".
  */
 static int log_level = -1;
 

@@ -1,238 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* Provider choice, and opening and closing a ctx and its rails. */
+/* Opening and closing a ctx and its rails (their provider objects are
+ * src/prov/'s). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_atomic.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_errno.h>
-
 #include "engine.h"
 #include "stage.h"
 #include "../topo/topo.h"
-
-/* The API version tern asks for: the one it was built against. */
-#define TERN_FI_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
-
-/* fi_enable refusals (EBUSY: a stale shm region with our name) to try past
- * per rail. Each refusal removes one stale file; this covers a killed
- * process that had two ctxs of TERN_MAX_RAILS rails open. */
-#define TERN__STALE_RETRIES (2 * TERN_MAX_RAILS + 2)
-
-/* Providers tried, best first, when none is named. shm is never automatic. */
-static const char *const auto_providers[] = { "efa", "verbs;ofi_rxm",
-					      "tcp;ofi_rxm" };
-
-const char *tern_fabric_version(void)
-{
-	static char buf[32];
-	uint32_t v = fi_version();
-
-	snprintf(buf, sizeof(buf), "%u.%u", FI_MAJOR(v), FI_MINOR(v));
-	return buf;
-}
-
-const char *tern_fabric_build_version(void)
-{
-	return TERN_STR(FI_MAJOR_VERSION) "." TERN_STR(FI_MINOR_VERSION);
-}
-
-/* "tcp" and "verbs" mean their RDM forms. */
-const char *tern__provider_canonical(const char *name)
-{
-	if (strcmp(name, "tcp") == 0)
-		return "tcp;ofi_rxm";
-	if (strcmp(name, "verbs") == 0)
-		return "verbs;ofi_rxm";
-	return name;
-}
-
-static struct fi_info *make_hints(const char *prov, const char *domain,
-				  uint64_t extra_caps)
-{
-	struct fi_info *hints = fi_allocinfo();
-
-	if (hints == NULL)
-		return NULL;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE |
-		      FI_REMOTE_READ | FI_REMOTE_WRITE | extra_caps;
-	/* Modes tern handles: it gives every op a fi_context2, and posts
-	 * receives to absorb remote CQ data where the provider needs them. */
-	hints->mode = FI_RX_CQ_DATA;
-#ifdef FI_CONTEXT
-	hints->mode |= FI_CONTEXT;
-#endif
-#ifdef FI_CONTEXT2
-	hints->mode |= FI_CONTEXT2;
-#endif
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
-				      FI_MR_ALLOCATED | FI_MR_PROV_KEY |
-				      FI_MR_ENDPOINT;
-	if (extra_caps & FI_HMEM)
-		hints->domain_attr->mr_mode |= FI_MR_HMEM;
-	hints->domain_attr->threading = FI_THREAD_DOMAIN;
-	hints->domain_attr->resource_mgmt = FI_RM_ENABLED;
-	if (prov != NULL)
-		hints->fabric_attr->prov_name = strdup(prov);
-	if (domain != NULL)
-		hints->domain_attr->name = strdup(domain);
-	if ((prov != NULL && hints->fabric_attr->prov_name == NULL) ||
-	    (domain != NULL && hints->domain_attr->name == NULL)) {
-		fi_freeinfo(hints);
-		return NULL;
-	}
-	return hints;
-}
-
-/* Why an offering lacks something tern needs, or NULL when it is usable. */
-const char *tern__info_unusable(const struct fi_info *fi)
-{
-	uint64_t need = FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE |
-			FI_REMOTE_READ | FI_REMOTE_WRITE;
-
-	if (fi->ep_attr->type != FI_EP_RDM)
-		return "not a reliable-datagram (RDM) endpoint";
-	if ((fi->caps & need) != need)
-		return "lacks messages, tagged messages or RMA read/write";
-	if (fi->domain_attr->cq_data_size < 4)
-		return "cannot carry 4 bytes of remote CQ data";
-	if (fi->src_addrlen > TERN_ADDR_MAX)
-		return "endpoint address too long";
-	return NULL;
-}
-
-/* Does domain @dom answer to the name a user gave? Exactly, or as the
- * RDMA device it is built on: "rdmap79s0" names "rdmap79s0-rdm". */
-static int domain_match(const char *dom, const char *want)
-{
-	size_t n = strlen(want);
-
-	return dom != NULL && strncmp(dom, want, n) == 0 &&
-	       (dom[n] == '\0' || dom[n] == '-');
-}
-
-/* The provider's first usable offering; with @want, the first on a domain
- * of that name, and with @fmt, the first with that address format. */
-static int getinfo_caps(const char *prov, const char *node, const char *domain,
-			const char *want, uint32_t fmt, uint64_t extra_caps,
-			struct fi_info **info_p)
-{
-	struct fi_info *hints, *info = NULL, *fi;
-	int ret;
-
-	hints = make_hints(prov, domain, extra_caps);
-	if (hints == NULL)
-		return -ENOMEM;
-	hints->addr_format = fmt;
-	ret = fi_getinfo(TERN_FI_VERSION, node, NULL, node ? FI_SOURCE : 0,
-			 hints, &info);
-	fi_freeinfo(hints);
-	if (ret != 0) {
-		tern_info("fi_getinfo(%s%s%s): %s", prov, node ? ", node " : "",
-			  node ? node : "", fi_strerror(-ret));
-		return ret == -FI_ENODATA ? -TERN_ENOPROV : -TERN_EPROV;
-	}
-	/* Layered providers may list a core entry first; take the first
-	 * offering whose provider name matches exactly and is usable. */
-	for (fi = info; fi != NULL; fi = fi->next) {
-		tern_debug("offering: %s %s %s: %s", fi->fabric_attr->prov_name,
-			   fi->fabric_attr->name, fi->domain_attr->name,
-			   tern__info_unusable(fi) ? tern__info_unusable(fi)
-						   : "usable");
-		if (strcmp(fi->fabric_attr->prov_name, prov) == 0 &&
-		    tern__info_unusable(fi) == NULL &&
-		    (want == NULL || domain_match(fi->domain_attr->name, want)))
-			break;
-	}
-	if (fi == NULL) {
-		fi_freeinfo(info);
-		tern_info("provider %s: no offering has what tern needs", prov);
-		return -TERN_ENOPROV;
-	}
-	*info_p = fi_dupinfo(fi);
-	fi_freeinfo(info);
-	return *info_p != NULL ? 0 : -ENOMEM;
-}
-
-/* Atomics are wanted, not required: ask with them first, then without.
- * With @hmem, first ask for a provider that reaches GPU memory. */
-static int getinfo_one(const char *prov, const char *node, const char *domain,
-		       const char *want, uint32_t fmt, int hmem,
-		       struct fi_info **info_p)
-{
-	int ret;
-
-	/* Only NICs that reach GPU memory themselves (GPUDirect RDMA) make
-	 * it zero-copy. shm offers FI_HMEM too, but there it means the
-	 * provider's own host-side copies (and in Debian's build, without
-	 * CUDA, it only slows shm down): tern's staging does that job. */
-	if (hmem && strcmp(prov, "efa") != 0 && strncmp(prov, "verbs", 5) != 0)
-		hmem = 0;
-	if (hmem) {
-		ret = getinfo_caps(prov, node, domain, want, fmt,
-				   FI_ATOMIC | FI_HMEM, info_p);
-		if (ret == -TERN_ENOPROV)
-			ret = getinfo_caps(prov, node, domain, want, fmt,
-					   FI_HMEM, info_p);
-		if (ret != -TERN_ENOPROV)
-			return ret;
-		tern_info("provider %s offers no FI_HMEM here: CUDA regions "
-			  "will be staged through host memory",
-			  prov);
-	}
-	ret = getinfo_caps(prov, node, domain, want, fmt, FI_ATOMIC, info_p);
-	if (ret == -TERN_ENOPROV)
-		ret = getinfo_caps(prov, node, domain, want, fmt, 0, info_p);
-	return ret;
-}
 
 static int want_hmem(const struct tern_ctx_attr *attr)
 {
 	return (attr->flags & TERN_CTX_HMEM) != 0 ||
 	       tern__env_long("TERN_HMEM", 0, 0, 1) != 0;
-}
-
-static int choose_info(const struct tern_ctx_attr *attr,
-		       struct fi_info **info_p)
-{
-	const char *prov = attr->provider ? attr->provider
-					  : tern__env_str("TERN_PROVIDER");
-	const char *node = attr->node ? attr->node : tern__env_str("TERN_NODE");
-	int ret;
-
-	if (prov != NULL && strcmp(prov, "auto") != 0) {
-		prov = tern__provider_canonical(prov);
-		/* shm would take a node as its endpoint's name, and every
-		 * process given the same one would collide. */
-		if (node != NULL && strcmp(prov, "shm") == 0) {
-			tern_info("shm: ignoring node %s (shm names its own "
-				  "endpoints)",
-				  node);
-			node = NULL;
-		}
-		ret = getinfo_one(prov, node, attr->domain, NULL, 0,
-				  want_hmem(attr), info_p);
-		if (ret == -TERN_ENOPROV)
-			tern_warn("provider '%s' is not available here%s%s "
-				  "(see `tern info`)",
-				  prov, node ? " on " : "", node ? node : "");
-		return ret;
-	}
-	for (size_t i = 0; i < TERN_ARRAY_SIZE(auto_providers); i++) {
-		ret = getinfo_one(auto_providers[i], node, attr->domain, NULL,
-				  0, want_hmem(attr), info_p);
-		if (ret != -TERN_ENOPROV)
-			return ret;
-	}
-	tern_warn("no usable provider among efa, verbs;ofi_rxm, tcp;ofi_rxm "
-		  "(see `tern info`)");
-	return -TERN_ENOPROV;
 }
 
 /* attr->domains (or $TERN_DOMAINS): the domain names, one per rail.
@@ -287,113 +68,16 @@ static int domain_list(const struct tern_ctx_attr *attr,
 	return 0;
 }
 
-/* One rail per listed domain: rail 0 picks the provider (given, or the
- * first automatic one with such a domain); the others must be domains of
- * the same provider with the same address format (one card holds them). */
-static int choose_rails(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
-			char (*names)[TERN_TOPO_NAME_LEN], unsigned int n)
+/* The rail's pointer array for src/prov/: rails[i]->prov. */
+static void prov_rails(struct tern_ctx *ctx, struct tern__prov_rail **pr)
 {
-	const char *prov = attr->provider ? attr->provider
-					  : tern__env_str("TERN_PROVIDER");
-	int ret = -TERN_ENOPROV;
-
-	if (prov != NULL && strcmp(prov, "auto") != 0) {
-		prov = tern__provider_canonical(prov);
-		ret = getinfo_one(prov, NULL, NULL, names[0], 0,
-				  want_hmem(attr), &ctx->info);
-	} else {
-		for (size_t i = 0; i < TERN_ARRAY_SIZE(auto_providers) &&
-				   ret == -TERN_ENOPROV;
-		     i++)
-			ret = getinfo_one(auto_providers[i], NULL, NULL,
-					  names[0], 0, want_hmem(attr),
-					  &ctx->info);
-	}
-	if (ret != 0) {
-		tern_warn("rail 0: no %s domain '%s' here (see `tern info`)",
-			  prov ? prov : "efa, verbs or tcp", names[0]);
-		return ret;
-	}
-	for (unsigned int i = 1; i < n; i++) {
-		ret = getinfo_one(ctx->info->fabric_attr->prov_name, NULL, NULL,
-				  names[i], ctx->info->addr_format,
-				  want_hmem(attr), &ctx->rails[i].info);
-		if (ret != 0) {
-			tern_warn("rail %u: no %s domain '%s' with the address "
-				  "format of rail 0's here (see `tern info`)",
-				  i, ctx->info->fabric_attr->prov_name,
-				  names[i]);
-			return ret;
-		}
-	}
-	return 0;
-}
-
-static struct fi_info *rail_info(const struct tern_ctx *ctx,
-				 const struct tern_rail *r)
-{
-	return r->info != NULL ? r->info : ctx->info;
-}
-
-/* Each rail's fabric, opened once per fabric name. */
-static int open_fabrics(struct tern_ctx *ctx)
-{
-	for (unsigned int i = 0; i < ctx->nrails; i++) {
-		struct fi_info *fi = rail_info(ctx, &ctx->rails[i]);
-		int ret;
-
-		for (unsigned int j = 0; j < i; j++) {
-			struct fi_info *fj = rail_info(ctx, &ctx->rails[j]);
-
-			if (fi == fj || strcmp(fi->fabric_attr->name,
-					       fj->fabric_attr->name) == 0) {
-				ctx->rails[i].fabric = ctx->rails[j].fabric;
-				break;
-			}
-		}
-		if (ctx->rails[i].fabric != NULL)
-			continue;
-		ret = fi_fabric(fi->fabric_attr, &ctx->rails[i].fabric, NULL);
-		if (ret != 0) {
-			tern_warn("rail %u: fi_fabric(%s): %s", i,
-				  fi->fabric_attr->name, fi_strerror(-ret));
-			return -TERN_EPROV;
-		}
-		ctx->fabrics[ctx->nfabrics++] = ctx->rails[i].fabric;
-	}
-	ctx->fabric = ctx->rails[0].fabric;
-	return 0;
-}
-
-/* What tern_ctx_open() built before its rails: fabrics and infos. */
-static void close_fabrics(struct tern_ctx *ctx)
-{
-	while (ctx->nfabrics > 0)
-		fi_close(&ctx->fabrics[--ctx->nfabrics]->fid);
-	for (unsigned int i = 0; i < TERN_MAX_RAILS; i++) {
-		fi_freeinfo(ctx->rails[i].info);
-		ctx->rails[i].info = NULL;
-		ctx->rails[i].fabric = NULL;
-	}
-	fi_freeinfo(ctx->info);
-	ctx->info = NULL;
-	ctx->fabric = NULL;
+	for (unsigned int i = 0; i < TERN_MAX_RAILS; i++)
+		pr[i] = &ctx->rails[i].prov;
 }
 
 static void rail_close(struct tern_rail *r)
 {
-	if (r->ep != NULL)
-		fi_close(&r->ep->fid);
-	if (r->av != NULL)
-		fi_close(&r->av->fid);
-	if (r->cq != NULL)
-		fi_close(&r->cq->fid);
-	if (r->domain != NULL)
-		fi_close(&r->domain->fid);
-	r->ep = NULL;
-	r->av = NULL;
-	r->cq = NULL;
-	r->domain = NULL;
+	tern__prov_rail_close(&r->prov);
 	free(r->slots);
 	free(r->free_slots);
 	r->slots = NULL;
@@ -404,13 +88,16 @@ static void rail_close(struct tern_rail *r)
 static int post_sinks(struct tern_rail *r)
 {
 	for (unsigned int i = 0; i < TERN__SINKS; i++) {
-		ssize_t ret = fi_recv(r->ep, NULL, 0, NULL, FI_ADDR_UNSPEC,
-				      r->sink_ctx[i]);
+		ssize_t ret = tern__prov_recv_sink(&r->prov, r->sink_ctx[i]);
+		char msg[64];
+		int prov_errno;
 
 		if (ret != 0) {
+			tern__prov_post_error(ret, msg, sizeof(msg),
+					      &prov_errno);
 			tern_warn("rail %u: posting receive for remote CQ "
 				  "data: %s",
-				  r->idx, fi_strerror((int)-ret));
+				  r->idx, msg + 6 /* after "post: " */);
 			return -TERN_EPROV;
 		}
 	}
@@ -419,81 +106,14 @@ static int post_sinks(struct tern_rail *r)
 
 static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 {
-	struct fi_info *fi = rail_info(ctx, r);
-	struct fi_cq_attr cq_attr = {
-		.format = FI_CQ_FORMAT_DATA,
-		/* A wait fd lets an idle loop sleep; a busy poller has no
-		 * use for one. */
-		.wait_obj = ctx->busy_poll ? FI_WAIT_NONE : FI_WAIT_FD,
-		.size = fi->tx_attr->size + fi->rx_attr->size,
-	};
-	struct fi_av_attr av_attr = {
-		.type = FI_AV_TABLE,
-		.count = 64,
-	};
-	const char *what;
-	size_t len;
-	int ret, retries = 0;
+	size_t len = sizeof(r->addr);
+	int ret;
 
-again:
 	r->ctx = ctx;
-	r->wait_fd = -1;
-	what = "fi_domain";
-	ret = fi_domain(r->fabric, fi, &r->domain, NULL);
+	ret = tern__prov_rail_open(&ctx->prov, &r->prov, r->idx, ctx->busy_poll,
+				   r->addr, &len, &r->wait_fd);
 	if (ret != 0)
-		goto err;
-	what = "fi_cq_open";
-	ret = fi_cq_open(r->domain, &cq_attr, &r->cq, NULL);
-	if (ret != 0 && cq_attr.wait_obj != FI_WAIT_NONE) {
-		/* shm and efa (libfabric 1.17) offer no wait object: poll. */
-		tern_debug("rail %u: no CQ wait fd (%s); polling", r->idx,
-			   fi_strerror(-ret));
-		cq_attr.wait_obj = FI_WAIT_NONE;
-		ret = fi_cq_open(r->domain, &cq_attr, &r->cq, NULL);
-	}
-	if (ret != 0)
-		goto err;
-	if (cq_attr.wait_obj == FI_WAIT_FD &&
-	    fi_control(&r->cq->fid, FI_GETWAIT, &r->wait_fd) != 0)
-		r->wait_fd = -1;
-	what = "fi_av_open";
-	ret = fi_av_open(r->domain, &av_attr, &r->av, NULL);
-	if (ret != 0)
-		goto err;
-	what = "fi_endpoint";
-	ret = fi_endpoint(r->domain, fi, &r->ep, NULL);
-	if (ret != 0)
-		goto err;
-	what = "fi_ep_bind(cq)";
-	ret = fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV);
-	if (ret != 0)
-		goto err;
-	what = "fi_ep_bind(av)";
-	ret = fi_ep_bind(r->ep, &r->av->fid, 0);
-	if (ret != 0)
-		goto err;
-	what = "fi_enable";
-	ret = fi_enable(r->ep);
-	if (ret == -FI_EBUSY && retries < TERN__STALE_RETRIES) {
-		/* shm names its region after our pid and a per-process
-		 * endpoint count: a killed process that had our pid leaves
-		 * one stale region per endpoint it had, and shm sees each as
-		 * "in use" by us. Every refusal removes that file and the
-		 * next endpoint takes the next name: try again until past
-		 * them. */
-		tern_debug("rail %u: fi_enable: %s; trying again (%d)", r->idx,
-			   fi_strerror(-ret), retries + 1);
-		rail_close(r);
-		retries++;
-		goto again;
-	}
-	if (ret != 0)
-		goto err;
-	len = sizeof(r->addr);
-	what = "fi_getname";
-	ret = fi_getname(&r->ep->fid, r->addr, &len);
-	if (ret != 0)
-		goto err;
+		return ret;
 	r->addrlen = len;
 	r->tx_credits = ctx->tx_size;
 	r->rx_credits = ctx->rx_size;
@@ -515,29 +135,9 @@ again:
 	}
 	return 0;
 
-err:
-	tern_warn("rail %u: %s: %s", r->idx, what, fi_strerror(-ret));
-	ret = -TERN_EPROV;
 err_close:
 	rail_close(r);
 	return ret;
-}
-
-/* Does the provider run this 64-bit atomic natively (or in its own
- * software, as EFA does)? */
-static int atomic_ok(struct tern_ctx *ctx, enum fi_op op, uint64_t flags)
-{
-	/* Atomics go round-robin over the rails: every one must run them. */
-	for (unsigned int i = 0; i < ctx->nrails; i++) {
-		struct fi_atomic_attr attr = { 0 };
-
-		if (!(rail_info(ctx, &ctx->rails[i])->caps & FI_ATOMIC) ||
-		    fi_query_atomic(ctx->rails[i].domain, FI_UINT64, op, &attr,
-				    flags) != 0 ||
-		    attr.count < 1 || attr.size != 8)
-			return 0;
-	}
-	return 1;
 }
 
 /* One registered scratch area for every rail's slots (atomic operands and
@@ -579,50 +179,40 @@ static void scratch_close(struct tern_ctx *ctx, int held)
 	ctx->scratch = NULL;
 }
 
-static void decode_info(struct tern_ctx *ctx)
+static void decode_caps(struct tern_ctx *ctx, const struct tern__prov_caps *c)
 {
-	struct fi_info *fi = ctx->info;
-
-	ctx->mr_mode = fi->domain_attr->mr_mode;
-	ctx->virt_addr = (ctx->mr_mode & FI_MR_VIRT_ADDR) != 0;
-	ctx->prov_key = (ctx->mr_mode & FI_MR_PROV_KEY) != 0;
-	ctx->mr_endpoint = (ctx->mr_mode & FI_MR_ENDPOINT) != 0;
-	ctx->rx_cq_data = (fi->mode & FI_RX_CQ_DATA) != 0;
-	ctx->addr_format = fi->addr_format;
-	ctx->tx_size = fi->tx_attr->size;
-	ctx->rx_size = fi->rx_attr->size;
-	ctx->cq_data_size = fi->domain_attr->cq_data_size;
-	ctx->inject_size = fi->tx_attr->inject_size;
-	ctx->max_msg_size = fi->ep_attr->max_msg_size;
-	ctx->mr_key_size = fi->domain_attr->mr_key_size;
-	snprintf(ctx->prov_name, sizeof(ctx->prov_name), "%s",
-		 fi->fabric_attr->prov_name);
+	ctx->mr_mode = c->mr_mode;
+	ctx->virt_addr = c->virt_addr;
+	ctx->prov_key = c->prov_key;
+	ctx->mr_endpoint = c->mr_endpoint;
+	ctx->rx_cq_data = c->rx_cq_data;
+	ctx->addr_str = c->addr_str;
+	ctx->addr_format = c->addr_format;
+	ctx->tx_size = c->tx_size;
+	ctx->rx_size = c->rx_size;
+	ctx->cq_data_size = c->cq_data_size;
+	ctx->inject_size = c->inject_size;
+	ctx->max_msg_size = c->max_msg_size;
+	ctx->mr_key_size = c->mr_key_size;
+	ctx->link_speed = c->link_speed;
+	ctx->hmem = c->hmem;
+	/* verbs;ofi_rxm: see tern__prov_caps() (ofiwg/libfabric#11828). */
+	ctx->close_linger_ms = c->linger_ms;
+	snprintf(ctx->prov_name, sizeof(ctx->prov_name), "%s", c->prov_name);
 	snprintf(ctx->fabric_name, sizeof(ctx->fabric_name), "%s",
-		 fi->fabric_attr->name ? fi->fabric_attr->name : "?");
+		 c->fabric_name);
 	snprintf(ctx->domain_name, sizeof(ctx->domain_name), "%s",
-		 fi->domain_attr->name ? fi->domain_attr->name : "?");
-	/* libfabric's rxm over verbs (1.17, and up to at least 2.4:
-	 * ofiwg/libfabric#11828) closes a connection's endpoint before it
-	 * drains the completion queue the connections share. A flow-control
-	 * credit the peer sent just before is then handled through the freed
-	 * endpoint: SIGSEGV in fi_close(), or in the peer's progress when
-	 * our disconnect reaches it with our own last credit unread. The
-	 * peer sends a credit right after taking our last messages, and we
-	 * send ours right after taking its: progressing a while before the
-	 * endpoints close takes the first in and sends the second well
-	 * ahead of the disconnect. `tern atomic` clients leaving crashed
-	 * their server or themselves without it (tests/vm, atomic_churn).
-	 * A shared receive context (FI_OFI_RXM_USE_SRX=1) sends no credits,
-	 * but with it 1.17 never reports a write's immediate data. */
-	if (strcmp(ctx->prov_name, "verbs;ofi_rxm") == 0)
-		ctx->close_linger_ms = (int)tern__env_long(
-			"TERN_VERBS_LINGER_MS", 20, 0, 10000);
+		 c->domain_name);
 }
 
 int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 {
 	static const struct tern_ctx_attr defaults;
 	char names[TERN_MAX_RAILS][TERN_TOPO_NAME_LEN];
+	const char *name_p[TERN_MAX_RAILS];
+	struct tern__prov_rail *pr[TERN_MAX_RAILS];
+	struct tern__prov_caps caps;
+	struct tern__prov_want want;
 	unsigned int i = 0, ndom = 0;
 	struct tern_ctx *ctx;
 	int ret;
@@ -667,24 +257,25 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	}
 	if (ret != 0)
 		goto err_imm;
-	if (ndom != 0) {
+	if (ndom != 0)
 		ctx->nrails = ndom;
-		ret = choose_rails(ctx, attr, names, ndom);
-	} else {
-		ret = choose_info(attr, &ctx->info);
-	}
+	for (unsigned int k = 0; k < ndom; k++)
+		name_p[k] = names[k];
+	prov_rails(ctx, pr);
+	want = (struct tern__prov_want){
+		.provider = attr->provider ? attr->provider
+					   : tern__env_str("TERN_PROVIDER"),
+		.node = attr->node ? attr->node : tern__env_str("TERN_NODE"),
+		.domain = attr->domain,
+		.domains = name_p,
+		.ndomains = ndom,
+		.hmem = want_hmem(attr),
+	};
+	ret = tern__prov_choose(&ctx->prov, &want, pr);
 	if (ret != 0)
 		goto err_info;
-	decode_info(ctx);
-	for (i = 1; i < ndom; i++) {
-		const struct fi_info *fi = ctx->rails[i].info;
-		size_t l = strlen(ctx->domain_name);
-
-		ctx->tx_size = TERN_MIN(ctx->tx_size, fi->tx_attr->size);
-		ctx->rx_size = TERN_MIN(ctx->rx_size, fi->rx_attr->size);
-		snprintf(ctx->domain_name + l, sizeof(ctx->domain_name) - l,
-			 ",%s", fi->domain_attr->name);
-	}
+	tern__prov_caps(&ctx->prov, pr, ctx->nrails, &caps);
+	decode_caps(ctx, &caps);
 	if (ctx->tx_size == 0 ||
 	    ctx->rx_size <= (ctx->rx_cq_data ? TERN__SINKS : 0)) {
 		tern_warn("provider %s reports queue sizes tx %zu rx %zu",
@@ -692,13 +283,13 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		ret = -TERN_ENOPROV;
 		goto err_info;
 	}
-	ret = open_fabrics(ctx);
+	ret = tern__prov_open(&ctx->prov, pr, ctx->nrails);
 	if (ret != 0)
 		goto err_info;
 	if (attr->flags & TERN_CTX_PIN) {
 		/* Before any domain exists: its memory follows the thread. */
-		ret = tern__topo_pin_near(ctx->info->domain_attr->name,
-					  ctx->pinned, sizeof(ctx->pinned));
+		ret = tern__topo_pin_near(caps.domain0, ctx->pinned,
+					  sizeof(ctx->pinned));
 		if (ret == 0)
 			tern_info("pinned to %s", ctx->pinned);
 		else
@@ -710,7 +301,7 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		ret = rail_open(ctx, &ctx->rails[i]);
 		if (ret != 0)
 			goto err_rails;
-		if (ctx->addr_format != FI_ADDR_STR &&
+		if (!ctx->addr_str &&
 		    ctx->rails[i].addrlen != ctx->rails[0].addrlen) {
 			tern_warn("rail %u: %zu-byte address, rail 0 has %zu: "
 				  "one card cannot hold both",
@@ -721,13 +312,9 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 			goto err_rails;
 		}
 	}
-	ctx->atomic_fadd = atomic_ok(ctx, FI_SUM, FI_FETCH_ATOMIC);
-	ctx->hmem = 1;
-	for (unsigned int k = 0; k < ctx->nrails; k++) {
-		if (!(rail_info(ctx, &ctx->rails[k])->caps & FI_HMEM))
-			ctx->hmem = 0;
-	}
-	ctx->atomic_cswap = atomic_ok(ctx, FI_CSWAP, FI_COMPARE_ATOMIC);
+	ctx->atomic_fadd = tern__prov_atomic_ok(pr, &ctx->prov, ctx->nrails, 1);
+	ctx->atomic_cswap = tern__prov_atomic_ok(pr, &ctx->prov, ctx->nrails,
+						 0);
 	ret = scratch_open(ctx);
 	if (ret != 0)
 		goto err_rails;
@@ -757,7 +344,7 @@ err_rails:
 	while (i-- > 0)
 		rail_close(&ctx->rails[i]);
 err_info:
-	close_fabrics(ctx);
+	tern__prov_close(&ctx->prov, pr, TERN_MAX_RAILS);
 err_imm:
 	tern__imm_fini(&ctx->imm);
 err_free:
@@ -819,6 +406,7 @@ int tern_ctx_close(struct tern_ctx *ctx)
 
 void tern__ctx_finish_close(struct tern_ctx *ctx)
 {
+	struct tern__prov_rail *pr[TERN_MAX_RAILS];
 	int held;
 
 	ctx->close_pending = 2;
@@ -832,13 +420,8 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	 * them, before the regions and addresses it refers to go (verbs;
 	 * ofi_rxm crashes closing an endpoint whose queued sends name a
 	 * region already closed). */
-	for (unsigned int i = 0; i < ctx->nrails; i++) {
-		struct tern_rail *r = &ctx->rails[i];
-
-		if (r->ep != NULL)
-			fi_close(&r->ep->fid);
-		r->ep = NULL;
-	}
+	for (unsigned int i = 0; i < ctx->nrails; i++)
+		tern__prov_rail_close_ep(&ctx->rails[i].prov);
 	/* Nothing completes from here on: what the provider held completes
 	 * -ECANCELED now, then what staging held. The one place callbacks
 	 * run outside progress: all of them, before any peer, region, the
@@ -860,7 +443,8 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	tern__ready_run(ctx);	/* what a last callback cancelled */
 	loop_handles_stop(ctx); /* anything a last callback started */
 	tern__loop_fini(ctx);
-	close_fabrics(ctx);
+	prov_rails(ctx, pr);
+	tern__prov_close(&ctx->prov, pr, TERN_MAX_RAILS);
 	tern__imm_fini(&ctx->imm);
 	free(ctx);
 }
@@ -887,9 +471,7 @@ int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info)
 		.max_msg_size = ctx->max_msg_size,
 		.mr_key_size = ctx->mr_key_size,
 		.rx_cq_data = ctx->rx_cq_data,
-		.link_speed = ctx->info->nic && ctx->info->nic->link_attr
-				      ? ctx->info->nic->link_attr->speed
-				      : 0,
+		.link_speed = ctx->link_speed,
 		.atomic_fadd = ctx->atomic_fadd,
 		.atomic_cswap = ctx->atomic_cswap,
 		.wait_fd = ctx->can_wait,
@@ -903,33 +485,14 @@ int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info)
 
 int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req)
 {
-	ssize_t ret;
-
-	if (rail->ep == NULL) /* closing: completes when the ctx goes */
-		return -EBUSY;
-	ret = fi_cancel(&rail->ep->fid, tern__rp(req)->fictx);
-	return ret == 0 ? 0 : -TERN_EPROV;
+	/* -EBUSY while closing: it completes when the ctx goes. */
+	return tern__prov_cancel(&rail->prov, tern__rp(req)->fictx);
 }
 
 int tern__rails_trywait(struct tern_ctx *ctx)
 {
-	struct fid *fids[TERN_MAX_RAILS];
-	int ret = 0;
+	struct tern__prov_rail *pr[TERN_MAX_RAILS];
 
-	/* fi_trywait() takes the CQs of one fabric at a time. */
-	for (unsigned int f = 0; f < ctx->nfabrics && ret == 0; f++) {
-		int n = 0;
-
-		for (unsigned int i = 0; i < ctx->nrails; i++) {
-			if (ctx->rails[i].fabric == ctx->fabrics[f])
-				fids[n++] = &ctx->rails[i].cq->fid;
-		}
-		ret = fi_trywait(ctx->fabrics[f], fids, n);
-	}
-	if (ret == 0)
-		return 0;
-	if (ret == -FI_EAGAIN)
-		return -EAGAIN;
-	tern_warn("fi_trywait: %s; polling from now on", fi_strerror(-ret));
-	return -TERN_EPROV;
+	prov_rails(ctx, pr);
+	return tern__prov_trywait(&ctx->prov, pr, ctx->nrails);
 }

@@ -11,21 +11,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_eq.h>
-#include <rdma/fi_errno.h>
-
 #include <tern/tern.h>
 
 #include "../core/core.h"
+#include "../prov/prov.h"
 
-struct fi_info;
-struct fid_fabric;
-struct fid_domain;
-struct fid_ep;
-struct fid_cq;
-struct fid_av;
-struct fid_mr;
 struct tern__stage;
 
 /* A pooled copy of a remote descriptor, for operations that address the
@@ -46,7 +36,7 @@ struct tern__desc {
  * things. Reached through tern__rp(req): a cast, no indirection.
  */
 struct tern__req_priv {
-	void *fictx[8]; /* struct fi_context2 handed to libfabric */
+	void *fictx[8]; /* the provider's context (TERN__PROV_CTX_SIZE) */
 	struct tern_req *next, *prev; /* the queue it is on (queue.h) */
 	struct tern_ctx *ctx;
 	struct tern_peer *peer; /* holds peer->inflight; NULL once done */
@@ -104,8 +94,8 @@ _Static_assert(sizeof(struct tern__req_priv) <= TERN_REQ_PRIV_SIZE,
 _Static_assert(_Alignof(struct tern__req_priv) <= _Alignof(uint64_t),
 	       "tern_req's private area is aligned for uint64_t only");
 _Static_assert(sizeof(((struct tern__req_priv *)0)->fictx) >=
-		       sizeof(struct fi_context2),
-	       "request context too small for libfabric");
+		       TERN__PROV_CTX_SIZE,
+	       "request context too small for the provider");
 
 /* The engine's view of @req's private area: a cast, costs no instruction. */
 #define tern__rp(req) ((struct tern__req_priv *)(void *)(req)->_priv)
@@ -138,7 +128,7 @@ enum tern__op {
 };
 
 /* tern__rp(req)->xflags */
-#define TERN__XF_DELIVER   (1U << 0) /* ask for FI_DELIVERY_COMPLETE */
+#define TERN__XF_DELIVER   (1U << 0) /* ask for delivery complete */
 #define TERN__XF_DESC	   (1U << 1) /* holds a pooled descriptor */
 #define TERN__XF_CANCELLED (1U << 2) /* staged: cancelled, start no more */
 
@@ -153,7 +143,7 @@ enum tern__state {
 	TERN__ST_DONE,
 };
 
-/* Receives posted per rail to absorb remote CQ data (FI_RX_CQ_DATA). */
+/* Receives posted per rail to absorb remote CQ data (ctx->rx_cq_data). */
 #define TERN__SINKS 64
 
 /*
@@ -171,12 +161,7 @@ struct tern__slot {
 struct tern_rail {
 	struct tern_ctx *ctx;
 	unsigned int idx;
-	struct fi_info *info;	   /* its own domain's; NULL: ctx->info */
-	struct fid_fabric *fabric; /* one of ctx->fabrics */
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
+	struct tern__prov_rail prov; /* src/prov/'s; never read here */
 	int wait_fd; /* the CQ's wait fd, or -1 when it offers none */
 	size_t tx_credits;
 	size_t rx_credits;
@@ -184,7 +169,7 @@ struct tern_rail {
 	struct tern__reqq rxq; /* queued receives */
 	size_t addrlen;
 	uint8_t addr[TERN_ADDR_MAX];
-	/* Contexts of the FI_RX_CQ_DATA sink receives, when the mode is on. */
+	/* Contexts of the remote CQ data sink receives, when rx_cq_data. */
 	void *sink_ctx[TERN__SINKS][8];
 	struct tern__slot *slots; /* tx_size of them */
 	size_t slots_span;	  /* their bytes: tx_size * sizeof(slot) */
@@ -212,7 +197,7 @@ struct tern_mr {
 	void *buf;
 	size_t len;
 	uint64_t access;
-	struct fid_mr *fmr[TERN_MAX_RAILS];
+	struct tern__prov_mr *pmr[TERN_MAX_RAILS];
 	void *desc[TERN_MAX_RAILS];
 	uint64_t key[TERN_MAX_RAILS];
 	unsigned long inflight; /* queued + posted + staged operations on it */
@@ -243,12 +228,7 @@ struct tern__imm_table {
 };
 
 struct tern_ctx {
-	struct fi_info *info;	   /* rail 0's */
-	struct fid_fabric *fabric; /* rail 0's: fabrics[0] */
-	/* Rails on several domains may sit on several fabrics (tcp: one
-	 * per subnet); each fabric is opened once. */
-	struct fid_fabric *fabrics[TERN_MAX_RAILS];
-	unsigned int nfabrics;
+	struct tern__prov prov; /* src/prov/'s: offerings, fabrics */
 	unsigned int nrails;
 	unsigned int next_rail;
 	unsigned int io_spins; /* progress passes, for tern__loop_poll_ios */
@@ -264,6 +244,8 @@ struct tern_ctx {
 	int prov_key;
 	int mr_endpoint;
 	int rx_cq_data;
+	int addr_str; /* addresses are names of varying length */
+	uint64_t link_speed;
 	int atomic_fadd;
 	int atomic_cswap;
 	uint32_t addr_format;
@@ -308,7 +290,7 @@ struct tern_ctx {
 	unsigned long nios;
 	int nevs, cur_ev; /* the epoll batch being dispatched */
 	void *evs;	  /* struct epoll_event[TERN__EVS] */
-	int hmem; /* every rail's provider reaches GPU memory (FI_HMEM) */
+	int hmem;	  /* every rail's provider reaches GPU memory itself */
 	struct tern__stage *stage; /* src/engine/stage.c, made on first need */
 	uint64_t stage_copies;	   /* staging copies queued, ever */
 	uint64_t stage_bytes;
@@ -318,7 +300,7 @@ struct tern_ctx {
 	struct tern_rail rails[TERN_MAX_RAILS];
 };
 
-/* One completion, decoded by the fabric layer for the loop. */
+/* One completion, decoded (ops.c) for the loop. */
 struct tern__cqe {
 	struct tern_req *req;	 /* NULL for an arriving immediate */
 	struct tern__slot *slot; /* set when the context was a rail slot */
@@ -330,13 +312,13 @@ struct tern__cqe {
 };
 
 /* Bytes per address in this ctx's card: rail 0's, or for names
- * (FI_ADDR_STR, whose length varies: shm's "fi_shm://PID:0:N") the
+ * (ctx->addr_str, whose length varies: shm's "fi_shm://PID:0:N") the
  * longest, shorter ones padded with NULs. */
 static inline size_t tern__card_addrlen(const struct tern_ctx *ctx)
 {
 	size_t len = ctx->rails[0].addrlen;
 
-	if (ctx->addr_format == FI_ADDR_STR) {
+	if (ctx->addr_str) {
 		for (unsigned int i = 1; i < ctx->nrails; i++)
 			len = TERN_MAX(len, ctx->rails[i].addrlen);
 	}
@@ -349,12 +331,12 @@ static inline uint64_t tern__raddr(const struct tern_mr_desc *d, uint64_t off)
 	return (d->flags & TERN_MR_DESC_VIRT_ADDR) ? d->base + off : off;
 }
 
-/* The provider boundary (ctx.c, ops.c, info.c). */
-int tern__err_from_fi(int fi_err);
+/* Posting and completions over src/prov/ (ops.c, post.h). */
 int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more);
-/* What one fi_cq_read() gave (@ret entries of @ent, or its error), as
- * tern__cqe in @cqe (as many as @ent). @return how many, or <0. */
-int tern__rail_reap(struct tern_rail *rail, const struct fi_cq_data_entry *ent,
+/* What one tern__prov_cq_read() gave (@ret entries of @ent, or its
+ * error), as tern__cqe in @cqe (as many as @ent). @return how many, or
+ * <0. */
+int tern__rail_reap(struct tern_rail *rail, const struct tern__prov_cqent *ent,
 		    ssize_t ret, struct tern__cqe *cqe);
 
 /*
@@ -363,17 +345,17 @@ int tern__rail_reap(struct tern_rail *rail, const struct fi_cq_data_entry *ent,
  * frame of tern's between the caller and the provider. On tcp every read
  * enters the kernel, and each return after that is paid again: with two
  * more frames here an idle pass on a connected tcp rail cost 265-304 ns
- * over a bare fi_cq_read() (`inproc --idle`), now 85-107 ns; on shm 9
+ * over a bare libfabric CQ read (`inproc --idle`), now 85-107 ns; on shm 9
  * and 6 ns (docs/performance.md). A slower empty pass makes a write
  * target read its sockets less eagerly, which moves tcp bandwidth.
  */
 static inline int tern__rail_poll(struct tern_rail *rail,
-				  struct fi_cq_data_entry *ent,
+				  struct tern__prov_cqent *ent,
 				  struct tern__cqe *cqe, size_t n)
 {
-	ssize_t ret = fi_cq_read(rail->cq, ent, n);
+	ssize_t ret = tern__prov_cq_read(&rail->prov, ent, n);
 
-	if (tern_likely(ret == -FI_EAGAIN))
+	if (tern_likely(ret == TERN__PROV_CQ_EMPTY))
 		return 0;
 	return tern__rail_reap(rail, ent, ret, cqe);
 }
@@ -384,8 +366,6 @@ int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req);
 int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 			  int more);
 void tern__slot_free(struct tern_rail *rail, struct tern__slot *slot);
-const char *tern__info_unusable(const struct fi_info *fi);
-const char *tern__provider_canonical(const char *name);
 int tern__rails_trywait(struct tern_ctx *ctx);
 void tern__ctx_finish_close(struct tern_ctx *ctx);
 void tern__peer_release(struct tern_peer *peer);

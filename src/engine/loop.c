@@ -467,7 +467,7 @@ int tern__loop_block(struct tern_ctx *ctx, int64_t timeout_ns)
 		if (ret == -EAGAIN)
 			t = 0;
 		else if (ret != 0)
-			ctx->can_wait = 0; /* logged by the fabric layer */
+			ctx->can_wait = 0; /* logged by src/prov/ */
 	}
 	if (t != 0 && !ctx->can_wait) {
 		int64_t p = (int64_t)poll_sleep_ns(ctx);

@@ -4,11 +4,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_errno.h>
-
 #include "engine.h"
 #include "../hmem/cuda.h"
 #include "stage.h"
@@ -17,90 +12,23 @@
 	(TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_READ | \
 	 TERN_ACCESS_REMOTE_WRITE | TERN_ACCESS_REMOTE_ATOMIC)
 
-static uint64_t fi_access(uint64_t access)
-{
-	uint64_t a = 0;
-
-	if (access & TERN_ACCESS_LOCAL)
-		a |= FI_SEND | FI_RECV | FI_READ | FI_WRITE;
-	if (access & TERN_ACCESS_REMOTE_READ)
-		a |= FI_REMOTE_READ;
-	if (access & TERN_ACCESS_REMOTE_WRITE)
-		a |= FI_REMOTE_WRITE;
-	if (access & TERN_ACCESS_REMOTE_ATOMIC)
-		a |= FI_REMOTE_READ | FI_REMOTE_WRITE;
-	return a;
-}
-
 static int reg_rail(struct tern_mr *mr, struct tern_rail *r)
 {
 	struct tern_ctx *ctx = mr->ctx;
-	struct iovec iov = { .iov_base = mr->buf, .iov_len = mr->len };
-	struct fi_mr_attr attr = {
-		.mr_iov = &iov,
-		.iov_count = 1,
-		.access = fi_access(mr->access),
-		.requested_key = ctx->prov_key ? 0 : ctx->next_key++,
-	};
-	uint64_t flags = 0;
-	struct fid_mr *fmr;
-	int ret;
+	int zcopy = mr->path == TERN_MR_PATH_ZCOPY;
 
-	if (mr->path == TERN_MR_PATH_ZCOPY) {
-		/* The provider reaches the GPU: tell it whose memory. */
-		attr.iface = FI_HMEM_CUDA;
-		attr.device.cuda = mr->device;
-#ifdef FI_MR_DMABUF
-		struct fi_mr_dmabuf dmabuf = {
-			.fd = mr->dmabuf_fd,
-			.offset = mr->dmabuf_off,
-			.len = mr->len,
-			.base_addr = (char *)mr->buf - mr->dmabuf_off,
-		};
-
-		if (mr->dmabuf_fd >= 0) {
-			attr.dmabuf = &dmabuf;
-			flags |= FI_MR_DMABUF;
-		}
-#endif
-	}
-	ret = fi_mr_regattr(r->domain, &attr, flags, &fmr);
-	if (ret != 0) {
-		tern_warn("rail %u: registering %zu bytes of %s memory at %p: "
-			  "%s%s",
-			  r->idx, mr->len,
-			  mr->path == TERN_MR_PATH_ZCOPY ? "CUDA" : "host",
-			  mr->buf, fi_strerror(-ret),
-			  mr->path == TERN_MR_PATH_ZCOPY && ret == -FI_EFAULT
-				  ? " (no GPUDirect path to the NIC: is the "
-				    "dmabuf or nvidia-peermem support "
-				    "loaded?)"
-				  : "");
-		return -TERN_EPROV;
-	}
-	if (ctx->mr_endpoint) {
-		ret = fi_mr_bind(fmr, &r->ep->fid, 0);
-		if (ret == 0)
-			ret = fi_mr_enable(fmr);
-		if (ret != 0) {
-			tern_warn("rail %u: binding region to endpoint: %s",
-				  r->idx, fi_strerror(-ret));
-			fi_close(&fmr->fid);
-			return -TERN_EPROV;
-		}
-	}
-	mr->fmr[r->idx] = fmr;
-	mr->desc[r->idx] = fi_mr_desc(fmr);
-	mr->key[r->idx] = fi_mr_key(fmr);
-	return 0;
+	return tern__prov_mr_reg(
+		&r->prov, r->idx, mr->buf, mr->len, mr->access,
+		ctx->prov_key ? 0 : ctx->next_key++, zcopy ? mr->device : -1,
+		zcopy ? mr->dmabuf_fd : -1, mr->dmabuf_off, ctx->mr_endpoint,
+		&mr->pmr[r->idx], &mr->desc[r->idx], &mr->key[r->idx]);
 }
 
 static void dereg(struct tern_mr *mr)
 {
 	for (unsigned int i = 0; i < mr->ctx->nrails; i++) {
-		if (mr->fmr[i] != NULL)
-			fi_close(&mr->fmr[i]->fid);
-		mr->fmr[i] = NULL;
+		tern__prov_mr_close(mr->pmr[i]);
+		mr->pmr[i] = NULL;
 	}
 }
 
@@ -204,7 +132,7 @@ static int reg_staged(struct tern_mr *mr, const struct tern__cu *cu)
 
 	if (mr->access & TERN_ACCESS_REMOTE_ATOMIC) {
 		tern_warn("CUDA region at %p: remote atomics need a provider "
-			  "that reaches GPU memory (FI_HMEM); staged, they "
+			  "that reaches GPU memory (HMEM); staged, they "
 			  "would act on the host shadow",
 			  mr->buf);
 		return -TERN_ENOTSUP;
@@ -235,7 +163,7 @@ static int reg_staged(struct tern_mr *mr, const struct tern__cu *cu)
 	mr->smr->hidden = 1;
 	link_mr(ctx, mr);
 	tern_info("CUDA region of %zu bytes on device %d: staged through "
-		  "host memory (%s offers no FI_HMEM%s)",
+		  "host memory (%s offers no HMEM%s)",
 		  mr->len, mr->device, ctx->prov_name,
 		  ctx->hmem ? "; staging was asked" : " on this ctx");
 	return 0;
@@ -292,10 +220,9 @@ int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
 	if (mr->path == TERN_MR_PATH_ZCOPY) {
 		/* dmabuf where both ends know it (libfabric >= 1.20), else
 		 * libfabric's own way to the GPU (iface and device). */
-#ifdef FI_MR_DMABUF
-		tern__cu_dmabuf(cu, mr->buf, mr->len, &mr->dmabuf_fd,
-				&mr->dmabuf_off);
-#endif
+		if (tern__prov_has_dmabuf())
+			tern__cu_dmabuf(cu, mr->buf, mr->len, &mr->dmabuf_fd,
+					&mr->dmabuf_off);
 		ret = reg_all(mr);
 		if (mr->dmabuf_fd >= 0)
 			close(mr->dmabuf_fd);
@@ -305,7 +232,7 @@ int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
 				  "zero-copy",
 				  mr->len, dev);
 		} else {
-			/* A provider that says FI_HMEM but was built
+			/* A provider that says HMEM but was built
 			 * without CUDA refuses here: stage instead. */
 			tern_warn("CUDA region of %zu bytes on device %d: "
 				  "zero-copy registration refused; staging "

@@ -3,43 +3,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
-
-#include <rdma/fabric.h>
-#include <rdma/fi_atomic.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_errno.h>
-#include <rdma/fi_rma.h>
-#include <rdma/fi_tagged.h>
+#include <string.h>
 
 #include "engine.h"
 #include "post.h"
 #include "stripe.h"
 
-/* Every tern message travels with this tag; receives match it exactly. */
-#define TERN_TAG_MSG 0x7465726eULL
-
 /* The request context fits libfabric's: engine.h checks it. */
-
-/* Map a provider error (positive FI_E* value) to a tern error code. */
-int tern__err_from_fi(int fi_err)
-{
-	switch (fi_err) {
-	case FI_ECANCELED:
-		return -ECANCELED;
-	case FI_ETRUNC:
-		return -TERN_ETRUNC;
-	case FI_EACCES:
-	case FI_EPERM:
-		return -TERN_EACCESS;
-	case FI_ETIMEDOUT:
-		return -ETIMEDOUT;
-	case FI_ENOMEM:
-		return -ENOMEM;
-	default:
-		return -TERN_EPROV;
-	}
-}
 
 /* On the hot path: the common answer costs one test. */
 static inline int post_result(struct tern_rail *rail, struct tern_req *req,
@@ -54,14 +24,14 @@ __attribute__((noinline, cold)) int tern__post_failed(struct tern_rail *rail,
 						      struct tern_req *req,
 						      ssize_t ret)
 {
-	if (ret == -FI_EAGAIN)
-		return -EAGAIN;
-	snprintf(req->errmsg, sizeof(req->errmsg), "post: %s",
-		 fi_strerror((int)-ret));
-	req->prov_errno = (int)-ret;
-	tern_warn("rail %u: posting op %u: %s", rail->idx, tern__rp(req)->op,
-		  fi_strerror((int)-ret));
-	return tern__err_from_fi((int)-ret);
+	int err = tern__prov_post_error(ret, req->errmsg, sizeof(req->errmsg),
+					&req->prov_errno);
+
+	if (err != -EAGAIN)
+		tern_warn("rail %u: posting op %u: %s", rail->idx,
+			  tern__rp(req)->op,
+			  req->errmsg + 6 /* after "post: " */);
+	return err;
 }
 
 static struct tern__slot *slot_get(struct tern_rail *rail,
@@ -91,49 +61,29 @@ static uint64_t *slot_words(struct tern_rail *rail, struct tern__slot *slot)
 static ssize_t post_atomic(struct tern_rail *rail, struct tern_req *req,
 			   struct tern__slot *slot, uint64_t flags)
 {
-	struct tern_ctx *ctx = rail->ctx;
+	struct tern__req_priv *rp = tern__rp(req);
 	uint64_t *w = slot_words(rail, slot);
-	void *desc = ctx->scratch_mr->desc[rail->idx];
-	struct fi_ioc op = { .addr = &w[0], .count = 1 };
-	struct fi_ioc cmp = { .addr = &w[1], .count = 1 };
-	struct fi_ioc res = { .addr = &w[2], .count = 1 };
-	struct fi_rma_ioc rioc = {
-		.addr = tern__rp(req)->u.atomic.raddr,
-		.count = 1,
-		.key = tern__rp(req)->u.atomic.rkey,
-	};
-	struct fi_msg_atomic msg = {
-		.msg_iov = &op,
-		.desc = &desc,
-		.iov_count = 1,
-		.addr = tern__rp(req)->peer->fiaddr[rail->idx],
-		.rma_iov = &rioc,
-		.rma_iov_count = 1,
-		.datatype = FI_UINT64,
-		.op = tern__rp(req)->op == TERN__OP_FADD ? FI_SUM : FI_CSWAP,
-		.context = slot->fictx,
-	};
 
-	w[0] = tern__rp(req)->u.atomic.operand;
-	w[1] = tern__rp(req)->u.atomic.compare;
+	w[0] = rp->u.atomic.operand;
+	w[1] = rp->u.atomic.compare;
 	w[2] = 0;
-	if (tern__rp(req)->op == TERN__OP_FADD)
-		return fi_fetch_atomicmsg(rail->ep, &msg, &res, &desc, 1,
-					  flags);
-	return fi_compare_atomicmsg(rail->ep, &msg, &cmp, &desc, 1, &res, &desc,
-				    1, flags);
+	return tern__prov_atomic(&rail->prov, rp->op == TERN__OP_FADD, w,
+				 rail->ctx->scratch_mr->desc[rail->idx],
+				 rp->peer->fiaddr[rail->idx],
+				 rp->u.atomic.raddr, rp->u.atomic.rkey,
+				 slot->fictx, flags);
 }
 
 int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 {
 	struct tern_peer *peer = tern__rp(req)->peer;
-	uint64_t flags = more ? FI_MORE : 0;
+	uint64_t flags = more ? TERN__PF_MORE : 0;
 	struct tern__slot *slot;
 	ssize_t ret;
 
 	switch (tern__rp(req)->op) {
 	case TERN__OP_WRITE_IMM:
-		flags |= FI_REMOTE_CQ_DATA;
+		flags |= TERN__PF_IMM;
 		/* fall through */
 	case TERN__OP_WRITE:
 	case TERN__OP_READ:
@@ -146,27 +96,21 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 	case TERN__OP_SEND_IMM:
 	case TERN__OP_RECV: {
 		struct tern_mr *mr = tern__rp(req)->mr;
-		struct iovec iov = { .iov_base = tern__rp(req)->buf,
-				     .iov_len = req->len };
 		void *desc = mr != NULL ? mr->desc[rail->idx] : NULL;
-		struct fi_msg_tagged msg = {
-			.msg_iov = &iov,
-			.desc = &desc,
-			.iov_count = 1,
-			.addr = peer ? peer->fiaddr[rail->idx] : FI_ADDR_UNSPEC,
-			.tag = TERN_TAG_MSG,
-			.ignore = 0,
-			.context = tern__rp(req)->fictx,
-			.data = tern__rp(req)->imm,
-		};
+		uint64_t addr = peer ? peer->fiaddr[rail->idx]
+				     : TERN__PROV_ADDR_ANY;
 
 		if (tern__rp(req)->op == TERN__OP_RECV) {
-			ret = fi_trecvmsg(rail->ep, &msg, flags);
+			ret = tern__prov_trecv(&rail->prov, tern__rp(req)->buf,
+					       req->len, desc, addr,
+					       tern__rp(req)->fictx, flags);
 			break;
 		}
 		if (tern__rp(req)->op == TERN__OP_SEND_IMM)
-			flags |= FI_REMOTE_CQ_DATA;
-		ret = fi_tsendmsg(rail->ep, &msg, flags);
+			flags |= TERN__PF_IMM;
+		ret = tern__prov_tsend(&rail->prov, tern__rp(req)->buf,
+				       req->len, desc, addr, tern__rp(req)->imm,
+				       tern__rp(req)->fictx, flags);
 		break;
 	}
 	case TERN__OP_FADD:
@@ -195,12 +139,12 @@ int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 		(const struct tern_mr_desc *)tern__rp(req)->u.batch.regions +
 		pc->region;
 	uint64_t raddr = tern__raddr(rd, pc->roff);
-	uint64_t flags = more ? FI_MORE : 0;
+	uint64_t flags = more ? TERN__PF_MORE : 0;
 	struct tern__slot *slot;
 	ssize_t ret;
 
 	if (tern__rp(req)->u.batch.with_imm)
-		flags |= FI_REMOTE_CQ_DATA;
+		flags |= TERN__PF_IMM;
 	slot = slot_get(rail, req);
 	if (slot == NULL)
 		return -EAGAIN;
@@ -252,18 +196,21 @@ static inline void decode_ctx(struct tern_rail *rail, void *op_context,
 	cqe->req = tern__req_of_fictx(op_context);
 }
 
-/* Give a consumed FI_RX_CQ_DATA sink receive back to the provider. Losing
+/* Give a consumed remote CQ data sink receive back to the provider. Losing
  * one for good would, after 64, stop writes with immediates from being
  * absorbed: say so loudly. */
 static void repost_sink(struct tern_rail *rail, void *op_context)
 {
-	ssize_t ret = fi_recv(rail->ep, NULL, 0, NULL, FI_ADDR_UNSPEC,
-			      op_context);
+	ssize_t ret = tern__prov_recv_sink(&rail->prov, op_context);
+	char msg[64];
+	int prov_errno;
 
-	if (ret != 0)
+	if (ret != 0) {
+		tern__prov_post_error(ret, msg, sizeof(msg), &prov_errno);
 		tern_warn("rail %u: re-posting a receive for remote CQ data: "
 			  "%s (one fewer left)",
-			  rail->idx, fi_strerror((int)-ret));
+			  rail->idx, msg + 6 /* after "post: " */);
+	}
 }
 
 static inline int is_sink(struct tern_rail *rail, void *op_context)
@@ -275,19 +222,14 @@ static inline int is_sink(struct tern_rail *rail, void *op_context)
 
 static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 {
-	struct fi_cq_err_entry err = { 0 };
+	struct tern__prov_cqerr err;
 	struct tern_req *req;
-	ssize_t ret;
+	int ret;
 
-	ret = fi_cq_readerr(rail->cq, &err, 0);
-	if (ret == -FI_EAGAIN)
-		return 0;
-	if (ret < 0) {
-		tern_warn("rail %u: fi_cq_readerr: %s", rail->idx,
-			  fi_strerror((int)-ret));
-		return -TERN_EPROV;
-	}
-	if (err.op_context == NULL || is_sink(rail, err.op_context)) {
+	ret = tern__prov_cq_readerr(&rail->prov, rail->idx, &err);
+	if (ret <= 0)
+		return ret;
+	if (err.context == NULL || is_sink(rail, err.context)) {
 		/* Logged at 1, 2, 4, 8... so a burst cannot flood the log
 		 * (shm 1.17 reports failed writes to a dead process so). */
 		rail->orphan_errs++;
@@ -295,67 +237,62 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 			tern_warn("rail %u: completion error without a "
 				  "request: %s (provider errno %d; %" PRIu64
 				  " so far)",
-				  rail->idx, fi_strerror(err.err),
-				  err.prov_errno, rail->orphan_errs);
-		if (err.op_context != NULL)
-			repost_sink(rail, err.op_context);
+				  rail->idx, err.what, err.prov_errno,
+				  rail->orphan_errs);
+		if (err.context != NULL)
+			repost_sink(rail, err.context);
 		return 0;
 	}
 	*cqe = (struct tern__cqe){
-		.status = tern__err_from_fi(err.err),
+		.status = err.status,
 		.len = err.len,
 	};
-	decode_ctx(rail, err.op_context, cqe);
+	decode_ctx(rail, err.context, cqe);
 	req = cqe->req;
 	/* A batch keeps its first error's text. */
 	if (req->errmsg[0] == '\0' || cqe->slot == NULL) {
 		req->prov_errno = err.prov_errno;
-		snprintf(req->errmsg, sizeof(req->errmsg), "rail %u: %s%s%s",
-			 rail->idx, fi_strerror(err.err),
-			 err.prov_errno ? ": " : "",
-			 err.prov_errno
-				 ? fi_cq_strerror(rail->cq, err.prov_errno,
-						  err.err_data, NULL, 0)
-				 : "");
+		_Static_assert(sizeof(req->errmsg) == sizeof(err.text),
+			       "error texts differ in size");
+		memcpy(req->errmsg, err.text, sizeof(req->errmsg));
 	}
 	return 1;
 }
 
-int tern__rail_reap(struct tern_rail *rail, const struct fi_cq_data_entry *ent,
+int tern__rail_reap(struct tern_rail *rail, const struct tern__prov_cqent *ent,
 		    ssize_t ret, struct tern__cqe *cqe)
 {
 	size_t got = 0;
 
-	/* -FI_EAGAIN never comes here: tern__rail_poll() answers it. */
-	if (ret == -FI_EAVAIL)
+	/* An empty CQ never comes here: tern__rail_poll() answers it. */
+	if (ret == TERN__PROV_CQ_ERROR)
 		return read_error(rail, cqe);
-	if (ret < 0) {
-		tern_warn("rail %u: fi_cq_read: %s", rail->idx,
-			  fi_strerror((int)-ret));
-		return -TERN_EPROV;
-	}
+	if (ret < 0)
+		return tern__prov_cq_failed(rail->idx, ret);
 	for (ssize_t i = 0; i < ret; i++) {
-		const struct fi_cq_data_entry *e = &ent[i];
+		const struct tern__prov_cqent *e = &ent[i];
+		void *op_context = tern__prov_cqent_ctx(e);
+		uint64_t flags = tern__prov_cqent_flags(e);
 
-		if (tern_unlikely((e->flags & FI_REMOTE_WRITE) ||
-				  is_sink(rail, e->op_context))) {
+		if (tern_unlikely((flags & TERN__CQ_REMOTE_WRITE) ||
+				  is_sink(rail, op_context))) {
 			/* A write with immediate landed here. */
-			if (is_sink(rail, e->op_context))
-				repost_sink(rail, e->op_context);
-			if (!(e->flags & FI_REMOTE_CQ_DATA))
+			if (is_sink(rail, op_context))
+				repost_sink(rail, op_context);
+			if (!(flags & TERN__CQ_IMM))
 				continue;
 			cqe[got++] = (struct tern__cqe){
 				.imm = 1,
-				.data = e->data,
+				.data = tern__prov_cqent_data(e),
 			};
 			continue;
 		}
 		cqe[got] = (struct tern__cqe){
-			.len = e->len,
-			.data = e->data,
-			.imm_data = (e->flags & FI_REMOTE_CQ_DATA) != 0,
+			.len = tern__prov_cqent_len(e),
+			.data = tern__prov_cqent_data(e),
+			.imm_data = (flags & TERN__CQ_IMM) != 0,
 		};
-		decode_ctx(rail, e->op_context, &cqe[got]);
+		decode_ctx(rail, op_context, &cqe[got]);
 		got++;
 	}
 	return (int)got;

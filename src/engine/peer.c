@@ -4,10 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_errno.h>
-
 #include "engine.h"
 #include "stage.h"
 
@@ -29,7 +25,7 @@ ssize_t tern_ctx_card(const struct tern_ctx *ctx, void *buf, size_t len)
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		if ((i + 1) * card.addrlen > sizeof(addrs))
 			return -ENOSPC;
-		/* A shorter name (FI_ADDR_STR) is padded with NULs. */
+		/* A shorter name (ctx->addr_str) is padded with NULs. */
 		memset(addrs + i * card.addrlen, 0, card.addrlen);
 		memcpy(addrs + i * card.addrlen, ctx->rails[i].addr,
 		       ctx->rails[i].addrlen);
@@ -48,8 +44,7 @@ static int card_check(const struct tern_ctx *ctx, const uint8_t *p, size_t len,
 		tern_warn("%s", why);
 		return ret;
 	}
-	if (card->addr_format == FI_ADDR_STR &&
-	    ctx->addr_format == FI_ADDR_STR) {
+	if (card->addr_format == TERN__PROV_ADDR_STR && ctx->addr_str) {
 		/* Names (shm: "fi_shm://PID:0:N") differ in length between
 		 * processes: any length goes, if every one ends in its NUL
 		 * within the card. */
@@ -122,18 +117,10 @@ int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 	/* Local rail i talks to remote rail i mod nrails. */
 	for (i = 0; i < ctx->nrails; i++) {
 		const uint8_t *addr = c.addrs + (i % c.nrails) * c.addrlen;
-		fi_addr_t fa = FI_ADDR_NOTAVAIL;
-
-		ret = fi_av_insert(ctx->rails[i].av, addr, 1, &fa, 0, NULL);
-		if (ret != 1) {
-			tern_warn("rail %u: fi_av_insert: %s", i,
-				  ret < 0 ? fi_strerror(-ret)
-					  : "address rejected");
-			ret = ret < 0 && ret != -FI_EINVAL ? -TERN_EPROV
-							   : -TERN_ECARD;
+		ret = tern__prov_av_insert(&ctx->rails[i].prov, i, addr,
+					   &peer->fiaddr[i]);
+		if (ret != 0)
 			goto err_remove;
-		}
-		peer->fiaddr[i] = fa;
 	}
 link:
 	peer->next = ctx->peers;
@@ -146,7 +133,7 @@ link:
 
 err_remove:
 	while (i-- > 0)
-		fi_av_remove(ctx->rails[i].av, &peer->fiaddr[i], 1, 0);
+		tern__prov_av_remove(&ctx->rails[i].prov, peer->fiaddr[i]);
 	free(peer);
 	return ret;
 }
@@ -166,11 +153,9 @@ void tern__peer_release(struct tern_peer *peer)
 		peer->next->prev = peer->prev;
 	/* Rails already closed (ctx teardown) took their entries along. */
 	if (peer_same(ctx, peer->card, peer->card_len, NULL) == NULL) {
-		for (unsigned int i = 0; i < ctx->nrails; i++) {
-			if (ctx->rails[i].av != NULL)
-				fi_av_remove(ctx->rails[i].av, &peer->fiaddr[i],
-					     1, 0);
-		}
+		for (unsigned int i = 0; i < ctx->nrails; i++)
+			tern__prov_av_remove(&ctx->rails[i].prov,
+					     peer->fiaddr[i]);
 	}
 	free(peer);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The progress engine: operations are queued per rail and handed to the
- * provider in bounded batches (FI_MORE on all but the last of a batch)
+ * provider in bounded batches ("more" on all but the last of a batch)
  * within the rail's queue credits; completions are read in batches and
  * dispatched to requests and immediate-data counters. Nothing here
  * allocates or makes a system call per operation.
@@ -192,7 +192,7 @@ static int post_piece(struct tern_ctx *ctx, struct tern_rail *rail,
 
 	if (tern__rp(req)->sop != 0) {
 		/* A striped chunk: on its own rail, with that rail's
-		 * credits, never FI_MORE (the next chunk is elsewhere). */
+		 * credits, never "more" (the next chunk is elsewhere). */
 		rail = &ctx->rails[tern__stripe_rail(tern__rp(req)->rail,
 						     tern__rp(req)->next_piece,
 						     ctx->nrails)];
@@ -256,7 +256,7 @@ static void post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 		n = TERN_MIN(*credits, ctx->post_batch);
 	/* A failed post goes to ctx->ready: no callback runs in this loop,
 	 * so the saved next pointer stays good. (A hard failure of a batch's
-	 * last post leaves the FI_MORE posts before it to be flushed by the
+	 * last post leaves the "more" posts before it to be flushed by the
 	 * rail's next post.) */
 	while (n > 0 && req != NULL) {
 		struct tern_req *next = tern__rp(req)->next;
@@ -384,7 +384,7 @@ static inline void post_rail(struct tern_ctx *ctx, struct tern_rail *rail)
 static TERN_ALWAYS_INLINE int progress_rail(struct tern_ctx *ctx,
 					    struct tern_rail *rail)
 {
-	struct fi_cq_data_entry ent[TERN_POLL_BATCH];
+	struct tern__prov_cqent ent[TERN_POLL_BATCH];
 	struct tern__cqe cqe[TERN_POLL_BATCH];
 	int done = 0, reaped = 0, n;
 

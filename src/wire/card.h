@@ -15,7 +15,7 @@
 struct tern__card {
 	unsigned int nrails;
 	size_t addrlen;
-	uint32_t addr_format; /* libfabric FI_ADDR_* / FI_SOCKADDR_* value */
+	uint32_t addr_format; /* libfabric's address format */
 	const uint8_t *addrs; /* nrails * addrlen bytes */
 };
 

@@ -12,7 +12,8 @@
 
 #include <tern/info.h>
 
-#include "engine.h"
+#include "../core/core.h"
+#include "prov.h"
 
 static void mr_mode_str(uint64_t m, char *buf, size_t len)
 {

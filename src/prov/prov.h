@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The provider boundary: the engine's one view of libfabric. Only
+ * src/prov/ includes libfabric's headers or calls its functions; the
+ * engine holds the provider's objects in the tern-owned structs below without
+ * reading inside them, passes plain values (buffers, lengths, descriptors,
+ * addresses, keys, contexts, TERN__PF_* flags) and gets tern error codes
+ * back. Nothing here knows a ctx, a rail or a request of the engine.
+ *
+ * The posting and CQ-reading calls are inline (prov_inline.h): the hot
+ * path has no frame between the engine and the provider.
+ */
+#ifndef TERN_PROV_H
+#define TERN_PROV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <tern/tern.h>
+
+struct fi_info;
+struct fid_fabric;
+struct fid_domain;
+struct fid_ep;
+struct fid_cq;
+struct fid_av;
+struct tern__prov_mr; /* a registration: a struct fid_mr inside prov */
+
+/* The provider objects of one rail: one domain, CQ, AV, RDM endpoint. */
+struct tern__prov_rail {
+	struct fi_info *info; /* its own (domain lists), or NULL: rail 0's */
+	struct fid_fabric *fabric; /* one of tern__prov.fabrics */
+	struct fid_domain *domain;
+	struct fid_cq *cq;
+	struct fid_av *av;
+	struct fid_ep *ep;
+};
+
+/* The provider objects of a ctx: rail 0's offering and the fabrics. */
+struct tern__prov {
+	struct fi_info *info;
+	/* Rails on several domains may sit on several fabrics (tcp: one
+	 * per subnet); each fabric is opened once. */
+	struct fid_fabric *fabrics[TERN_MAX_RAILS];
+	unsigned int nfabrics;
+};
+
+/* What a ctx asks for (tern_ctx_attr and the environment, resolved). */
+struct tern__prov_want {
+	const char *provider; /* NULL or "auto": the best automatic one */
+	const char *node;
+	const char *domain;
+	/* With ndomains: one rail per named domain (rail i's offering goes
+	 * to rails[i]->info for i > 0). */
+	const char *const *domains;
+	unsigned int ndomains;
+	int hmem; /* ask for a provider that reaches GPU memory */
+};
+
+/* What the provider demands, decoded once (rail 0's offering). */
+struct tern__prov_caps {
+	uint64_t mr_mode; /* libfabric's FI_MR_* bits, as tern_ctx_info */
+	int virt_addr;
+	int prov_key;
+	int mr_endpoint;
+	int rx_cq_data; /* receives must be posted to absorb remote CQ data */
+	int addr_str;	/* addresses are names of varying length */
+	uint32_t addr_format;
+	size_t tx_size;
+	size_t rx_size;
+	size_t cq_data_size;
+	size_t inject_size;
+	uint64_t max_msg_size;
+	size_t mr_key_size;
+	uint64_t link_speed;
+	int hmem;      /* every rail reaches GPU memory (FI_HMEM) */
+	int linger_ms; /* progress this long before endpoints close */
+	char prov_name[64];
+	char fabric_name[128];
+	char domain_name[128]; /* every rail's, comma-separated */
+	char domain0[128];     /* rail 0's */
+};
+
+/* Getinfo and provider choice: rail 0's offering in @p->info, each other
+ * named domain's in @rails[i]->info. -TERN_ENOPROV when none fits. */
+int tern__prov_choose(struct tern__prov *p, const struct tern__prov_want *w,
+		      struct tern__prov_rail *const *rails);
+void tern__prov_caps(const struct tern__prov *p,
+		     struct tern__prov_rail *const *rails, unsigned int n,
+		     struct tern__prov_caps *caps);
+/* Open each rail's fabric, once per fabric name. */
+int tern__prov_open(struct tern__prov *p, struct tern__prov_rail *const *rails,
+		    unsigned int n);
+/* The fabrics and offerings: what tern__prov_choose/_open made. */
+void tern__prov_close(struct tern__prov *p,
+		      struct tern__prov_rail *const *rails, unsigned int n);
+/*
+ * Open rail @idx: domain, CQ (with a wait fd unless @busy_poll, or when
+ * the provider offers none: *wait_fd_p = -1), AV, endpoint; its address
+ * into @addr (*addrlen_p: its room in, its length out). Logged; closes
+ * what it opened on failure.
+ */
+int tern__prov_rail_open(struct tern__prov *p, struct tern__prov_rail *r,
+			 unsigned int idx, int busy_poll, void *addr,
+			 size_t *addrlen_p, int *wait_fd_p);
+/* Close the endpoint alone (what the provider holds is dropped). */
+void tern__prov_rail_close_ep(struct tern__prov_rail *r);
+void tern__prov_rail_close(struct tern__prov_rail *r);
+/* Does every rail run this 64-bit atomic (1: fetch-add, 0: cswap)? */
+int tern__prov_atomic_ok(struct tern__prov_rail *const *rails,
+			 const struct tern__prov *p, unsigned int n, int fadd);
+/* Before sleeping: 0 when every CQ is empty and armed, -EAGAIN when one
+ * has something, -TERN_EPROV (logged) when waiting cannot work. */
+int tern__prov_trywait(const struct tern__prov *p,
+		       struct tern__prov_rail *const *rails, unsigned int n);
+/* Cancel the operation of @context: 0, -EBUSY once the endpoint is
+ * closed (ctx teardown), or -TERN_EPROV. */
+int tern__prov_cancel(struct tern__prov_rail *r, void *context);
+
+/* Tagged messages (every tern message carries one tag). */
+ssize_t tern__prov_tsend(struct tern__prov_rail *r, void *buf, size_t len,
+			 void *desc, uint64_t addr, uint64_t data,
+			 void *context, uint64_t flags);
+ssize_t tern__prov_trecv(struct tern__prov_rail *r, void *buf, size_t len,
+			 void *desc, uint64_t addr, void *context,
+			 uint64_t flags);
+/* Re-post a receive that absorbs remote CQ data (FI_RX_CQ_DATA). */
+ssize_t tern__prov_recv_sink(struct tern__prov_rail *r, void *context);
+/* A 64-bit atomic on @raddr: fetch-add (@fadd) of w[0], or compare w[1]
+ * and swap in w[0]; the old value lands in w[2]. @w is registered (@desc). */
+ssize_t tern__prov_atomic(struct tern__prov_rail *r, int fadd, uint64_t *w,
+			  void *desc, uint64_t addr, uint64_t raddr,
+			  uint64_t key, void *context, uint64_t flags);
+
+/* A failed post's -FI_E* value: -EAGAIN, or its text in @msg, its value
+ * in *prov_errno_p and a tern error code. Cold. */
+int tern__prov_post_error(ssize_t ret, char *msg, size_t len,
+			  int *prov_errno_p);
+/* A failed CQ read's value (-FI_E*), logged, as a tern code. */
+int tern__prov_cq_failed(unsigned int idx, ssize_t ret);
+
+/* One completion error, decoded. */
+struct tern__prov_cqerr {
+	void *context;
+	size_t len;
+	int status;	  /* tern error code */
+	int prov_errno;	  /* the provider's own */
+	const char *what; /* libfabric's text alone (static) */
+	/* "rail IDX: " libfabric's text, then the provider's */
+	char text[TERN_REQ_ERRMSG_LEN];
+};
+
+/* 1: an error entry in *@err; 0: none; <0: reading failed (logged). */
+int tern__prov_cq_readerr(struct tern__prov_rail *r, unsigned int idx,
+			  struct tern__prov_cqerr *err);
+
+/* Memory registration. @device: a CUDA device (the provider reaches GPU
+ * memory itself), or -1 for host memory; @dmabuf_fd >= 0 names it by a
+ * dmabuf. @bind_ep: the provider wants regions bound to the endpoint. */
+int tern__prov_mr_reg(struct tern__prov_rail *r, unsigned int idx, void *buf,
+		      size_t len, uint64_t access, uint64_t requested_key,
+		      int device, int dmabuf_fd, uint64_t dmabuf_off,
+		      int bind_ep, struct tern__prov_mr **mr_p, void **desc_p,
+		      uint64_t *key_p);
+void tern__prov_mr_close(struct tern__prov_mr *mr);
+/* Can regions name GPU memory by a dmabuf (libfabric >= 1.20)? */
+int tern__prov_has_dmabuf(void);
+
+/* Address vector: 0, -TERN_ECARD (address rejected) or -TERN_EPROV. */
+int tern__prov_av_insert(struct tern__prov_rail *r, unsigned int idx,
+			 const void *addr, uint64_t *fiaddr_p);
+/* Nothing when the rail's AV is already closed. */
+void tern__prov_av_remove(struct tern__prov_rail *r, uint64_t fiaddr);
+
+/* Map a provider error (positive FI_E* value) to a tern error code. */
+int tern__err_from_fi(int fi_err);
+/* "tcp" and "verbs" mean their RDM forms. */
+const char *tern__provider_canonical(const char *name);
+/* Why an offering lacks something tern needs, or NULL (prov's own). */
+const char *tern__info_unusable(const struct fi_info *fi);
+
+#include "prov_inline.h"
+
+#endif /* TERN_PROV_H */

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The provider's hot path, inline: a write or read goes to the provider,
+ * and a CQ read comes back, with no frame of tern's between the engine and
+ * libfabric. Measured in one process (bench/inproc, shm, 4 KiB), handing
+ * each write to a function in another file cost 2-3% against fi_writemsg()
+ * written in place (on shm a write is a system call, and the user code
+ * around it runs cold); on tcp each extra frame around an empty CQ read
+ * cost about 100 ns of an idle pass (docs/performance.md).
+ *
+ * The TERN__PF_* flags and the TERN__PROV_* values are libfabric's own
+ * bits and values under tern's names: passing them costs no translation.
+ *
+ * With TERN_PROV_FAKE defined (the unit tests' build of the engine),
+ * tern__prov_cq_read() and tern__prov_rma() are plain declarations that
+ * tests/unit/fake_prov.c implements, and a completion entry is tern's own.
+ */
+#ifndef TERN_PROV_INLINE_H
+#define TERN_PROV_INLINE_H
+
+#include <sys/uio.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+/* Post flags (uint64_t). */
+#define TERN__PF_MORE	 FI_MORE /* more posts follow: the provider may wait */
+#define TERN__PF_IMM	 FI_REMOTE_CQ_DATA    /* carry @data to the target */
+#define TERN__PF_DELIVER FI_DELIVERY_COMPLETE /* complete once delivered */
+
+/* Any peer (a receive's @addr). */
+#define TERN__PROV_ADDR_ANY FI_ADDR_UNSPEC
+/* A card's address format whose addresses are names of varying length. */
+#define TERN__PROV_ADDR_STR FI_ADDR_STR
+/* What tern__prov_cq_read() returns for an empty CQ, and when an error
+ * entry waits (tern__prov_cq_readerr()). */
+#define TERN__PROV_CQ_EMPTY (-FI_EAGAIN)
+#define TERN__PROV_CQ_ERROR (-FI_EAVAIL)
+
+/* Completion entry flags (tern__prov_cqent_flags()). */
+#define TERN__CQ_REMOTE_WRITE FI_REMOTE_WRITE	/* a peer's write landed */
+#define TERN__CQ_IMM	      FI_REMOTE_CQ_DATA /* data carries an imm */
+
+/* One completion as the provider gives it; read through the accessors. */
+#ifdef TERN_PROV_FAKE
+struct tern__fake_cqent {
+	void *op_context;
+	uint64_t flags;
+	size_t len;
+	uint64_t data;
+};
+
+struct tern__prov_cqent {
+	struct tern__fake_cqent e;
+};
+#else
+struct tern__prov_cqent {
+	struct fi_cq_data_entry e;
+};
+#endif
+
+/* Bytes of provider context an operation needs (a request's fictx). */
+#define TERN__PROV_CTX_SIZE sizeof(struct fi_context2)
+
+static inline void *tern__prov_cqent_ctx(const struct tern__prov_cqent *c)
+{
+	return c->e.op_context;
+}
+
+static inline uint64_t tern__prov_cqent_flags(const struct tern__prov_cqent *c)
+{
+	return c->e.flags;
+}
+
+static inline size_t tern__prov_cqent_len(const struct tern__prov_cqent *c)
+{
+	return c->e.len;
+}
+
+static inline uint64_t tern__prov_cqent_data(const struct tern__prov_cqent *c)
+{
+	return c->e.data;
+}
+
+/* Up to @n completions into @ent: how many, TERN__PROV_CQ_EMPTY,
+ * TERN__PROV_CQ_ERROR or another -FI_E* (tern__prov_cq_failed()). */
+#ifdef TERN_PROV_FAKE
+ssize_t tern__prov_cq_read(struct tern__prov_rail *r,
+			   struct tern__prov_cqent *ent, size_t n);
+ssize_t tern__prov_rma(struct tern__prov_rail *r, int read, void *buf,
+		       size_t len, void *desc, uint64_t addr, uint64_t raddr,
+		       uint64_t key, uint64_t data, void *context,
+		       uint64_t flags);
+#else
+static inline ssize_t tern__prov_cq_read(struct tern__prov_rail *r,
+					 struct tern__prov_cqent *ent, size_t n)
+{
+	return fi_cq_read(r->cq, ent, n);
+}
+
+/* An RMA write (or, with @read, a read) of @len bytes at @buf (@desc) to
+ * @raddr/@key at peer @addr; @data goes with TERN__PF_IMM. 0 or -FI_E*
+ * (tern__prov_post_error()). */
+static inline __attribute__((always_inline)) ssize_t tern__prov_rma(
+	struct tern__prov_rail *r, int read, void *buf, size_t len, void *desc,
+	uint64_t addr, uint64_t raddr, uint64_t key, uint64_t data,
+	void *context, uint64_t flags)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct fi_rma_iov rma = { .addr = raddr, .len = len, .key = key };
+	struct fi_msg_rma msg = {
+		.msg_iov = &iov,
+		.desc = &desc,
+		.iov_count = 1,
+		.addr = addr,
+		.rma_iov = &rma,
+		.rma_iov_count = 1,
+		.context = context,
+		.data = data,
+	};
+
+	if (read)
+		return fi_readmsg(r->ep, &msg, flags);
+	return fi_writemsg(r->ep, &msg, flags);
+}
+#endif /* TERN_PROV_FAKE */
+
+#endif /* TERN_PROV_INLINE_H */

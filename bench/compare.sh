@@ -164,14 +164,14 @@ raw_write() {
 }
 
 tern_ping() { # latency: ping-pong at 8 bytes, send/recv
-	"${ping_peer[@]}" "$tern" ping serve --provider "$1" "${node[@]}" \
+	"${ping_peer[@]}" "$tern" ping --listen --provider "$1" "${node[@]}" \
 		--card-file "$tmp/card" >/dev/null 2>&1 &
 	local spid=$!
 	# Up to 20 s: a loaded machine (a test suite beside it, a sanitizer
 	# build) starts a server slowly.
 	for _ in $(seq 400); do [ -s "$tmp/card" ] && break; sleep 0.05; done
 	"${ping_init[@]}" "$tern" ping --card-file "$tmp/card" --provider "$1" "${node[@]}" \
-		--size 8 --iters "$ping_iters" --warmup $((ping_iters / 10)) |
+		--sizes 8 --iters "$ping_iters" --warmup $((ping_iters / 10)) |
 		awk '$1 == 8 { print $3 }' >>"$tmp/$1.tern.p50"
 	kill -INT $spid; wait $spid || true
 	rm -f "$tmp/card"

@@ -9,53 +9,8 @@
 #include <string.h>
 #include <inttypes.h>
 
+#include "apps/json.h"
 #include "report_int.h"
-
-static void json_string(FILE *f, const char *s, size_t cap)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t n = report_field_len(s, cap);
-
-	fputc('"', f);
-	for (size_t i = 0; i < n;) {
-		size_t len = report_utf8_seq(u + i, n - i);
-
-		if (len == 0) {
-			fputs("\\ufffd", f);
-			i++;
-			continue;
-		}
-		if (len > 1) {
-			fwrite(u + i, 1, len, f);
-			i += len;
-			continue;
-		}
-		switch (u[i]) {
-		case '"':
-			fputs("\\\"", f);
-			break;
-		case '\\':
-			fputs("\\\\", f);
-			break;
-		case '\n':
-			fputs("\\n", f);
-			break;
-		case '\r':
-			fputs("\\r", f);
-			break;
-		case '\t':
-			fputs("\\t", f);
-			break;
-		default:
-			if (u[i] < 0x20 || u[i] == 0x7f)
-				fprintf(f, "\\u%04x", u[i]);
-			else
-				fputc(u[i], f);
-		}
-		i++;
-	}
-	fputc('"', f);
-}
 
 /* One "key": prefix; @first says whether a comma goes before it. */
 static void json_key(FILE *f, bool *first, const char *pre, const char *key)
@@ -70,7 +25,7 @@ static void json_str(FILE *f, bool *first, const char *pre, const char *key,
 		     const char *s, size_t cap)
 {
 	json_key(f, first, pre, key);
-	json_string(f, s, cap);
+	app_json_string(f, s, cap);
 }
 
 static void json_u64(FILE *f, bool *first, const char *pre, const char *key,

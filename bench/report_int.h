@@ -22,7 +22,6 @@ const char *report_fmt_fixed(double v, int prec, char *buf, size_t len);
 const char *report_fmt_g(double v, char *buf, size_t len);
 const char *report_fmt_size(uint64_t bytes, bool exact, char *buf, size_t len);
 const char *report_fmt_rate(uint64_t bps, char *buf, size_t len);
-size_t report_utf8_seq(const unsigned char *s, size_t n);
 size_t report_field_len(const char *s, size_t cap);
 
 #endif /* BENCH_REPORT_INT_H */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <inttypes.h>
 
+#include "apps/json.h"
 #include "report_int.h"
 
 #define SVG_W 800
@@ -21,7 +22,7 @@ static void svg_text(FILE *f, const char *s, size_t cap)
 	size_t n = report_field_len(s, cap);
 
 	for (size_t i = 0; i < n;) {
-		size_t len = report_utf8_seq(u + i, n - i);
+		size_t len = app_utf8_seq(u + i, n - i);
 
 		if (len == 0) {
 			fputs("\xef\xbf\xbd", f); /* U+FFFD */

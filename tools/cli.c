@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers every subcommand shares: errors, option values, signals, cards. */
+#define _GNU_SOURCE /* prctl */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <tern/tern.h>
@@ -298,4 +304,169 @@ int cli_boot_serve(const char *cmd, struct tern_ctx *ctx, const char *listen,
 	       token ? "; token required" : "");
 	fflush(stdout);
 	return 0;
+}
+
+int cli_sizes(const char *cmd, const char *list, uint64_t max, uint64_t *sizes,
+	      size_t cap, size_t *n_p)
+{
+	char *copy = strdup(list), *save = NULL, *tok;
+	size_t n = 0;
+	int ret = 0;
+
+	if (copy == NULL)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok != NULL && ret == 0;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n == cap) {
+			cli_err(cmd, "--sizes: at most %zu sizes", cap);
+			ret = -EINVAL;
+			break;
+		}
+		ret = cli_size(cmd, "--sizes", tok, 1, max, &sizes[n++]);
+	}
+	free(copy);
+	if (ret == 0 && n == 0) {
+		cli_err(cmd, "--sizes '%s': an empty list", list);
+		ret = -EINVAL;
+	}
+	if (ret == 0)
+		*n_p = n;
+	return ret;
+}
+
+pid_t cli_spawn(const char *const *args, int quiet, void (*in_child)(void),
+		int *fd_p)
+{
+	char path[32], num[16];
+	const char *argv[32];
+	pid_t pid, parent = getpid();
+	int p[2];
+	size_t i;
+
+	if (pipe(p) != 0)
+		return -1;
+	snprintf(path, sizeof(path), "/dev/fd/%d", p[1]);
+	snprintf(num, sizeof(num), "%d", p[1]);
+	for (i = 0; args[i] != NULL && i + 1 < sizeof(argv) / sizeof(*argv);
+	     i++) {
+		if (strcmp(args[i], "{path}") == 0)
+			argv[i] = path;
+		else if (strcmp(args[i], "{fd}") == 0)
+			argv[i] = num;
+		else
+			argv[i] = args[i];
+	}
+	argv[i] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		int devnull = quiet ? open("/dev/null", O_WRONLY) : -1;
+
+		/* A child whose parent died (killed, crashed) must not stay
+		 * behind polling forever. (Its parent may be pid 1 itself,
+		 * as a container's first process is.) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		close(p[0]);
+		if (devnull >= 0)
+			dup2(devnull, 1);
+		if (in_child != NULL)
+			in_child();
+		/* A real second process: this binary, exec'd afresh. */
+		execv("/proc/self/exe", (char *const *)argv);
+		fprintf(stderr, "tern: exec /proc/self/exe: %s\n",
+			strerror(errno));
+		_exit(127);
+	}
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		return -1;
+	}
+	*fd_p = p[0];
+	return pid;
+}
+
+int cli_read_line(int fd, char *buf, size_t len, int timeout_ms)
+{
+	struct timespec t0, now;
+	size_t n = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (n + 1 < len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		long left;
+		ssize_t r;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = timeout_ms - ((now.tv_sec - t0.tv_sec) * 1000 +
+				     (now.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0 || poll(&pfd, 1, (int)left) == 0)
+			return -ETIMEDOUT;
+		r = read(fd, buf + n, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -EPIPE;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+	return n > 0 ? 0 : -EPIPE;
+}
+
+int cli_reap(pid_t pid, int timeout_ms)
+{
+	int st = 0;
+
+	for (int i = 0; i < timeout_ms / 100; i++) {
+		if (waitpid(pid, &st, WNOHANG) != 0)
+			return st;
+		usleep(100000);
+	}
+	if (waitpid(pid, &st, WNOHANG) == 0) {
+		kill(pid, SIGTERM);
+		waitpid(pid, &st, 0);
+	}
+	return st;
+}
+
+int cli_stdout_to(const char *cmd, const char *path)
+{
+	int fd, saved;
+
+	if (path == NULL)
+		return -2;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		cli_err(cmd, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	fflush(stdout);
+	saved = dup(1);
+	if (saved < 0 || dup2(fd, 1) < 0) {
+		cli_err(cmd, "%s: %s", path, strerror(errno));
+		close(fd);
+		if (saved >= 0)
+			close(saved);
+		return -1;
+	}
+	close(fd);
+	return saved;
+}
+
+int cli_stdout_back(const char *cmd, int saved)
+{
+	int ret = 0;
+
+	if (saved < 0)
+		return 0;
+	if (fflush(stdout) != 0 || fsync(1) != 0) {
+		cli_err(cmd, "writing the JSON file: %s", strerror(errno));
+		ret = -EIO;
+	}
+	dup2(saved, 1);
+	close(saved);
+	return ret;
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 int cmd_info(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
@@ -30,6 +31,10 @@ int cli_uint(const char *cmd, const char *opt, const char *val, uint64_t min,
  * GPU N) or DOMAIN,DOMAIN,... (one rail each): sets one of the two. */
 int cli_rails(const char *cmd, const char *val, uint64_t *rails,
 	      const char **domains);
+/* A comma-separated list of sizes (--sizes), each 1..@max, at most @cap;
+ * @return 0 with *n_p set, or -EINVAL (said why). */
+int cli_sizes(const char *cmd, const char *list, uint64_t max, uint64_t *sizes,
+	      size_t cap, size_t *n_p);
 /* Apply --log LEVEL. */
 int cli_log(const char *cmd, const char *val);
 /* Ctrl-C / SIGTERM set the returned flag; SIGPIPE is ignored. */
@@ -39,6 +44,31 @@ int cli_card_write(const char *cmd, const char *path, const char *hex);
 /* A card from @path if given, else from the hex argument @arg. */
 int cli_card_read(const char *cmd, const char *path, const char *arg,
 		  uint8_t *card, size_t *len_p);
+
+/*
+ * Start this binary again (/proc/self/exe) with @args (args[0] "tern",
+ * NULL-terminated) as a child that dies with this process, with a pipe from
+ * it: an argument "{path}" becomes /dev/fd/N and "{fd}" becomes N, N the
+ * pipe's write end in the child. @quiet sends its stdout to /dev/null;
+ * @in_child (or NULL) runs in the child before the exec.
+ * @return its pid with the pipe's read end in *fd_p, or -1 (errno).
+ */
+pid_t cli_spawn(const char *const *args, int quiet, void (*in_child)(void),
+		int *fd_p);
+/* One line (without its newline) from @fd, within @timeout_ms.
+ * @return 0; -EPIPE at end of file; -ETIMEDOUT. */
+int cli_read_line(int fd, char *buf, size_t len, int timeout_ms);
+/* Wait up to @timeout_ms for @pid to exit, then SIGTERM it and wait.
+ * @return its wait status. */
+int cli_reap(pid_t pid, int timeout_ms);
+
+/* --json=FILE: stdout goes to @path (made or truncated) until
+ * cli_stdout_back(). @return the saved stdout; -2 for a NULL @path
+ * (nothing to do); -1 (said why). */
+int cli_stdout_to(const char *cmd, const char *path);
+/* Stdout back from cli_stdout_to()'s @saved (< 0: nothing to do).
+ * @return 0, or -EIO if the file could not be written (said). */
+int cli_stdout_back(const char *cmd, int saved);
 
 struct tern_ctx;
 struct tern_ctx_attr;

@@ -16,6 +16,7 @@
 #include <tern/tern.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "boot/wire.h"
 #include "core/core.h"
 #include "apps/fill/fill.h"
@@ -49,75 +50,42 @@ struct fill_opts {
 	int quiet;
 };
 
-enum {
-	OPT_NODE = 256,
-	OPT_CARD_FILE,
-	OPT_ONCE,
-	OPT_LOG,
-	OPT_TIMEOUT,
-	OPT_RAILS,
-	OPT_FILL_TIMEOUT,
-	OPT_IDLE_TIMEOUT,
-	OPT_MAX_CLIENTS,
-	OPT_PARALLEL,
-	OPT_LISTEN,
-	OPT_TOKEN,
-	OPT_RECONNECT
+static const int serve_keys[] = {
+	CLI_LISTEN,
+	CLI_TOKEN,
+	CLI_CARD_FILE,
+	CLI_ONCE,
+	CLI_MAX_CLIENTS,
+	CLI_PARALLEL,
+	CLI_FILL_TIMEOUT,
+	CLI_IDLE_TIMEOUT,
+	'p',
+	CLI_NODE,
+	CLI_RAILS,
+	CLI_LOG,
+	'h',
+	0,
 };
-
-static const struct option long_opts[] = {
-	{ "provider", required_argument, NULL, 'p' },
-	{ "node", required_argument, NULL, OPT_NODE },
-	{ "rails", required_argument, NULL, OPT_RAILS },
-	{ "card-file", required_argument, NULL, OPT_CARD_FILE },
-	{ "page-size", required_argument, NULL, 's' },
-	{ "pages", required_argument, NULL, 'n' },
-	{ "seed", required_argument, NULL, 'S' },
-	{ "count", required_argument, NULL, 'c' },
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-	{ "fill-timeout", required_argument, NULL, OPT_FILL_TIMEOUT },
-	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
-	{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
-	{ "parallel", required_argument, NULL, OPT_PARALLEL },
-	{ "listen", required_argument, NULL, OPT_LISTEN },
-	{ "token", required_argument, NULL, OPT_TOKEN },
-	{ "reconnect", required_argument, NULL, OPT_RECONNECT },
-	{ "once", no_argument, NULL, OPT_ONCE },
-	{ "log", required_argument, NULL, OPT_LOG },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+static const int fill_keys[] = {
+	CLI_PAGE_SIZE, CLI_PAGES, 'S',		 'c', CLI_TIMEOUT,
+	CLI_CARD_FILE, CLI_TOKEN, CLI_RECONNECT, 'p', CLI_NODE,
+	CLI_RAILS,     CLI_LOG,	  'h',		 0,
 };
-
-static const char common_help[] =
-	"  -p, --provider NAME   efa, verbs, tcp, shm, or a full libfabric "
-	"name\n"
-	"                        (default: $TERN_PROVIDER, else the best "
-	"present:\n"
-	"                        efa, verbs;ofi_rxm, tcp;ofi_rxm)\n"
-	"      --node ADDR       local address/interface to bind, e.g. "
-	"127.0.0.1 for tcp\n"
-	"                        over loopback (default: $TERN_NODE, else "
-	"the provider's)\n"
-	"      --rails N|gpu=N|DOMAIN,DOMAIN...\n"
-	"                        N endpoints on one domain (default 1), the "
-	"NICs\n"
-	"                        `tern topo` maps to GPU N, or one rail per "
-	"listed\n"
-	"                        libfabric domain (default $TERN_DOMAINS)\n"
-	"      --log LEVEL       none, warn, info, debug (default: $TERN_LOG "
-	"or warn)\n"
-	"  -h, --help            this text\n";
+static const int demo_keys[] = {
+	CLI_PAGE_SIZE, CLI_PAGES, 'S',	   'c', 'p',
+	CLI_NODE,      CLI_RAILS, CLI_LOG, 'h', 0,
+};
 
 static const char limits_help[] =
 	"Limits a server enforces (refused with a reason otherwise): page "
 	"size 1 B to\n16 MiB, 1 to 16384 pages, at most 32 MiB per fill, "
 	"every page inside the\nclient's two 16 MiB regions, no page twice.\n";
 
-static void usage(const char *cmd, FILE *f)
+static void usage(const struct cli_parser *p, FILE *f)
 {
-	if (strcmp(cmd, "serve") == 0) {
+	if (strcmp(p->cmd, "serve") == 0) {
 		fprintf(f,
-			"usage: tern serve [--listen HOST:PORT [--token T]] "
+			"usage: tern serve [--listen [HOST:PORT] [--token T]] "
 			"[options]\n\n"
 			"Open a ctx, print its card and the client command, "
 			"and serve random-fill\nrequests of many clients at "
@@ -126,109 +94,81 @@ static void usage(const char *cmd, FILE *f)
 			"memory with\nRDMA writes carrying the request id as "
 			"immediate data. A client has one\nfill outstanding; "
 			"fills beyond --parallel wait in one queue, first "
-			"come\n"
-			"first served.\n\n"
-			"      --listen ADDR     also take clients over TCP at "
-			"ADDR (HOST:PORT,\n"
-			"                        [IPV6]:PORT or :PORT for "
-			"every address): they get\n"
-			"                        the card there, and their "
-			"leaving ends their session\n"
-			"      --token T         with --listen, admit only "
-			"clients presenting T\n"
-			"                        (default $TERN_TOKEN); "
-			"clients by card are refused\n"
-			"      --card-file FILE  also write the card (hex) to "
-			"FILE\n"
-			"      --once            exit when the first client "
-			"says goodbye\n"
-			"      --max-clients N   clients connected at once "
-			"(default 256)\n"
-			"      --parallel N      fills written at once, each "
-			"with a 32 MiB source\n"
-			"                        buffer (default 4)\n"
-			"      --fill-timeout MS drop a client whose fill is "
-			"not done in MS\n"
-			"                        (its writes stall; default "
-			"60000)\n"
-			"      --idle-timeout MS drop a client silent for MS "
-			"(default 120000)\n%s\n%s",
-			common_help, limits_help);
-	} else if (strcmp(cmd, "fill") == 0) {
+			"come\nfirst served. With --listen HOST:PORT "
+			"([IPV6]:PORT, "
+			":PORT) clients also\nget the card over TCP there, and "
+			"their leaving ends their session; with\n--token only "
+			"clients presenting it are admitted (clients by card "
+			"are\nthen refused).\n\n");
+		cli_opts_help(p, f);
 		fprintf(f,
-			"usage: tern fill <card-hex> [options]\n"
-			"       tern fill --card-file FILE [options]\n"
-			"       tern fill HOST:PORT [--token T] [--reconnect "
-			"S] "
-			"[options]\n\n"
+			"\nDefaults: --max-clients 256, --parallel 4 (each "
+			"with a 32 MiB source buffer),\n--fill-timeout "
+			"60000, --idle-timeout 120000.\n%s",
+			limits_help);
+	} else if (strcmp(p->cmd, "fill") == 0) {
+		fprintf(f,
+			"usage: tern fill PEER [--token T] [--reconnect S] "
+			"[options]\n"
+			"       tern fill --card-file FILE [options]\n\n"
 			"Register two 16 MiB regions (remote write only), "
-			"connect to the server\nwhose card is given, ask for "
-			"a random fill, count one immediate per page\n(EFA "
-			"delivers out of order: completion is a count, never "
-			"\"the last write\"),\nthen verify every byte and "
-			"that nothing outside the pages changed.\n\n"
-			"  -s, --page-size SIZE  bytes per page (default 1M; "
-			"K/M/G suffixes)\n"
-			"  -n, --pages N         pages per fill (default 8)\n"
-			"  -S, --seed N          MT19937-64 seed (default: "
-			"random, printed)\n"
-			"  -c, --count N         fills to run (default 1)\n"
-			"      --timeout MS      per fill and for the "
-			"handshake (default 30000)\n"
-			"      --card-file FILE  read the server's card from "
-			"FILE\n"
-			"      --token T         the server's token (default "
-			"$TERN_TOKEN)\n"
-			"      --reconnect S     HOST:PORT only: when the "
-			"server goes away, dial\n"
-			"                        again for up to S seconds and "
-			"redo the fill that\n"
-			"                        failed (default 0: give up)\n"
-			"%s\n%s",
-			common_help, limits_help);
-	} else {
+			"connect to the server\n(PEER: its card, or "
+			"HOST:PORT), "
+			"ask for a random fill, count one immediate\nper page "
+			"(EFA delivers out of order: completion is a count, "
+			"never \"the\nlast write\"), then verify every byte "
+			"and "
+			"that nothing outside the pages\nchanged.\n\n");
+		cli_opts_help(p, f);
 		fprintf(f,
-			"usage: tern demo [options]\n\n"
-			"Run `tern serve --once` and `tern fill` as two "
-			"processes on this host and\nreport both sides. "
-			"Default provider shm; with tcp the server binds "
-			"127.0.0.1.\n\n"
-			"  -s, --page-size SIZE  bytes per page (default 1M)\n"
-			"  -n, --pages N         pages per fill (default 8)\n"
-			"  -S, --seed N          seed (default: random)\n"
-			"  -c, --count N         fills (default 1)\n%s",
-			common_help);
+			"\nDefaults: --page-size 1M, --pages 8, --count 1, "
+			"--timeout 30000 (per fill\nand for the handshake), "
+			"--reconnect 0 (give up).\n%s",
+			limits_help);
+	} else {
+		fprintf(f, "usage: tern demo [options]\n\n"
+			   "Run `tern serve --once` and `tern fill` as two "
+			   "processes on this host and\nreport both sides. "
+			   "Default provider shm; with tcp the server binds "
+			   "127.0.0.1.\n\n");
+		cli_opts_help(p, f);
+		fprintf(f, "\nDefaults: --page-size 1M, --pages 8, "
+			   "--count 1.\n");
 	}
 }
 
 /* @return 0, 1 for --help, or -EINVAL. */
 static int parse(int argc, char **argv, struct fill_opts *o)
 {
+	const int *keys = strcmp(o->cmd, "serve") == 0	? serve_keys
+			  : strcmp(o->cmd, "fill") == 0 ? fill_keys
+							: demo_keys;
+	struct cli_parser p;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "p:s:n:S:c:h", long_opts, NULL)) !=
-	       -1) {
+	cli_opts_init(&p, o->cmd, keys);
+	while ((c = cli_getopt(&p, argc, argv)) != -1) {
 		int ret = 0;
 
 		switch (c) {
 		case 'p':
 			o->provider = optarg;
 			break;
-		case OPT_NODE:
+		case CLI_NODE:
 			o->node = optarg;
 			break;
-		case OPT_RAILS:
+		case CLI_RAILS:
 			ret = cli_rails(o->cmd, optarg, &o->rails, &o->domains);
 			o->rails_arg = optarg;
 			break;
-		case OPT_CARD_FILE:
+		case CLI_CARD_FILE:
 			o->card_file = optarg;
 			break;
-		case 's':
+		case CLI_PAGE_SIZE:
 			ret = cli_size(o->cmd, "--page-size", optarg, 1,
 				       FILL_MAX_PAGE_SIZE, &o->page_size);
 			break;
-		case 'n':
+		case CLI_PAGES:
 			ret = cli_uint(o->cmd, "--pages", optarg, 1,
 				       FILL_MAX_PAGES, &o->pages);
 			break;
@@ -241,47 +181,46 @@ static int parse(int argc, char **argv, struct fill_opts *o)
 			ret = cli_uint(o->cmd, "--count", optarg, 1, 1000000,
 				       &o->count);
 			break;
-		case OPT_TIMEOUT:
+		case CLI_TIMEOUT:
 			ret = cli_uint(o->cmd, "--timeout", optarg, 1, 3600000,
 				       &o->timeout_ms);
 			break;
-		case OPT_FILL_TIMEOUT:
+		case CLI_FILL_TIMEOUT:
 			ret = cli_uint(o->cmd, "--fill-timeout", optarg, 1,
 				       3600000, &o->fill_timeout_ms);
 			break;
-		case OPT_IDLE_TIMEOUT:
+		case CLI_IDLE_TIMEOUT:
 			ret = cli_uint(o->cmd, "--idle-timeout", optarg, 1,
 				       86400000, &o->idle_timeout_ms);
 			break;
-		case OPT_MAX_CLIENTS:
+		case CLI_MAX_CLIENTS:
 			ret = cli_uint(o->cmd, "--max-clients", optarg, 1,
 				       65536, &o->max_clients);
 			break;
-		case OPT_PARALLEL:
+		case CLI_PARALLEL:
 			ret = cli_uint(o->cmd, "--parallel", optarg, 1, 64,
 				       &o->parallel);
 			break;
-		case OPT_ONCE:
+		case CLI_ONCE:
 			o->once = 1;
 			break;
-		case OPT_LISTEN:
+		case CLI_LISTEN:
 			o->listen = optarg;
 			break;
-		case OPT_TOKEN:
+		case CLI_TOKEN:
 			o->token = optarg;
 			break;
-		case OPT_RECONNECT:
+		case CLI_RECONNECT:
 			ret = cli_uint(o->cmd, "--reconnect", optarg, 0, 86400,
 				       &o->reconnect_s);
 			break;
-		case OPT_LOG:
+		case CLI_LOG:
 			ret = cli_log(o->cmd, optarg);
 			break;
 		case 'h':
-			usage(o->cmd, stdout);
+			usage(&p, stdout);
 			return 1;
 		default:
-			usage(o->cmd, stderr);
 			return -EINVAL;
 		}
 		if (ret != 0)
@@ -732,36 +671,11 @@ int cmd_fill(int argc, char **argv)
 	return ret != 0 ? 1 : 0;
 }
 
-/* Read the server's card line from its pipe, waiting at most 20 s. */
-static int read_line(int fd, char *buf, size_t len)
-{
-	size_t off = 0;
-	time_t t0 = time(NULL);
-
-	while (off + 1 < len && time(NULL) - t0 < 20) {
-		ssize_t n = read(fd, buf + off, 1);
-
-		if (n == 0)
-			break;
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (buf[off] == '\n') {
-			buf[off] = '\0';
-			return 0;
-		}
-		off++;
-	}
-	return -EPIPE;
-}
-
 int cmd_demo(int argc, char **argv)
 {
-	char hex[2 * TERN_CARD_MAX + 2], path[32];
+	char hex[2 * TERN_CARD_MAX + 2], rails[24];
 	uint8_t card[TERN_CARD_MAX];
-	int cardp[2], status, ret;
+	int cardfd, status, ret;
 	struct tern_ctx *ctx;
 	struct fill_opts o;
 	ssize_t card_len;
@@ -779,43 +693,34 @@ int cmd_demo(int argc, char **argv)
 	if (o.node == NULL && strncmp(o.provider, "tcp", 3) == 0)
 		o.node = "127.0.0.1";
 	stop_flag = cli_catch_signals();
-	if (pipe(cardp) != 0) {
-		cli_err("demo", "pipe: %s", strerror(errno));
-		return 1;
-	}
+	snprintf(rails, sizeof(rails), "%" PRIu64, o.rails);
 	printf("demo: starting `tern serve --once` and a client over %s\n",
 	       o.provider);
 	fflush(stdout);
-	pid = fork();
+	{
+		/* The server is a real second process: this binary again. */
+		const char *args[] = { "tern",
+				       "serve",
+				       "--once",
+				       "--provider",
+				       o.provider,
+				       "--rails",
+				       o.rails_arg ? o.rails_arg : rails,
+				       "--card-file",
+				       "{path}",
+				       o.node ? "--node" : NULL,
+				       o.node,
+				       NULL };
+
+		pid = cli_spawn(args, 0, NULL, &cardfd);
+	}
 	if (pid < 0) {
-		cli_err("demo", "fork: %s", strerror(errno));
+		cli_err("demo", "could not start the server: %s",
+			strerror(errno));
 		return 1;
 	}
-	if (pid == 0) {
-		char rails[16];
-		const char *rails_p = rails;
-
-		close(cardp[0]);
-		snprintf(path, sizeof(path), "/dev/fd/%d", cardp[1]);
-		snprintf(rails, sizeof(rails), "%" PRIu64, o.rails);
-		if (o.rails_arg != NULL)
-			rails_p = o.rails_arg;
-		/* The server is a real second process: exec ourselves. */
-		if (o.node != NULL)
-			execl("/proc/self/exe", "tern", "serve", "--once",
-			      "--provider", o.provider, "--rails", rails_p,
-			      "--node", o.node, "--card-file", path,
-			      (char *)NULL);
-		else
-			execl("/proc/self/exe", "tern", "serve", "--once",
-			      "--provider", o.provider, "--rails", rails_p,
-			      "--card-file", path, (char *)NULL);
-		fprintf(stderr, "tern demo: exec: %s\n", strerror(errno));
-		_exit(127);
-	}
-	close(cardp[1]);
-	ret = read_line(cardp[0], hex, sizeof(hex));
-	close(cardp[0]);
+	ret = cli_read_line(cardfd, hex, sizeof(hex), 20000);
+	close(cardfd);
 	if (ret != 0) {
 		cli_err("demo", "the server did not start (no card): see its "
 				"messages above");

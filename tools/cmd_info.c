@@ -2,17 +2,22 @@
 /* tern info: what fi_info shows, plus what matters for RDMA. */
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <tern/tern.h>
 
+#include "apps/json.h"
 #include "cli.h"
+#include "opts.h"
 
-static void usage(FILE *f)
+static const int info_keys[] = { 'p', 'a', 'j', 'h', 0 };
+
+static void usage(const struct cli_parser *p, FILE *f)
 {
 	fprintf(f,
-		"usage: tern info [--provider NAME] [--all] [--json]\n"
+		"usage: tern info [--provider NAME] [--all] [--json[=FILE]]\n"
 		"\n"
 		"List the RDM offerings of the libfabric providers on this "
 		"host, one per\nprovider and domain, with what matters for "
@@ -22,13 +27,9 @@ static void usage(FILE *f)
 		"(efa, verbs;ofi_rxm, tcp;ofi_rxm, shm). It also says whether "
 		"CUDA\nis there and how each provider would move GPU buffers: "
 		"zero-copy where\nit offers FI_HMEM, else staged through "
-		"pinned host memory.\n"
-		"\n"
-		"  -p, --provider NAME  only this provider (tcp and verbs mean "
-		"their ;ofi_rxm forms)\n"
-		"  -a, --all            every provider libfabric lists\n"
-		"  -j, --json           JSON for scripts\n"
-		"  -h, --help           this text\n");
+		"pinned host memory. --provider\nshows only that provider "
+		"(tcp and verbs mean their ;ofi_rxm forms).\n\n");
+	cli_opts_help(p, f);
 }
 
 static int interesting(const struct tern_prov_info *p)
@@ -45,16 +46,9 @@ static int interesting(const struct tern_prov_info *p)
 
 static void json_str(const char *key, const char *v, int comma)
 {
-	printf("\"%s\": \"", key);
-	for (; *v; v++) {
-		if (*v == '"' || *v == '\\')
-			printf("\\%c", *v);
-		else if ((unsigned char)*v < 0x20)
-			printf("\\u%04x", (unsigned char)*v);
-		else
-			putchar(*v);
-	}
-	printf("\"%s", comma ? ", " : "");
+	printf("\"%s\": ", key);
+	app_json_string(stdout, v, SIZE_MAX);
+	printf("%s", comma ? ", " : "");
 }
 
 static void print_json(const struct tern_prov_info *l, size_t n,
@@ -176,20 +170,15 @@ static void print_table(const struct tern_prov_info *l, size_t n,
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "provider", required_argument, NULL, 'p' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *provider = NULL;
+	const char *provider = NULL, *json_file = NULL;
 	struct tern_prov_info *list;
 	struct tern_mem_info cuda;
-	int json = 0, all = 0, c, ret;
+	struct cli_parser cp;
+	int json = 0, all = 0, c, ret, saved;
 	size_t n, kept = 0;
 
-	while ((c = getopt_long(argc, argv, "p:ajh", opts, NULL)) != -1) {
+	cli_opts_init(&cp, "info", info_keys);
+	while ((c = cli_getopt(&cp, argc, argv)) != -1) {
 		switch (c) {
 		case 'p':
 			provider = optarg;
@@ -199,12 +188,12 @@ int cmd_info(int argc, char **argv)
 			break;
 		case 'j':
 			json = 1;
+			json_file = optarg;
 			break;
 		case 'h':
-			usage(stdout);
+			usage(&cp, stdout);
 			return 0;
 		default:
-			usage(stderr);
 			return 2;
 		}
 	}
@@ -222,6 +211,11 @@ int cmd_info(int argc, char **argv)
 			list[kept++] = list[i];
 	}
 	tern_mem_probe(TERN_MEM_CUDA, &cuda);
+	saved = cli_stdout_to("info", json_file);
+	if (saved == -1) {
+		tern_info_free(list);
+		return 1;
+	}
 	if (json)
 		print_json(list, kept, &cuda);
 	else
@@ -232,5 +226,7 @@ int cmd_info(int argc, char **argv)
 		       "verbs: /dev/infiniband)?\n",
 		       provider ? provider : "", provider ? " " : "");
 	tern_info_free(list);
+	if (cli_stdout_back("info", saved) != 0)
+		return 1;
 	return kept == 0 && provider != NULL ? 1 : 0;
 }

@@ -15,6 +15,7 @@
 
 #include "apps/app.h"
 #include "cli.h"
+#include "opts.h"
 
 /* Set by Ctrl-C (cli_catch_signals). */
 static volatile sig_atomic_t *stop_flag;
@@ -24,7 +25,81 @@ struct net_opts {
 	const char *provider;
 	const char *node;
 	const char *card_file;
+	const char *rails_arg; /* --rails as given, for a local peer */
+	uint64_t rails;
+	const char *domains;
+	const char *listen; /* --listen HOST:PORT */
+	const char *token;
+	int server; /* --listen */
 };
+
+/* An option ping and atomic share. @return 1 if @c was one, 0 if not,
+ * -EINVAL if its value is wrong (said why). */
+static int net_option(struct net_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case 'p':
+		o->provider = strcmp(arg, "auto") ? arg : NULL;
+		return 1;
+	case CLI_NODE:
+		o->node = arg[0] ? arg : NULL;
+		return 1;
+	case CLI_CARD_FILE:
+		o->card_file = arg;
+		return 1;
+	case CLI_RAILS:
+		o->rails_arg = arg;
+		return cli_rails(o->cmd, arg, &o->rails, &o->domains) ? -EINVAL
+								      : 1;
+	case CLI_LISTEN:
+		o->server = 1;
+		o->listen = arg;
+		return 1;
+	case CLI_TOKEN:
+		o->token = arg;
+		return 1;
+	case CLI_LOG:
+		return cli_log(o->cmd, arg) ? -EINVAL : 1;
+	}
+	return 0;
+}
+
+/* What is left after the options: at most one PEER (card hex or
+ * HOST:PORT); "serve" is the old spelling of --listen. @return 0 or 2. */
+static int net_args(struct net_opts *o, int argc, char **argv,
+		    const char **peer_p)
+{
+	*peer_p = NULL;
+	if (optind < argc && strcmp(argv[optind], "serve") == 0) {
+		cli_err(o->cmd,
+			"'tern %s serve' is now 'tern %s --listen "
+			"[HOST:PORT]'",
+			o->cmd, o->cmd);
+		return 2;
+	}
+	if (argc - optind > 1) {
+		cli_err(o->cmd, "unexpected argument '%s'", argv[optind + 1]);
+		return 2;
+	}
+	if (optind < argc)
+		*peer_p = argv[optind];
+	if (o->server && *peer_p != NULL) {
+		cli_err(o->cmd,
+			"--listen (be the server) and a peer '%s' "
+			"exclude each other",
+			*peer_p);
+		return 2;
+	}
+	if (o->token != NULL && !(o->server && o->listen != NULL) &&
+	    !(*peer_p != NULL && tern_boot_is_addr(*peer_p))) {
+		cli_err(o->cmd, "--token needs --listen HOST:PORT or a "
+				"HOST:PORT peer (it is checked in the TCP "
+				"handshake)");
+		return 2;
+	}
+	o->token = cli_token(o->token);
+	return 0;
+}
 
 static int open_ctx(const struct net_opts *o, uint64_t flags,
 		    struct tern_ctx **ctx_p)
@@ -32,6 +107,8 @@ static int open_ctx(const struct net_opts *o, uint64_t flags,
 	struct tern_ctx_attr attr = {
 		.provider = o->provider,
 		.node = o->node,
+		.rails = (unsigned int)o->rails,
+		.domains = o->domains,
 		.flags = flags,
 	};
 
@@ -61,87 +138,141 @@ static int load_card(const struct net_opts *o, const char *arg, uint8_t *card,
 /* --- ping ------------------------------------------------------------------
  */
 
-static void ping_usage(FILE *f)
+static const int ping_keys[] = {
+	'm',	  's',	     'n',	 CLI_WARMUP, 'p',
+	CLI_NODE, CLI_RAILS, CLI_LISTEN, CLI_TOKEN,  CLI_CARD_FILE,
+	CLI_LOG,  'h',	     0,
+};
+
+static void ping_usage(const struct cli_parser *p, FILE *f)
 {
 	fprintf(f,
-		"usage: tern ping serve [--provider P] [--node ADDR] "
-		"[--card-file FILE]\n"
-		"                       [--listen HOST:PORT [--token T]]\n"
-		"       tern ping <card-hex>|HOST:PORT [--mode send|write] "
-		"[--sizes "
-		"LIST | --size N]\n"
-		"                 [--iters N] [--warmup N] [--provider P]\n\n"
+		"usage: tern ping [PEER] [--mode send|write] [--sizes LIST] "
+		"[--iters N]\n"
+		"                 [--warmup N] [--rails R] [--provider P] ...\n"
+		"       tern ping --listen [HOST:PORT] [--token T] ...\n\n"
 		"Latency ping-pong (like ibv_rc_pingpong / fi_rdm_pingpong). "
 		"Modes: send\n(send/recv) and write (RDMA write with "
 		"immediate, counted by the peer).\nPrints per size the "
 		"half round trip in microseconds (min, p50, p99,\np99.9, "
 		"max) and round trips per second. Both sides busy-poll "
-		"while\nmeasuring.\n\n"
-		"  -m, --mode MODE      send (default) or write\n"
-		"      --sizes LIST     e.g. 8,64,4K,64K,1M (default 8,64,"
-		"512,4K,64K)\n"
-		"  -s, --size N         one size\n"
-		"  -i, --iters N        timed round trips per size (default "
-		"1000)\n"
-		"  -w, --warmup N       untimed round trips first (default "
-		"100)\n"
-		"  -p, --provider NAME  efa, verbs, tcp, shm\n"
-		"      --node ADDR      local address to bind (tcp)\n"
-		"      --card-file FILE write (serve) or read (client) the "
-		"card\n"
-		"      --listen ADDR    serve: also hand the card out over "
-		"TCP at HOST:PORT\n"
-		"      --token T        bootstrap shared secret (default "
-		"$TERN_TOKEN)\n"
-		"  -h, --help           this text\n");
+		"while\nmeasuring. PEER is a `tern ping --listen`: its card "
+		"or HOST:PORT; with no\npeer (and no --card-file) a local "
+		"peer process is started.\n\n");
+	cli_opts_help(p, f);
+	fprintf(f, "\nDefaults: --mode send, --sizes 8,64,512,4K,64K, "
+		   "--iters 1000, --warmup 100.\n");
 }
 
-static int parse_sizes(const char *list, struct app_ping_params *p)
+/* One ping option into @p. @return 0, or -EINVAL (said why). */
+static int ping_option(struct app_ping_params *p, int c, const char *arg)
 {
-	char *copy = strdup(list), *save = NULL, *tok;
+	uint64_t v, sizes[APP_PING_MAX_SIZES];
+	size_t n;
 	int ret = 0;
 
-	if (copy == NULL)
-		return -ENOMEM;
-	p->nsizes = 0;
-	for (tok = strtok_r(copy, ",", &save); tok != NULL && ret == 0;
-	     tok = strtok_r(NULL, ",", &save)) {
-		uint64_t v;
-
-		if (p->nsizes == APP_PING_MAX_SIZES) {
-			cli_err("ping", "at most %d sizes", APP_PING_MAX_SIZES);
+	switch (c) {
+	case 'm':
+		if (strcmp(arg, "send") == 0) {
+			p->mode = APP_PING_SEND;
+		} else if (strcmp(arg, "write") == 0) {
+			p->mode = APP_PING_WRITE;
+		} else {
+			cli_err("ping", "--mode %s: send or write", arg);
 			ret = -EINVAL;
-			break;
 		}
-		ret = cli_size("ping", "--sizes", tok, 1, APP_PING_MAX_SIZE,
+		break;
+	case 's':
+		ret = cli_sizes("ping", arg, APP_PING_MAX_SIZE, sizes,
+				APP_PING_MAX_SIZES, &n);
+		if (ret == 0) {
+			p->nsizes = (uint32_t)n;
+			for (size_t i = 0; i < n; i++)
+				p->sizes[i] = (uint32_t)sizes[i];
+		}
+		break;
+	case 'n':
+		ret = cli_uint("ping", "--iters", arg, 1, APP_PING_MAX_ITERS,
 			       &v);
-		p->sizes[p->nsizes++] = (uint32_t)v;
-	}
-	free(copy);
-	if (ret == 0 && p->nsizes == 0) {
-		cli_err("ping", "--sizes: empty list");
-		ret = -EINVAL;
+		p->iters = (uint32_t)v;
+		break;
+	case CLI_WARMUP:
+		ret = cli_uint("ping", "--warmup", arg, 0, APP_PING_MAX_ITERS,
+			       &v);
+		p->warmup = (uint32_t)v;
+		break;
 	}
 	return ret;
 }
 
+/* tern ping --listen: serve ping clients, one at a time, until Ctrl-C. */
+static int ping_serve(struct net_opts *o)
+{
+	struct tern_boot_server *boot = NULL;
+	struct tern_ctx *ctx;
+	char lhost[64];
+	int ret;
+
+	o->node = cli_listen_node(o->provider, o->node, o->listen, lhost,
+				  sizeof(lhost));
+	/* Opened busy-polling, so its completion queues have no wait fd: on
+	 * tcp a CQ with one makes the provider poll an epoll set and signal
+	 * it on every completion, and the server's half of each round trip
+	 * took about 0.5 us longer (docs/performance.md). Between clients it
+	 * still sleeps, in growing steps up to 1 ms, instead of spinning. */
+	if (open_ctx(o, TERN_CTX_BUSY_POLL, &ctx) != 0)
+		return 1;
+	tern_ctx_set_busy_poll(ctx, 0);
+	ret = announce(o, ctx);
+	if (ret == 0 && o->listen != NULL)
+		ret = cli_boot_serve("ping", ctx, o->listen, o->token, &boot);
+	if (ret == 0) {
+		printf("serving ping clients, one at a time; Ctrl-C to stop\n");
+		fflush(stdout);
+		ret = app_ping_server(ctx, stop_flag, stdout);
+	}
+	tern_boot_server_close(boot);
+	tern_ctx_close(ctx);
+	return ret == 0 ? 0 : 1;
+}
+
+/* No peer: start `tern ping --listen` as a second process, its card in
+ * @hex. @return its pid, or -1 (said why). */
+static pid_t ping_local_peer(const struct net_opts *o, char *hex, size_t len)
+{
+	const char *args[] = { "tern",
+			       "ping",
+			       "--listen",
+			       "--provider",
+			       o->provider ? o->provider : "auto",
+			       "--node",
+			       o->node ? o->node : "",
+			       "--rails",
+			       o->rails_arg ? o->rails_arg : "1",
+			       "--card-file",
+			       "{path}",
+			       NULL };
+	pid_t pid;
+	int fd;
+
+	pid = cli_spawn(args, 1, NULL, &fd);
+	if (pid < 0) {
+		cli_err("ping", "could not start the local peer: %s",
+			strerror(errno));
+		return -1;
+	}
+	if (cli_read_line(fd, hex, len, 20000) != 0) {
+		cli_err("ping", "the local peer did not start (no card)");
+		close(fd);
+		cli_reap(pid, 0);
+		return -1;
+	}
+	close(fd);
+	return pid;
+}
+
 int cmd_ping(int argc, char **argv)
 {
-	enum { OPT_NODE = 256, OPT_CARD, OPT_SIZES, OPT_LISTEN, OPT_TOKEN };
-	static const struct option lo[] = {
-		{ "listen", required_argument, NULL, OPT_LISTEN },
-		{ "token", required_argument, NULL, OPT_TOKEN },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "sizes", required_argument, NULL, OPT_SIZES },
-		{ "size", required_argument, NULL, 's' },
-		{ "iters", required_argument, NULL, 'i' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "provider", required_argument, NULL, 'p' },
-		{ "node", required_argument, NULL, OPT_NODE },
-		{ "card-file", required_argument, NULL, OPT_CARD },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct app_ping_params p = {
 		.mode = APP_PING_SEND,
 		.iters = 1000,
@@ -149,137 +280,66 @@ int cmd_ping(int argc, char **argv)
 		.nsizes = 5,
 		.sizes = { 8, 64, 512, 4096, 65536 },
 	};
-	struct net_opts o = { .cmd = "ping" };
+	struct net_opts o = { .cmd = "ping", .rails = 1 };
 	struct app_ping_result res[APP_PING_MAX_SIZES];
-	const char *listen = NULL, *token = NULL;
 	struct tern_boot_info theirs;
-	int boot_fd = -1;
-	char lhost[64];
+	char hex[2 * TERN_CARD_MAX + 2];
 	uint8_t card[TERN_CARD_MAX];
+	struct cli_parser cp;
+	const char *peer;
 	struct tern_ctx *ctx;
+	pid_t peer_pid = 0;
+	int boot_fd = -1;
 	size_t card_len;
 	char why[256];
-	uint64_t v;
 	int c, ret = 0;
 
-	while ((c = getopt_long(argc, argv, "m:s:i:w:p:h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'm':
-			if (strcmp(optarg, "send") == 0) {
-				p.mode = APP_PING_SEND;
-			} else if (strcmp(optarg, "write") == 0) {
-				p.mode = APP_PING_WRITE;
-			} else {
-				cli_err("ping", "--mode: send or write");
-				ret = -EINVAL;
-			}
-			break;
-		case OPT_SIZES:
-			ret = parse_sizes(optarg, &p);
-			break;
-		case 's':
-			ret = cli_size("ping", "--size", optarg, 1,
-				       APP_PING_MAX_SIZE, &v);
-			p.nsizes = 1;
-			p.sizes[0] = (uint32_t)v;
-			break;
-		case 'i':
-			ret = cli_uint("ping", "--iters", optarg, 1,
-				       APP_PING_MAX_ITERS, &v);
-			p.iters = (uint32_t)v;
-			break;
-		case 'w':
-			ret = cli_uint("ping", "--warmup", optarg, 0,
-				       APP_PING_MAX_ITERS, &v);
-			p.warmup = (uint32_t)v;
-			break;
-		case 'p':
-			o.provider = optarg;
-			break;
-		case OPT_NODE:
-			o.node = optarg;
-			break;
-		case OPT_CARD:
-			o.card_file = optarg;
-			break;
-		case OPT_LISTEN:
-			listen = optarg;
-			break;
-		case OPT_TOKEN:
-			token = optarg;
-			break;
-		case 'h':
-			ping_usage(stdout);
+	cli_opts_init(&cp, "ping", ping_keys);
+	while ((c = cli_getopt(&cp, argc, argv)) != -1) {
+		if (c == 'h') {
+			ping_usage(&cp, stdout);
 			return 0;
-		default:
-			ping_usage(stderr);
-			return 2;
 		}
-		if (ret != 0)
+		if (c == '?')
+			return 2;
+		ret = net_option(&o, c, optarg);
+		if (ret == 0)
+			ret = ping_option(&p, c, optarg);
+		if (ret < 0)
 			return 2;
 	}
-	if (argc - optind > 1) {
-		cli_err("ping", "unexpected argument '%s'", argv[optind + 1]);
+	if (net_args(&o, argc, argv, &peer) != 0)
 		return 2;
-	}
-	if (token != NULL && listen == NULL && optind < argc &&
-	    strcmp(argv[optind], "serve") == 0) {
-		cli_err("ping", "--token needs --listen (it is checked in the "
-				"TCP handshake)");
-		return 2;
-	}
-	token = cli_token(token);
 	stop_flag = cli_catch_signals();
-	if (optind < argc && strcmp(argv[optind], "serve") == 0) {
-		struct tern_boot_server *boot = NULL;
-
-		o.node = cli_listen_node(o.provider, o.node, listen, lhost,
-					 sizeof(lhost));
-		/* Opened busy-polling, so its completion queues have no wait
-		 * fd: on tcp a CQ with one makes the provider poll an epoll
-		 * set and signal it on every completion, and the server's
-		 * half of each round trip took about 0.5 us longer
-		 * (docs/performance.md). Between clients it still sleeps,
-		 * in growing steps up to 1 ms, instead of spinning. */
-		if (open_ctx(&o, TERN_CTX_BUSY_POLL, &ctx) != 0)
+	if (o.server)
+		return ping_serve(&o);
+	if (peer == NULL && o.card_file == NULL) {
+		peer_pid = ping_local_peer(&o, hex, sizeof(hex));
+		if (peer_pid < 0)
 			return 1;
-		tern_ctx_set_busy_poll(ctx, 0);
-		ret = announce(&o, ctx);
-		if (ret == 0 && listen != NULL)
-			ret = cli_boot_serve("ping", ctx, listen, token, &boot);
-		if (ret == 0) {
-			printf("serving ping clients, one at a time; Ctrl-C to "
-			       "stop\n");
-			fflush(stdout);
-			ret = app_ping_server(ctx, stop_flag, stdout);
-		}
-		tern_boot_server_close(boot);
-		tern_ctx_close(ctx);
-		return ret == 0 ? 0 : 1;
+		peer = hex;
 	}
-	if (listen != NULL) {
-		cli_err("ping", "--listen is for `tern ping serve`");
-		return 2;
-	}
-	if (optind < argc && o.card_file == NULL &&
-	    tern_boot_is_addr(argv[optind])) {
+	if (peer != NULL && o.card_file == NULL && tern_boot_is_addr(peer)) {
 		struct tern_ctx_attr attr = {
 			.provider = o.provider,
 			.node = o.node,
+			.rails = (unsigned int)o.rails,
+			.domains = o.domains,
 			.flags = TERN_CTX_BUSY_POLL,
 		};
 
-		if (cli_boot_client("ping", argv[optind], token, 10000, &attr,
-				    &ctx, &theirs, &boot_fd) != 0)
+		if (cli_boot_client("ping", peer, o.token, 10000, &attr, &ctx,
+				    &theirs, &boot_fd) != 0)
 			return 1;
 		memcpy(card, theirs.card, theirs.card_len);
 		card_len = theirs.card_len;
 	} else {
-		if (load_card(&o, optind < argc ? argv[optind] : NULL, card,
-			      &card_len) != 0)
-			return 2;
-		if (open_ctx(&o, TERN_CTX_BUSY_POLL, &ctx) != 0)
-			return 1;
+		if (load_card(&o, peer, card, &card_len) != 0 ||
+		    open_ctx(&o, TERN_CTX_BUSY_POLL, &ctx) != 0) {
+			if (peer_pid > 0)
+				cli_reap(peer_pid, 0);
+			return peer_pid > 0 ? 1 : 2;
+		}
 	}
 	ret = app_ping_client(ctx, card, card_len, &p, stop_flag, res, why,
 			      sizeof(why));
@@ -313,33 +373,35 @@ int cmd_ping(int argc, char **argv)
 	tern_ctx_close(ctx);
 	if (boot_fd >= 0)
 		close(boot_fd);
+	if (peer_pid > 0)
+		cli_reap(peer_pid, 0);
 	return ret == 0 ? 0 : 1;
 }
 
 /* --- atomic ----------------------------------------------------------------
  */
 
-static void atomic_usage(FILE *f)
+static const int atomic_keys[] = {
+	CLI_CLIENTS, 'r',	    'p',       CLI_NODE,
+	CLI_RAILS,   CLI_LISTEN,    CLI_TOKEN, CLI_CARD_FILE,
+	CLI_LOG,     CLI_WORKER_FD, 'h',       0,
+};
+
+static void atomic_usage(const struct cli_parser *p, FILE *f)
 {
-	fprintf(f, "usage: tern atomic serve [--provider P] [--node ADDR] "
-		   "[--card-file FILE]\n"
-		   "       tern atomic <card-hex> [--clients N] [--reps R] "
-		   "[--provider P]\n\n"
+	fprintf(f, "usage: tern atomic PEER [--clients N] [--reps R] "
+		   "[--provider P] ...\n"
+		   "       tern atomic --listen [HOST:PORT] [--token T] ...\n\n"
 		   "Remote 64-bit atomics. The server exposes a counter and a "
 		   "lock word.\nThe client starts N processes; each "
 		   "fetch-adds the counter R times\n(16 in flight) and takes "
 		   "and releases the lock with compare-and-swap\nR/10 times, "
 		   "checking nobody else holds it meanwhile. The counter must\n"
 		   "end exactly N*R higher, with every returned old value "
-		   "unique.\n\n"
-		   "  -n, --clients N      processes (default 4)\n"
-		   "  -r, --reps R         fetch-adds per process (default "
-		   "1000)\n"
-		   "  -p, --provider NAME  efa, verbs, tcp, shm\n"
-		   "      --node ADDR      local address to bind (tcp)\n"
-		   "      --card-file FILE write (serve) or read (client) the "
-		   "card\n"
-		   "  -h, --help           this text\n");
+		   "unique. PEER is a\n`tern atomic --listen`: its card or "
+		   "HOST:PORT.\n\n");
+	cli_opts_help(p, f);
+	fprintf(f, "\nDefaults: --clients 4, --reps 1000.\n");
 }
 
 static uint64_t one_atomic(struct tern_ctx *ctx, struct tern_peer *peer,
@@ -473,17 +535,33 @@ static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
 	uint64_t *all, before, after;
 	size_t card_len;
 	char why[256];
-	int err = 0, failed = 0;
+	int err = 0, failed = 0, boot_fd = -1;
 	pid_t *pids;
 	int *fds;
 
 	char cardhex[2 * TERN_CARD_MAX + 1];
 
-	if (load_card(o, hex, card, &card_len) != 0)
-		return 2;
+	if (hex != NULL && o->card_file == NULL && tern_boot_is_addr(hex)) {
+		struct tern_ctx_attr attr = {
+			.provider = o->provider,
+			.node = o->node,
+			.rails = (unsigned int)o->rails,
+			.domains = o->domains,
+		};
+		struct tern_boot_info theirs;
+
+		if (cli_boot_client("atomic", hex, o->token, 10000, &attr, &ctx,
+				    &theirs, &boot_fd) != 0)
+			return 1;
+		memcpy(card, theirs.card, theirs.card_len);
+		card_len = theirs.card_len;
+	} else {
+		if (load_card(o, hex, card, &card_len) != 0)
+			return 2;
+		if (open_ctx(o, 0, &ctx) != 0)
+			return 1;
+	}
 	tern_hex_encode(card, card_len, cardhex, sizeof(cardhex));
-	if (open_ctx(o, 0, &ctx) != 0)
-		return 1;
 	if (app_atomic_hello(ctx, card, card_len, &peer, &d, why,
 			     sizeof(why)) != 0) {
 		cli_err("atomic", "%s", why);
@@ -503,26 +581,30 @@ static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
 	       before, n, reps);
 	fflush(stdout);
 	for (uint64_t i = 0; i < n; i++) {
-		char reps_s[24], fd_s[16];
-		int pfd[2];
+		char reps_s[24];
+		const char *args[] = { "tern",
+				       "atomic",
+				       cardhex,
+				       "--provider",
+				       o->provider ? o->provider : "auto",
+				       "--node",
+				       o->node ? o->node : "",
+				       "--rails",
+				       o->rails_arg ? o->rails_arg : "1",
+				       "--reps",
+				       reps_s,
+				       "--worker-fd",
+				       "{fd}",
+				       NULL };
 
-		if (pipe(pfd) != 0)
-			return 1;
+		/* A process of its own: exec'd before touching the fabric. */
 		snprintf(reps_s, sizeof(reps_s), "%" PRIu64, reps);
-		snprintf(fd_s, sizeof(fd_s), "%d", pfd[1]);
-		pids[i] = fork();
-		if (pids[i] == 0) {
-			/* A process of its own: exec before touching the
-			 * fabric. */
-			close(pfd[0]);
-			execl("/proc/self/exe", "tern", "atomic", cardhex,
-			      "--provider", o->provider ? o->provider : "auto",
-			      "--node", o->node ? o->node : "", "--reps",
-			      reps_s, "--worker-fd", fd_s, (char *)NULL);
-			_exit(127);
+		pids[i] = cli_spawn(args, 0, NULL, &fds[i]);
+		if (pids[i] < 0) {
+			cli_err("atomic", "could not start a worker: %s",
+				strerror(errno));
+			return 1;
 		}
-		close(pfd[1]);
-		fds[i] = pfd[0];
 	}
 	for (uint64_t i = 0; i < n; i++) {
 		size_t want = reps * sizeof(*all), got = 0;
@@ -596,80 +678,82 @@ out:
 	app_atomic_bye(ctx, peer);
 	tern_peer_remove(peer);
 	tern_ctx_close(ctx);
+	if (boot_fd >= 0)
+		close(boot_fd);
 	return failed || err ? 1 : 0;
+}
+
+/* tern atomic --listen: serve the counter and the lock until Ctrl-C. */
+static int atomic_serve(struct net_opts *o)
+{
+	struct tern_boot_server *boot = NULL;
+	struct tern_ctx *ctx;
+	uint64_t final = 0;
+	char lhost[64];
+	int ret;
+
+	o->node = cli_listen_node(o->provider, o->node, o->listen, lhost,
+				  sizeof(lhost));
+	if (open_ctx(o, 0, &ctx) != 0)
+		return 1;
+	ret = announce(o, ctx);
+	if (ret == 0 && o->listen != NULL)
+		ret = cli_boot_serve("atomic", ctx, o->listen, o->token, &boot);
+	if (ret == 0) {
+		printf("serving atomics on a counter and a lock word; Ctrl-C "
+		       "to stop\n");
+		fflush(stdout);
+		ret = app_atomic_server(ctx, stop_flag, stdout, &final);
+	}
+	tern_boot_server_close(boot);
+	tern_ctx_close(ctx);
+	return ret == 0 ? 0 : 1;
 }
 
 int cmd_atomic(int argc, char **argv)
 {
-	enum { OPT_NODE = 256, OPT_CARD, OPT_WORKER };
-	static const struct option lo[] = {
-		{ "clients", required_argument, NULL, 'n' },
-		{ "reps", required_argument, NULL, 'r' },
-		{ "provider", required_argument, NULL, 'p' },
-		{ "node", required_argument, NULL, OPT_NODE },
-		{ "card-file", required_argument, NULL, OPT_CARD },
-		{ "worker-fd", required_argument, NULL, OPT_WORKER },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct net_opts o = { .cmd = "atomic" };
+	struct net_opts o = { .cmd = "atomic", .rails = 1 };
 	uint64_t clients = 4, reps = 1000, worker_fd = 0;
+	struct cli_parser cp;
+	const char *peer_arg;
 	int c, ret = 0, worker = 0;
 
-	while ((c = getopt_long(argc, argv, "n:r:p:h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'n':
+	cli_opts_init(&cp, "atomic", atomic_keys);
+	while ((c = cli_getopt(&cp, argc, argv)) != -1) {
+		if (c == 'h') {
+			atomic_usage(&cp, stdout);
+			return 0;
+		}
+		if (c == '?')
+			return 2;
+		ret = net_option(&o, c, optarg);
+		if (ret < 0)
+			return 2;
+		if (ret == 1)
+			continue;
+		if (c == CLI_CLIENTS)
 			ret = cli_uint("atomic", "--clients", optarg, 1, 256,
 				       &clients);
-			break;
-		case 'r':
+		else if (c == 'r')
 			ret = cli_uint("atomic", "--reps", optarg, 1, 10000000,
 				       &reps);
-			break;
-		case 'p':
-			o.provider = strcmp(optarg, "auto") ? optarg : NULL;
-			break;
-		case OPT_NODE:
-			o.node = optarg[0] ? optarg : NULL;
-			break;
-		case OPT_CARD:
-			o.card_file = optarg;
-			break;
-		case OPT_WORKER:
+		else if (c == CLI_WORKER_FD)
 			ret = cli_uint("atomic", "--worker-fd", optarg, 3,
 				       1 << 20, &worker_fd);
-			worker = 1;
-			break;
-		case 'h':
-			atomic_usage(stdout);
-			return 0;
-		default:
-			atomic_usage(stderr);
-			return 2;
-		}
+		worker |= c == CLI_WORKER_FD;
 		if (ret != 0)
 			return 2;
 	}
-	if (argc - optind > 1) {
-		cli_err("atomic", "unexpected argument '%s'", argv[optind + 1]);
+	if (net_args(&o, argc, argv, &peer_arg) != 0)
 		return 2;
-	}
 	stop_flag = cli_catch_signals();
-	if (optind < argc && strcmp(argv[optind], "serve") == 0) {
-		struct tern_ctx *ctx;
-		uint64_t final = 0;
-
-		if (open_ctx(&o, 0, &ctx) != 0)
-			return 1;
-		ret = announce(&o, ctx);
-		if (ret == 0) {
-			printf("serving atomics on a counter and a lock word; "
-			       "Ctrl-C to stop\n");
-			fflush(stdout);
-			ret = app_atomic_server(ctx, stop_flag, stdout, &final);
-		}
-		tern_ctx_close(ctx);
-		return ret == 0 ? 0 : 1;
+	if (o.server)
+		return atomic_serve(&o);
+	if (peer_arg == NULL && o.card_file == NULL) {
+		cli_err("atomic",
+			"no peer: give a `tern atomic --listen`'s card "
+			"or HOST:PORT (or --card-file)");
+		return 2;
 	}
 	if (worker) {
 		uint8_t card[TERN_CARD_MAX];
@@ -679,12 +763,13 @@ int cmd_atomic(int argc, char **argv)
 		size_t card_len;
 		char why[256];
 
-		if (load_card(&o, optind < argc ? argv[optind] : NULL, card,
-			      &card_len) != 0)
+		if (load_card(&o, peer_arg, card, &card_len) != 0)
 			return 2;
 		ret = tern_ctx_open(
 			&(struct tern_ctx_attr){ .provider = o.provider,
-						 .node = o.node },
+						 .node = o.node,
+						 .rails = (unsigned int)o.rails,
+						 .domains = o.domains },
 			&ctx);
 		if (ret != 0)
 			return 1;
@@ -701,6 +786,5 @@ int cmd_atomic(int argc, char **argv)
 		tern_ctx_close(ctx);
 		return ret == 0 ? 0 : 1;
 	}
-	return atomic_client(&o, optind < argc ? argv[optind] : NULL, clients,
-			     reps);
+	return atomic_client(&o, peer_arg, clients, reps);
 }

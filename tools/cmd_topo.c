@@ -3,13 +3,16 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <tern/tern.h>
 
+#include "apps/json.h"
 #include "cli.h"
+#include "opts.h"
 #include "topo/topo.h"
 
 struct topo_cli {
@@ -22,10 +25,12 @@ struct topo_cli {
 	size_t nprov;
 };
 
-static void usage(FILE *f)
+static const int topo_keys[] = { 'x', 'k', 'j', 'h', 0 };
+
+static void usage(const struct cli_parser *p, FILE *f)
 {
 	fprintf(f,
-		"usage: tern topo [--json] [--xml FILE] [--nics KIND]\n"
+		"usage: tern topo [--json[=FILE]] [--xml FILE] [--nics KIND]\n"
 		"\n"
 		"Show the machine as tern places work on it: NUMA nodes and "
 		"their cores\n(one per physical core), NVIDIA GPUs, RDMA NICs "
@@ -35,18 +40,9 @@ static void usage(FILE *f)
 		"NICs divide them evenly when they can. Host memory on a\n"
 		"NUMA node uses that node's NICs. Link speeds come from "
 		"libfabric on this\nhost, or from TernLinkSpeedGbps "
-		"attributes in an XML file.\n"
-		"\n"
-		"  -x, --xml FILE   read an hwloc XML topology instead of "
-		"this host\n"
-		"                   (made with `lstopo --of xml FILE` "
-		"elsewhere)\n"
-		"  -k, --nics KIND  NICs to map GPUs to: auto (the kind with "
-		"the most\n"
-		"                   NICs; the default), efa, mlx, rdma "
-		"(others), all\n"
-		"  -j, --json       JSON for scripts\n"
-		"  -h, --help       this text\n");
+		"attributes in an XML file (made with\n`lstopo --of xml FILE` "
+		"elsewhere).\n\n");
+	cli_opts_help(p, f);
 }
 
 /* libfabric's domain and link speed for an RDMA device, on this host. */
@@ -307,16 +303,7 @@ static void print_text(const struct tern_topo *t, size_t *scratch)
 
 static void json_str(const char *v)
 {
-	putchar('"');
-	for (; *v; v++) {
-		if (*v == '"' || *v == '\\')
-			printf("\\%c", *v);
-		else if ((unsigned char)*v < 0x20)
-			printf("\\u%04x", (unsigned char)*v);
-		else
-			putchar(*v);
-	}
-	putchar('"');
+	app_json_string(stdout, v, SIZE_MAX);
 }
 
 static void json_str_or_null(const char *v)
@@ -498,20 +485,16 @@ static void load_error(const char *path, int ret)
 
 int cmd_topo(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "xml", required_argument, NULL, 'x' },
-		{ "nics", required_argument, NULL, 'k' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct topo_cli s = { 0 };
 	struct tern_topo_attr attr = { 0 };
 	struct tern_topo *t = NULL;
+	const char *json_file = NULL;
+	struct cli_parser cp;
 	size_t *scratch;
-	int c, ret;
+	int c, ret, saved;
 
-	while ((c = getopt_long(argc, argv, "x:k:jh", opts, NULL)) != -1) {
+	cli_opts_init(&cp, "topo", topo_keys);
+	while ((c = cli_getopt(&cp, argc, argv)) != -1) {
 		switch (c) {
 		case 'x':
 			if (optarg[0] == '\0') {
@@ -526,12 +509,12 @@ int cmd_topo(int argc, char **argv)
 			break;
 		case 'j':
 			s.json = 1;
+			json_file = optarg;
 			break;
 		case 'h':
-			usage(stdout);
+			usage(&cp, stdout);
 			return 0;
 		default:
-			usage(stderr);
 			return 2;
 		}
 	}
@@ -562,11 +545,14 @@ int cmd_topo(int argc, char **argv)
 		tern__topo_close(t);
 		return 1;
 	}
-	if (s.json)
-		print_json(t, scratch);
-	else
-		print_text(t, scratch);
+	saved = cli_stdout_to("topo", json_file);
+	if (saved != -1) {
+		if (s.json)
+			print_json(t, scratch);
+		else
+			print_text(t, scratch);
+	}
 	free(scratch);
 	tern__topo_close(t);
-	return 0;
+	return saved == -1 || cli_stdout_back("topo", saved) != 0 ? 1 : 0;
 }

@@ -10,6 +10,7 @@
 #include <tern/tern.h>
 
 #include "cli.h"
+#include "opts.h"
 
 static const struct {
 	const char *name;
@@ -35,8 +36,11 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
 	fprintf(f, "  %-8s %s\n", "version", "tern and libfabric versions");
-	fprintf(f, "\nenvironment: TERN_PROVIDER, TERN_NODE, TERN_LOG "
-		   "(none|warn|info|debug), TERN_POST_BATCH, TERN_BUSY_POLL\n");
+	fprintf(f, "\nEvery option means the same in every command "
+		   "(docs/cli.md). A server is\n`tern CMD --listen "
+		   "[HOST:PORT]`; a client names it by card hex or "
+		   "HOST:PORT.\n");
+	cli_env_help(f);
 }
 
 int main(int argc, char **argv)

@@ -7,7 +7,7 @@
 set -u
 prov=$1
 . "$(dirname "$0")/lib.sh"
-start_server atomic serve
+start_server atomic --listen
 
 fail=0
 # shellcheck disable=SC2086

@@ -15,7 +15,7 @@ sizes=8,4K,64K,1M
 # shellcheck disable=SC2086
 "$TERN" bench --provider "$prov" $node --op "$op" --sizes $sizes \
 	--iters 300 --warmup 30 --window 16 --verify \
-	--json "$dir/b.json" --csv "$dir/b.csv" --plot "$dir/b.svg" || {
+	--json="$dir/b.json" --csv "$dir/b.csv" --plot "$dir/b.svg" || {
 	echo "FAIL: tern bench exited non-zero"; exit 1; }
 python3 - "$dir/b.json" "$op" <<'PY' || exit 1
 import json, math, sys
@@ -45,7 +45,7 @@ if [ "$op" = write ]; then
 	# them (tcp; shm in libfabric 1.17 has none), both sides, still exact
 	# shellcheck disable=SC2086
 	"$TERN" bench --provider "$prov" $node --sizes 8,64K --iters 300 \
-		--window 16 --verify --wait-fd --json "$dir/w.json" >"$dir/w.txt" || {
+		--window 16 --verify --wait-fd --json="$dir/w.json" >"$dir/w.txt" || {
 		echo "FAIL: tern bench --wait-fd exited non-zero"; exit 1; }
 	python3 - "$dir/w.json" "$prov" <<'PY' || exit 1
 import json, sys
@@ -62,7 +62,7 @@ PY
 	# shellcheck disable=SC2086
 	TERN_BENCH_TARGET_PAUSE=300 "$TERN" bench --provider "$prov" $node \
 		--sizes 8,1M --iters 200 --window 16 --verify \
-		--json "$dir/p.json" >/dev/null || {
+		--json="$dir/p.json" >/dev/null || {
 		echo "FAIL: tern bench with a paced target exited non-zero"; exit 1; }
 	python3 - "$dir/p.json" <<'PY' || exit 1
 import json, sys

@@ -97,7 +97,7 @@ fi
 # shellcheck disable=SC2086
 "$TERN" bench --provider "$prov" $node --op "$op" --mem cuda \
 	--peer-mem cuda --sizes 4K,1M --iters 50 --warmup 5 --window 16 \
-	--verify --json "$dir/b.json" >"$dir/out" || {
+	--verify --json="$dir/b.json" >"$dir/out" || {
 	cat "$dir/out"
 	echo "FAIL: tern bench exited non-zero"
 	exit 1

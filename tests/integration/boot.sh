@@ -54,7 +54,7 @@ start bench 127.0.0.1:0 bench
 "$TERN" bench --provider "$prov" --peer "$addr" --sizes 64K --iters 50 --verify >"$dir/b.log" 2>&1 &&
 	grep -q " ok$" "$dir/b.log" && echo "ok: bench --peer $addr" || { cat "$dir/b.log"; bad "bench by address"; }
 
-start ping '[::1]:0' ping serve
+start ping '[::1]:0' ping
 "$TERN" ping "$addr" --provider "$prov" --iters 50 --sizes 8 >"$dir/p.log" 2>&1 &&
 	echo "ok: ping $addr (IPv6 bootstrap)" || { cat "$dir/p.log"; bad "ping over IPv6 bootstrap"; }
 
@@ -66,9 +66,9 @@ TERN_TOKEN=unused "$TERN" fill "$addr" --provider "$prov" --pages 2 >"$dir/open.
 	{ cat "$dir/open.log"; bad "token refused by a tokenless server"; }
 TERN_TOKEN=unused "$TERN" demo --provider "$prov" --pages 2 >"$dir/demo.log" 2>&1 &&
 	echo "ok: tern demo with \$TERN_TOKEN set" || { cat "$dir/demo.log"; bad "demo with \$TERN_TOKEN"; }
-"$TERN" ping serve --provider "$prov" --token x >/dev/null 2>&1
-[ $? -eq 2 ] && echo "ok: ping serve --token without --listen is refused" ||
-	bad "ping serve --token without --listen accepted"
+"$TERN" ping --listen --provider "$prov" --token x >/dev/null 2>&1
+[ $? -eq 2 ] && echo "ok: ping --listen --token without HOST:PORT is refused" ||
+	bad "ping --listen --token without HOST:PORT accepted"
 
 # --reconnect bounds the time without progress, not each wait: against a
 # listener that takes TCP and closes at once, it must give up.

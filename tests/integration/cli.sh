@@ -20,7 +20,7 @@ t 0 "usage: tern" "$TERN" --help
 t 2 "usage: tern" "$TERN"
 t 2 "unknown command" "$TERN" frobnicate
 t 0 "libfabric" "$TERN" version
-for c in info serve fill demo; do
+for c in info serve fill demo ping atomic bench topo; do
 	t 0 "usage: tern $c" "$TERN" $c --help
 done
 t 0 "shm" "$TERN" info
@@ -35,5 +35,47 @@ t 2 "expected an integer" "$TERN" fill 00 --pages 0
 t 2 "expected an integer" "$TERN" fill 00 --pages 100000
 t 1 "not available" "$TERN" serve --provider nosuch
 t 1 "do not fit" "$TERN" demo --page-size 16M --pages 3
+
+# One grammar (docs/cli.md): a letter means one thing everywhere; an old
+# spelling is refused with the new one, never reinterpreted.
+t 2 "is now --warmup" "$TERN" ping -w 5
+t 2 "is now --iters" "$TERN" ping -i 5
+t 2 "is now 'tern ping --listen" "$TERN" ping serve
+t 2 "is now 'tern atomic --listen" "$TERN" atomic serve
+t 2 "is now --pages" "$TERN" fill 00 -n 4
+t 2 "is now --page-size" "$TERN" demo -s 4K
+t 2 "is now --clients" "$TERN" atomic 00 -n 2
+t 2 "not an option of tern bench" "$TERN" bench --xml f.xml
+t 2 "not an option of tern info" "$TERN" info --window 4
+t 2 "write --json=out.json" "$TERN" bench --json out.json
+t 2 "unknown option --frob" "$TERN" topo --frob
+t 2 "--iters needs N" "$TERN" bench --iters
+t 2 "exclude each other" "$TERN" ping --listen 00
+t 2 "needs --listen HOST:PORT" "$TERN" atomic --listen --token x
+for c in info serve fill demo ping atomic bench topo; do
+	t 0 "-h, --help" "$TERN" $c --help
+done
+# --json means the same everywhere: stdout, or =FILE.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+t 0 '"provider": "shm"' "$TERN" info --provider shm -j
+"$TERN" info --provider shm --json="$tmp/i.json" &&
+	grep -q '"provider": "shm"' "$tmp/i.json" && echo "ok: info --json=FILE" ||
+	{ echo "not ok: info --json=FILE wrote no JSON"; fail=1; }
+t 1 "No such file" "$TERN" info --json="$tmp/no/such/dir.json"
+# tern ping with no peer starts a local one, as tern bench does.
+t 0 "rt/s" "$TERN" ping --provider shm --sizes 8 --iters 50 --warmup 5
+# tern --help names every TERN_* variable the sources read.
+top=$(cd "$(dirname "$0")/../.." && pwd)
+help=$("$TERN" --help)
+vars=$(grep -rhoE '"TERN_[A-Z0-9_]+"' "$top/src" "$top/apps" "$top/bench" \
+	"$top/tools" --include='*.c' --include='*.h' | grep -v '^$' |
+	tr -d '"' | sort -u)
+[ -n "$vars" ] || { echo "not ok: found no TERN_* variable in the sources"; fail=1; }
+for v in $vars; do
+	printf '%s\n' "$help" | grep -q "^  $v " ||
+		{ echo "not ok: tern --help does not name $v"; fail=1; }
+done
+echo "ok: tern --help names the $(echo "$vars" | wc -l) TERN_* variables the sources read"
 [ $fail -eq 0 ] && echo "PASS: cli"
 exit $fail

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Start `tern CMD serve`, run `tern CMD` against it, stop the server.
+# Start `tern CMD --listen`, run `tern CMD` against it, stop the server.
 # usage: pair.sh PROVIDER CMD PATTERN [client options...]
 # Passes when the client exits 0, prints a line matching PATTERN, and the
 # server stops cleanly on Ctrl-C.
@@ -8,7 +8,7 @@ set -u
 prov=$1 cmd=$2 pat=$3
 shift 3
 . "$(dirname "$0")/lib.sh"
-start_server "$cmd" serve
+start_server "$cmd" --listen
 
 fail=0
 # shellcheck disable=SC2086

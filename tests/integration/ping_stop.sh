@@ -1,18 +1,18 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Ctrl-C ends `tern ping` at once, with the round trips measured so far,
-# and ends `tern ping serve` at once even while its session waits for a
+# and ends `tern ping --listen` at once even while its session waits for a
 # client that stopped answering (it used to finish the whole schedule, or
 # wait out its 10 s timeout).
 # usage: ping_stop.sh PROVIDER
 set -u
 prov=$1
 . "$(dirname "$0")/lib.sh"
-start_server ping serve
+start_server ping --listen
 
 fail=0
 # shellcheck disable=SC2086
-"$TERN" ping --card-file "$dir/card" --provider "$prov" $node --size 8 \
+"$TERN" ping --card-file "$dir/card" --provider "$prov" $node --sizes 8 \
 	--iters 10000000 --warmup 10 >"$dir/client.log" 2>&1 &
 # A second after the session starts (the server logs it).
 interrupt $! "$dir/server.log" "client:"
@@ -30,5 +30,5 @@ cat "$dir/server.log"
 stopped_ok server 0 3000
 grep -q "session interrupted" "$dir/server.log" ||
 	{ echo "FAIL: the server did not log its session as interrupted"; fail=1; }
-[ $fail -eq 0 ] && echo "PASS: Ctrl-C stops tern ping and tern ping serve over $prov"
+[ $fail -eq 0 ] && echo "PASS: Ctrl-C stops tern ping and tern ping --listen over $prov"
 exit $fail

@@ -128,7 +128,7 @@ t_atomic() { sh "$it/pair.sh" $prov atomic "^atomic: OK" --clients 4 --reps 250;
 t_atomic_churn() {
 	# shellcheck source=../integration/lib.sh
 	. "$it/lib.sh"
-	start_server atomic serve
+	start_server atomic --listen
 	fail=0 total=0 runs=0
 	for r in $(seq "${TERN_CHURN_FROM:-38}" "${TERN_CHURN_TO:-52}"); do
 		if ! "$TERN" atomic --card-file "$dir/card" --provider $prov \

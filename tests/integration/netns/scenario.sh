@@ -89,7 +89,7 @@ clean)
 	show "$work/c.log"
 	[ $rc -eq 0 ] && [ "$(grep -c ' ok$' "$work/c.log")" -eq 2 ] &&
 		ok "bench C -> A: 2 sizes verified" || bad "bench C -> A (exit $rc)"
-	bg_on "$A" "$work/ping.log" "$TERN" ping serve --provider $prov \
+	bg_on "$A" "$work/ping.log" "$TERN" ping --provider $prov \
 		--listen "192.0.2.1:7473"
 	wait_log "$work/ping.log" "listening on" 10 || bad "ping server did not start"
 	on "$B" timeout 60 "$TERN" ping --provider $prov "192.0.2.1:7473" \

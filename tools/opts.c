@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/* The tern command's one option table, and getopt over it (tools/opts.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <tern/tern.h>
+
+#include "cli.h"
+#include "opts.h"
+
+#define OPT(n, k, a, m, h)    \
+	{                     \
+		n, k, a, m, h \
+	}
+
+/* One row per option: its one meaning, whichever subcommand takes it.
+ * Defaults that differ per subcommand are in that subcommand's usage. */
+static const struct cli_opt table[] = {
+	OPT("provider", 'p', required_argument, "NAME",
+	    "efa, verbs, tcp, shm or auto (default: the best present)"),
+	OPT("node", CLI_NODE, required_argument, "ADDR",
+	    "local address to bind (tcp)"),
+	OPT("rails", CLI_RAILS, required_argument, "N|gpu=N|DOMAIN,...",
+	    "N endpoints on one domain (default 1), the NICs tern topo "
+	    "maps to GPU N, or one rail per listed domain"),
+	OPT("pin", CLI_PIN, no_argument, NULL,
+	    "pin this thread near the NIC before opening domains"),
+	OPT("listen", CLI_LISTEN, optional_argument, "[HOST:PORT]",
+	    "be the server: print the card and serve; with HOST:PORT also "
+	    "hand the card out over TCP there"),
+	OPT("peer", CLI_PEER, required_argument, "PEER",
+	    "the server: its card (hex) or HOST:PORT (may also be given "
+	    "as the argument)"),
+	OPT("token", CLI_TOKEN, required_argument, "T",
+	    "bootstrap shared secret (default $TERN_TOKEN)"),
+	OPT("card-file", CLI_CARD_FILE, required_argument, "FILE",
+	    "write (server) or read (client) the card"),
+	OPT("once", CLI_ONCE, no_argument, NULL,
+	    "server: serve one client, then exit"),
+	OPT("log", CLI_LOG, required_argument, "LEVEL",
+	    "none, warn, info or debug (default $TERN_LOG, else warn)"),
+	OPT("json", 'j', optional_argument, "[=FILE]",
+	    "JSON: into FILE, or without one on stdout instead of the text"),
+	OPT("csv", CLI_CSV, required_argument, "FILE", "one line per size"),
+	OPT("plot", CLI_PLOT, required_argument, "FILE.svg",
+	    "bandwidth and p99 latency against size"),
+	OPT("op", 'o', required_argument, "OP",
+	    "write, writedata (write with immediate), read, send, atomic "
+	    "(64-bit fetch-add; size 8)"),
+	OPT("mode", 'm', required_argument, "MODE",
+	    "send (send/recv) or write (write with immediate)"),
+	OPT("sizes", 's', required_argument, "LIST",
+	    "sizes, e.g. 8,64,4K,1M (bench: or all)"),
+	OPT("window", 'w', required_argument, "N", "operations in flight"),
+	OPT("iters", 'n', required_argument, "N", "timed operations per size"),
+	OPT("duration", 'd', required_argument, "S",
+	    "instead of --iters: seconds per size"),
+	OPT("warmup", CLI_WARMUP, required_argument, "N",
+	    "untimed operations first"),
+	OPT("verify", CLI_VERIFY, no_argument, NULL,
+	    "fill sources from MT19937-64 and check every destination byte"),
+	OPT("mem", CLI_MEM, required_argument, "host|cuda[:N]",
+	    "this side's buffers (with --listen: the target region); GPU "
+	    "memory zero-copy where the provider has FI_HMEM, else staged"),
+	OPT("peer-mem", CLI_PEER_MEM, required_argument, "host|cuda[:N]",
+	    "the local peer's target region, as --mem"),
+	OPT("wait-fd", CLI_WAIT_FD, no_argument, NULL,
+	    "completion queues with wait fds (what being able to sleep "
+	    "costs) instead of busy polling"),
+	OPT("page-size", CLI_PAGE_SIZE, required_argument, "SIZE",
+	    "bytes per page"),
+	OPT("pages", CLI_PAGES, required_argument, "N", "pages per fill"),
+	OPT("seed", 'S', required_argument, "N", "seed (default: random)"),
+	OPT("count", 'c', required_argument, "N", "fills"),
+	OPT("timeout", CLI_TIMEOUT, required_argument, "MS",
+	    "give up a connect or a reply after MS"),
+	OPT("fill-timeout", CLI_FILL_TIMEOUT, required_argument, "MS",
+	    "server: a client's fill must complete within MS"),
+	OPT("idle-timeout", CLI_IDLE_TIMEOUT, required_argument, "MS",
+	    "server: drop a client idle for MS"),
+	OPT("max-clients", CLI_MAX_CLIENTS, required_argument, "N",
+	    "server: clients at once"),
+	OPT("parallel", CLI_PARALLEL, required_argument, "N",
+	    "fills in flight at once"),
+	OPT("reconnect", CLI_RECONNECT, required_argument, "S",
+	    "client: on a lost server, dial again for S seconds"),
+	OPT("clients", CLI_CLIENTS, required_argument, "N",
+	    "client processes started"),
+	OPT("reps", 'r', required_argument, "N", "repetitions per client"),
+	OPT("worker-fd", CLI_WORKER_FD, required_argument, "FD", NULL),
+	OPT("all", 'a', no_argument, NULL,
+	    "also the providers tern cannot use, and why"),
+	OPT("xml", 'x', required_argument, "FILE",
+	    "read the machine from an hwloc XML file"),
+	OPT("nics", 'k', required_argument, "KIND",
+	    "NICs to map GPUs to: auto (the kind with the most NICs), efa, "
+	    "mlx, rdma (others), all"),
+	OPT("help", 'h', no_argument, NULL, "this text"),
+};
+
+#define NOPTS (sizeof(table) / sizeof(table[0]))
+
+/* Spellings that changed (a subcommand, or NULL for any, and the word). */
+static const struct {
+	const char *cmd;
+	const char *old;
+	const char *now;
+} moved[] = {
+	{ "ping", "-w", "--warmup (-w is --window, a bench option)" },
+	{ "ping", "-i", "--iters (-n)" },
+	{ "fill", "-n", "--pages" },
+	{ "fill", "-s", "--page-size" },
+	{ "serve", "-n", "--pages" },
+	{ "serve", "-s", "--page-size" },
+	{ "demo", "-n", "--pages" },
+	{ "demo", "-s", "--page-size" },
+	{ "atomic", "-n", "--clients" },
+};
+
+const struct cli_opt *cli_opt_find(int key)
+{
+	for (size_t i = 0; i < NOPTS; i++) {
+		if (table[i].key == key)
+			return &table[i];
+	}
+	return NULL;
+}
+
+void cli_opts_init(struct cli_parser *p, const char *cmd, const int *keys)
+{
+	size_t n = 0, s = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->cmd = cmd;
+	p->keys = keys;
+	p->shorts[s++] = ':'; /* a missing argument returns ':' */
+	for (const int *k = keys; *k != 0 && n < CLI_MAX_OPTS; k++) {
+		const struct cli_opt *o = cli_opt_find(*k);
+
+		if (o == NULL)
+			abort(); /* a key not in the table: a bug here */
+		p->lo[n++] = (struct option){ o->name, o->has_arg, NULL,
+					      o->key };
+		if (o->key < 256) {
+			p->shorts[s++] = (char)o->key;
+			if (o->has_arg == required_argument)
+				p->shorts[s++] = ':';
+		}
+	}
+}
+
+static int takes(const struct cli_parser *p, int key)
+{
+	for (const int *k = p->keys; *k != 0; k++) {
+		if (*k == key)
+			return 1;
+	}
+	return 0;
+}
+
+/* Say why @word (as typed) is not an option of this subcommand. */
+static void refuse(const struct cli_parser *p, const char *word)
+{
+	const struct cli_opt *o = NULL;
+	char name[64];
+
+	for (size_t i = 0; i < sizeof(moved) / sizeof(moved[0]); i++) {
+		if (strcmp(moved[i].cmd, p->cmd) == 0 &&
+		    strcmp(moved[i].old, word) == 0) {
+			cli_err(p->cmd, "%s is now %s", word, moved[i].now);
+			return;
+		}
+	}
+	snprintf(name, sizeof(name), "%s", word);
+	name[strcspn(name, "=")] = '\0';
+	for (size_t i = 0; i < NOPTS; i++) {
+		if ((name[1] != '-' && name[1] == table[i].key &&
+		     name[2] == '\0') ||
+		    (name[1] == '-' && strcmp(name + 2, table[i].name) == 0))
+			o = &table[i];
+	}
+	if (o != NULL)
+		cli_err(p->cmd,
+			"%s (--%s) is not an option of tern %s (see tern "
+			"%s --help)",
+			name, o->name, p->cmd, p->cmd);
+	else
+		cli_err(p->cmd, "unknown option %s (see tern %s --help)", name,
+			p->cmd);
+}
+
+int cli_getopt(struct cli_parser *p, int argc, char **argv)
+{
+	int c;
+
+	opterr = 0;
+	c = getopt_long(argc, argv, p->shorts, p->lo, NULL);
+	if (c == '?') {
+		/* An unknown long option is at optind - 1; an unknown letter
+		 * is optopt (it may sit inside a group such as -xv). */
+		if (optopt != 0) {
+			char w[3] = { '-', (char)optopt, '\0' };
+
+			refuse(p, w);
+		} else {
+			refuse(p, argv[optind - 1]);
+		}
+		return '?';
+	}
+	if (c == ':') {
+		const struct cli_opt *o = cli_opt_find(optopt);
+
+		cli_err(p->cmd, "--%s needs %s", o ? o->name : "?",
+			o && o->arg ? o->arg : "an argument");
+		return '?';
+	}
+	if (c == CLI_LISTEN && optarg == NULL && optind < argc &&
+	    argv[optind][0] != '-' && tern_boot_is_addr(argv[optind]))
+		optarg = argv[optind++]; /* "--listen HOST:PORT" */
+	/* "--json FILE" would make FILE the peer: refused. A peer is a
+	 * HOST:PORT or a card's hex, which has neither '.' nor '/'. */
+	if (c == 'j' && optarg == NULL && optind < argc &&
+	    argv[optind][0] != '-' && strchr(argv[optind], ':') == NULL &&
+	    strpbrk(argv[optind], "./") != NULL) {
+		cli_err(p->cmd,
+			"--json %s: write --json=%s (--json alone prints JSON "
+			"on stdout)",
+			argv[optind], argv[optind]);
+		return '?';
+	}
+	(void)takes;
+	return c;
+}
+
+/* @text from column 27, wrapped before column 80; the first line after
+ * @col columns already printed. */
+static void wrap(FILE *f, const char *text, int col)
+{
+	const int indent = 27, width = 79;
+
+	while (*text != '\0') {
+		int n = (int)strlen(text), room = width - indent;
+
+		if (col >= indent) {
+			fprintf(f, "\n");
+			col = 0;
+		}
+		fprintf(f, "%*s", indent - col, "");
+		if (n > room) {
+			n = room;
+			while (n > 0 && text[n] != ' ')
+				n--;
+			if (n == 0)
+				n = room;
+		}
+		fprintf(f, "%.*s\n", n, text);
+		text += n;
+		while (*text == ' ')
+			text++;
+		col = 0;
+	}
+}
+
+void cli_opts_help(const struct cli_parser *p, FILE *f)
+{
+	for (const int *k = p->keys; *k != 0; k++) {
+		const struct cli_opt *o = cli_opt_find(*k);
+		int col;
+
+		if (o->help == NULL)
+			continue;
+		if (o->key < 256)
+			col = fprintf(f, "  -%c, --%s", o->key, o->name);
+		else
+			col = fprintf(f, "      --%s", o->name);
+		if (o->arg != NULL)
+			col += fprintf(f, "%s%s", o->arg[1] == '=' ? "" : " ",
+				       o->arg);
+		wrap(f, o->help, col);
+	}
+}
+
+/* Every TERN_* variable the library and the tools read. The test
+ * tests/integration/cli.sh greps the sources for any missing here. */
+static const char *const env_help[][2] = {
+	{ "TERN_PROVIDER",
+	  "provider when none is given (efa, verbs, tcp, shm)" },
+	{ "TERN_NODE", "address or interface to bind when none is given" },
+	{ "TERN_DOMAINS", "rails on these domains (comma-separated) or gpu=N" },
+	{ "TERN_TOPO_XML", "machine map for gpu=N from this hwloc XML file" },
+	{ "TERN_TOKEN", "bootstrap shared secret when --token is not given" },
+	{ "TERN_LOG", "none, warn (default), info, debug" },
+	{ "TERN_POST_BATCH", "operations posted per rail per pass (32)" },
+	{ "TERN_BUSY_POLL", "1: never sleep while waiting" },
+	{ "TERN_POLL_MAX_US", "longest idle sleep without a wait fd" },
+	{ "TERN_STRIPE_CHUNK",
+	  "writes and reads longer are striped over rails" },
+	{ "TERN_HMEM", "1: ask efa/verbs for FI_HMEM (GPU zero-copy)" },
+	{ "TERN_STAGE_CHUNK", "bytes per GPU staging chunk (1M)" },
+	{ "TERN_STAGE_DEPTH", "GPU staging chunks active per ctx (8)" },
+	{ "TERN_VERBS_LINGER_MS",
+	  "verbs: progress before endpoints close (20)" },
+	{ "TERN_BENCH_CPUS",
+	  "bench: A,B runs this process on A, the peer on B" },
+	{ "TERN_BENCH_TARGET_PAUSE",
+	  "bench: target pauses after empty passes" },
+	{ "TERN_FAKE_CUDA", "tests: N fake CUDA devices instead of libcuda" },
+	{ "TERN_FAKE_CUDA_FAIL", "tests: the K-th fake copy fails" },
+};
+
+void cli_env_help(FILE *f)
+{
+	fprintf(f, "\nenvironment:\n");
+	for (size_t i = 0; i < sizeof(env_help) / sizeof(env_help[0]); i++)
+		fprintf(f, "  %-24s %s\n", env_help[i][0], env_help[i][1]);
+}

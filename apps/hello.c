@@ -6,6 +6,7 @@
 
 #include "apps/app.h"
 #include "core/core.h"
+#include "wire/wire.h"
 
 #define HELLO_HDR 20
 
@@ -77,7 +78,7 @@ ssize_t app_hello_encode(void *buf, size_t cap, const struct app_hello *h)
 	uint8_t dbuf[TERN_MR_DESC_MAX];
 	ssize_t dlen = 0;
 	size_t len;
-	uint8_t *p = buf;
+	struct tern__wr w;
 
 	if (h->card_len > TERN_CARD_MAX || h->params_len > APP_HELLO_PARAMS)
 		return -EINVAL;
@@ -89,44 +90,43 @@ ssize_t app_hello_encode(void *buf, size_t cap, const struct app_hello *h)
 	len = HELLO_HDR + h->card_len + (size_t)dlen + h->params_len;
 	if (len > cap)
 		return -ENOSPC;
-	tern__put_u32(p, APP_HELLO_MAGIC);
-	tern__put_u16(p + 4, APP_HELLO_VERSION);
-	tern__put_u16(p + 6, h->kind);
-	tern__put_u32(p + 8, (uint32_t)len);
-	tern__put_u16(p + 12, (uint16_t)h->card_len);
-	tern__put_u16(p + 14, (uint16_t)dlen);
-	tern__put_u32(p + 16, (uint32_t)h->params_len);
-	p += HELLO_HDR;
-	if (h->card_len)
-		memcpy(p, h->card, h->card_len);
-	p += h->card_len;
-	memcpy(p, dbuf, (size_t)dlen);
-	p += dlen;
-	if (h->params_len)
-		memcpy(p, h->params, h->params_len);
-	return (ssize_t)len;
+	tern__wr_init(&w, buf, cap);
+	tern__wr_u32(&w, APP_HELLO_MAGIC);
+	tern__wr_u16(&w, APP_HELLO_VERSION);
+	tern__wr_u16(&w, h->kind);
+	tern__wr_u32(&w, (uint32_t)len);
+	tern__wr_u16(&w, (uint16_t)h->card_len);
+	tern__wr_u16(&w, (uint16_t)dlen);
+	tern__wr_u32(&w, (uint32_t)h->params_len);
+	tern__wr_bytes(&w, h->card, h->card_len);
+	tern__wr_bytes(&w, dbuf, (size_t)dlen);
+	tern__wr_bytes(&w, h->params, h->params_len);
+	return tern__wr_end(&w);
 }
 
 int app_hello_decode(const void *buf, size_t len, struct app_hello *h)
 {
-	const uint8_t *p = buf;
 	struct app_hello x = { 0 };
+	struct tern__rd r;
+	uint32_t total;
 	size_t dlen;
 
-	if (len < HELLO_HDR || tern__get_u32(p) != APP_HELLO_MAGIC)
+	tern__rd_init(&r, buf, len);
+	if (len < HELLO_HDR || tern__rd_u32(&r) != APP_HELLO_MAGIC)
 		return -TERN_EPROTO;
-	if (tern__get_u16(p + 4) != APP_HELLO_VERSION)
+	if (tern__rd_u16(&r) != APP_HELLO_VERSION)
 		return -TERN_EVERSION;
-	x.kind = tern__get_u16(p + 6);
-	x.card_len = tern__get_u16(p + 12);
-	dlen = tern__get_u16(p + 14);
-	x.params_len = tern__get_u32(p + 16);
-	if (tern__get_u32(p + 8) != len || x.kind < APP_HELLO_PING ||
+	x.kind = tern__rd_u16(&r);
+	total = tern__rd_u32(&r);
+	x.card_len = tern__rd_u16(&r);
+	dlen = tern__rd_u16(&r);
+	x.params_len = tern__rd_u32(&r);
+	if (!tern__rd_ok(&r) || total != len || x.kind < APP_HELLO_PING ||
 	    x.kind > APP_HELLO_KIND_MAX || x.card_len > TERN_CARD_MAX ||
 	    dlen > TERN_MR_DESC_MAX || x.params_len > APP_HELLO_PARAMS ||
 	    HELLO_HDR + x.card_len + dlen + x.params_len != len)
 		return -TERN_EPROTO;
-	x.card = p + HELLO_HDR;
+	x.card = tern__rd_ptr(&r);
 	if (dlen != 0) {
 		ssize_t n = tern_mr_desc_unpack(x.card + x.card_len, dlen,
 						&x.desc);

@@ -12,6 +12,7 @@
 
 #include "apps/app.h"
 #include "core/core.h"
+#include "wire/wire.h"
 
 #define PING_TIMEOUT_MS 10000
 #define PING_STOP_MS	200 /* how often a wait looks at the stop flag */
@@ -21,36 +22,38 @@
 ssize_t app_ping_params_encode(const struct app_ping_params *p, void *buf,
 			       size_t cap)
 {
-	size_t len = 16 + 4 * (size_t)p->nsizes;
-	uint8_t *b = buf;
+	struct tern__wr w;
 
 	if (p->nsizes > APP_PING_MAX_SIZES)
 		return -EINVAL;
-	if (cap < len)
+	/* Nothing is written unless all of it fits. */
+	if (cap < 16 + 4 * (size_t)p->nsizes)
 		return -ENOSPC;
-	tern__put_u32(b, p->mode);
-	tern__put_u32(b + 4, p->iters);
-	tern__put_u32(b + 8, p->warmup);
-	tern__put_u32(b + 12, p->nsizes);
+	tern__wr_init(&w, buf, cap);
+	tern__wr_u32(&w, p->mode);
+	tern__wr_u32(&w, p->iters);
+	tern__wr_u32(&w, p->warmup);
+	tern__wr_u32(&w, p->nsizes);
 	for (uint32_t i = 0; i < p->nsizes; i++)
-		tern__put_u32(b + 16 + 4 * i, p->sizes[i]);
-	return (ssize_t)len;
+		tern__wr_u32(&w, p->sizes[i]);
+	return tern__wr_end(&w);
 }
 
 int app_ping_params_decode(const void *buf, size_t len,
 			   struct app_ping_params *p, char *why, size_t whylen)
 {
-	const uint8_t *b = buf;
 	struct app_ping_params x = { 0 };
+	struct tern__rd r;
 
-	if (len < 16) {
+	tern__rd_init(&r, buf, len);
+	x.mode = tern__rd_u32(&r);
+	x.iters = tern__rd_u32(&r);
+	x.warmup = tern__rd_u32(&r);
+	x.nsizes = tern__rd_u32(&r);
+	if (!tern__rd_ok(&r)) {
 		snprintf(why, whylen, "ping parameters truncated");
 		return -TERN_EPROTO;
 	}
-	x.mode = tern__get_u32(b);
-	x.iters = tern__get_u32(b + 4);
-	x.warmup = tern__get_u32(b + 8);
-	x.nsizes = tern__get_u32(b + 12);
 	if (x.nsizes == 0 || x.nsizes > APP_PING_MAX_SIZES ||
 	    len != 16 + 4 * (size_t)x.nsizes) {
 		snprintf(why, whylen, "%u sizes in %zu bytes (1..%d sizes)",
@@ -70,7 +73,7 @@ int app_ping_params_decode(const void *buf, size_t len,
 		return -TERN_EREFUSED;
 	}
 	for (uint32_t i = 0; i < x.nsizes; i++) {
-		x.sizes[i] = tern__get_u32(b + 16 + 4 * i);
+		x.sizes[i] = tern__rd_u32(&r);
 		if (x.sizes[i] == 0 || x.sizes[i] > APP_PING_MAX_SIZE) {
 			snprintf(why, whylen, "size %u outside 1..%u",
 				 x.sizes[i], APP_PING_MAX_SIZE);

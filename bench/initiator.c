@@ -11,6 +11,7 @@
 
 #include "apps/app.h"
 #include "core/core.h"
+#include "wire/wire.h"
 #include "engine_int.h"
 #include "common.h"
 
@@ -242,8 +243,8 @@ static int check_remote(struct runner *r, struct bench_point *pt, char *why,
 	ssize_t n;
 	int ret;
 
-	tern__put_u64(params, r->size);
-	tern__put_u64(params + 8, 0);
+	tern__wire_put_u64(params, r->size);
+	tern__wire_put_u64(params + 8, 0);
 	h.params = params;
 	h.params_len = sizeof(params);
 	n = app_hello_encode(r->mb->sbuf, APP_MSGBOX_MAX, &h);
@@ -263,14 +264,14 @@ static int check_remote(struct runner *r, struct bench_point *pt, char *why,
 			 tern_strerror(ret));
 		return ret;
 	}
-	err = tern__get_u32(ack.params + 4);
+	err = tern__wire_get_u32(ack.params + 4);
 	if (err != 0) {
 		snprintf(why, whylen,
 			 "the responder could not check its GPU region: %s",
 			 tern_strerror(-(int)err));
 		return -(int)err;
 	}
-	pt->verified = tern__get_u32(ack.params) == 1 ? 1 : -1;
+	pt->verified = tern__wire_get_u32(ack.params) == 1 ? 1 : -1;
 	return 0;
 }
 
@@ -419,9 +420,9 @@ static int hello(struct runner *r, struct app_msgbox *mb, uint64_t max_size,
 	r->peer_mem = (struct bench_mem){ .kind = TERN_MEM_HOST };
 	*peer_path = TERN_MR_PATH_HOST;
 	if (ack.params_len == MEMINFO_LEN) {
-		uint32_t kind = tern__get_u32(ack.params);
-		uint32_t dev = tern__get_u32(ack.params + 4);
-		uint32_t path = tern__get_u32(ack.params + 8);
+		uint32_t kind = tern__wire_get_u32(ack.params);
+		uint32_t dev = tern__wire_get_u32(ack.params + 4);
+		uint32_t path = tern__wire_get_u32(ack.params + 8);
 
 		if (kind > TERN_MEM_CUDA || dev > 1023 ||
 		    path > TERN_MR_PATH_STAGED) {
@@ -447,7 +448,7 @@ static int bye(struct runner *r, struct app_msgbox *mb,
 	ssize_t n;
 	int ret;
 
-	tern__put_u64(params, r->sent_total);
+	tern__wire_put_u64(params, r->sent_total);
 	h.params = params;
 	h.params_len = sizeof(params);
 	n = app_hello_encode(mb->sbuf, APP_MSGBOX_MAX, &h);
@@ -474,8 +475,8 @@ static int bye(struct runner *r, struct app_msgbox *mb,
 		return ret ? ret : -TERN_EPROTO;
 	}
 	if (r->o->op == BENCH_SEND) {
-		uint64_t got = tern__get_u64(ack.params);
-		uint64_t bad = tern__get_u64(ack.params + 8);
+		uint64_t got = tern__wire_get_u64(ack.params);
+		uint64_t bad = tern__wire_get_u64(ack.params + 8);
 		int v = got == r->sent_total && bad == 0 ? 1 : -1;
 
 		if (got != r->sent_total)

@@ -19,6 +19,7 @@
 
 #include "apps/app.h"
 #include "core/core.h"
+#include "wire/wire.h"
 #include "engine_int.h"
 #include "common.h"
 
@@ -81,30 +82,36 @@ const char *bench_mem_name(const struct bench_mem *m, char *buf, size_t len)
  * messages received, u64 of them wrong. */
 void bench_params_encode(const struct bench_params *p, uint8_t *b)
 {
-	tern__put_u32(b, p->op);
-	tern__put_u32(b + 4, p->window);
-	tern__put_u64(b + 8, p->max_size);
-	tern__put_u64(b + 16, p->seed);
-	tern__put_u32(b + 24, p->verify);
-	tern__put_u32(b + 28, 0);
+	struct tern__wr w;
+
+	tern__wr_init(&w, b, PARAMS_LEN);
+	tern__wr_u32(&w, p->op);
+	tern__wr_u32(&w, p->window);
+	tern__wr_u64(&w, p->max_size);
+	tern__wr_u64(&w, p->seed);
+	tern__wr_u32(&w, p->verify);
+	tern__wr_u32(&w, 0);
 }
 
 int bench_params_decode(const uint8_t *b, size_t len, struct bench_params *p,
 			char *why, size_t whylen)
 {
+	struct tern__rd r;
+
 	if (len != PARAMS_LEN) {
 		snprintf(why, whylen, "bench parameters of %zu bytes", len);
 		return -TERN_EPROTO;
 	}
-	p->op = tern__get_u32(b);
-	p->window = tern__get_u32(b + 4);
-	p->max_size = tern__get_u64(b + 8);
-	p->seed = tern__get_u64(b + 16);
-	p->verify = tern__get_u32(b + 24);
+	tern__rd_init(&r, b, len);
+	p->op = tern__rd_u32(&r);
+	p->window = tern__rd_u32(&r);
+	p->max_size = tern__rd_u64(&r);
+	p->seed = tern__rd_u64(&r);
+	p->verify = tern__rd_u32(&r);
 	if (p->op < BENCH_WRITE || p->op > BENCH_ATOMIC || p->window == 0 ||
 	    p->window > BENCH_MAX_WINDOW || p->max_size == 0 ||
 	    p->max_size > BENCH_MAX_SIZE || p->verify > 1 ||
-	    tern__get_u32(b + 28) != 0) {
+	    tern__rd_u32(&r) != 0) {
 		snprintf(why, whylen,
 			 "bench op %u, window %u, size %" PRIu64
 			 " outside limits (window 1..%d, size 1..%llu)",

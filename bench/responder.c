@@ -11,6 +11,7 @@
 
 #include "apps/app.h"
 #include "core/core.h"
+#include "wire/wire.h"
 #include "engine_int.h"
 #include "common.h"
 
@@ -79,7 +80,7 @@ static int drain_rx(struct responder *r)
 			if (s->req.imm == BENCH_BYE_IMM && msg != NULL &&
 			    app_hello_decode(msg, s->req.len, &h) == 0 &&
 			    h.kind == APP_HELLO_BYE && h.params_len == 8) {
-				r->expected = tern__get_u64(h.params);
+				r->expected = tern__wire_get_u64(h.params);
 				r->bye = 1;
 			}
 		} else {
@@ -250,8 +251,8 @@ static int responder_check(struct responder *r, uint64_t len)
 		if (ret == -ETIMEDOUT)
 			ret = 0;
 	}
-	tern__put_u32(params, (uint32_t)equal);
-	tern__put_u32(params + 4, (uint32_t)-ret);
+	tern__wire_put_u32(params, (uint32_t)equal);
+	tern__wire_put_u32(params + 4, (uint32_t)-ret);
 	return responder_reply(r, APP_HELLO_ACK, params, sizeof(params));
 }
 
@@ -260,8 +261,8 @@ static int responder_bye(struct responder *r)
 {
 	uint8_t params[16];
 
-	tern__put_u64(params, r->received);
-	tern__put_u64(params + 8, r->bad);
+	tern__wire_put_u64(params, r->received);
+	tern__wire_put_u64(params + 8, r->bad);
 	return responder_reply(r, APP_HELLO_ACK, params, sizeof(params));
 }
 
@@ -333,7 +334,7 @@ static int responder_session(struct responder *r, volatile sig_atomic_t *stop)
 		if (h.kind == APP_HELLO_BYE)
 			break;
 		if (h.kind == APP_HELLO_BENCH && h.params_len == CHECK_LEN)
-			ret = responder_check(r, tern__get_u64(h.params));
+			ret = responder_check(r, tern__wire_get_u64(h.params));
 	}
 	return ret == 0 && !*stop ? responder_bye(r) : ret;
 }
@@ -392,10 +393,10 @@ int bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop, int once,
 		ack.has_desc = 1;
 		tern_mr_desc(r.mr, &ack.desc);
 		path = tern_mr_path(r.mr);
-		tern__put_u32(meminfo, (uint32_t)r.mem.kind);
-		tern__put_u32(meminfo + 4, (uint32_t)r.mem.device);
-		tern__put_u32(meminfo + 8, (uint32_t)path);
-		tern__put_u32(meminfo + 12, 0);
+		tern__wire_put_u32(meminfo, (uint32_t)r.mem.kind);
+		tern__wire_put_u32(meminfo + 4, (uint32_t)r.mem.device);
+		tern__wire_put_u32(meminfo + 8, (uint32_t)path);
+		tern__wire_put_u32(meminfo + 12, 0);
 		ack.params = meminfo;
 		ack.params_len = sizeof(meminfo);
 		n = app_hello_encode(mb.sbuf, APP_MSGBOX_MAX, &ack);

@@ -19,6 +19,7 @@
 #include <sys/random.h>
 
 #include "core/core.h"
+#include "wire/wire.h"
 #include "apps/fill/fill.h"
 
 #define NRECV	      32
@@ -732,23 +733,25 @@ static void on_message(struct fill_server *srv, const uint8_t *msg, size_t len)
 	ret = fill_hdr_parse(msg, len, &h);
 	/* The session field sits at a fixed offset in every version; a
 	 * random 64-bit session id is proof enough of who is talking. */
-	s = len >= FILL_HDR ? session_find(srv, tern__get_u64(msg + 16)) : NULL;
+	s = len >= FILL_HDR ? session_find(srv, tern__wire_get_u64(msg + 16))
+			    : NULL;
 	if (s != NULL && s->w == NULL && s->pending == NULL)
 		idle_restart(srv, s);
 	if (ret != 0) {
-		if (len >= FILL_HDR && tern__get_u32(msg) != FILL_MAGIC)
+		if (len >= FILL_HDR && tern__wire_get_u32(msg) != FILL_MAGIC)
 			snprintf(why, sizeof(why), "bad magic 0x%08x",
-				 tern__get_u32(msg));
+				 tern__wire_get_u32(msg));
 		else if (ret == -TERN_EVERSION)
 			snprintf(why, sizeof(why),
 				 "protocol version %u not supported (this "
 				 "server speaks %u)",
-				 tern__get_u16(msg + 4), FILL_VERSION);
+				 tern__wire_get_u16(msg + 4), FILL_VERSION);
 		else
 			snprintf(why, sizeof(why),
 				 "malformed message: %zu bytes received, "
 				 "header says %u",
-				 len, len >= 12 ? tern__get_u32(msg + 8) : 0);
+				 len,
+				 len >= 12 ? tern__wire_get_u32(msg + 8) : 0);
 		if (s != NULL)
 			reply_error(srv, s, 0, ret, why);
 		else

@@ -17,6 +17,7 @@
 #include "boot/wire.h"
 #include "wire/card.h"
 #include "core/core.h"
+#include "wire/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -185,17 +186,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * made right, so the fuzzer need not find them to reach the checks
 	 * behind them. */
 	if (size < TERN_BOOT_HDR ||
-	    tern__get_u32(data + 8) == size - TERN_BOOT_HDR)
+	    tern__wire_get_u32(data + 8) == size - TERN_BOOT_HDR)
 		return 0;
 	fixed = malloc(size);
 	if (fixed == NULL)
 		abort();
 	memcpy(fixed, data, size);
-	tern__put_u32(fixed + 8, (uint32_t)(size - TERN_BOOT_HDR));
-	if (tern__get_u16(fixed + 6) == TERN_BOOT_REFUSE &&
+	tern__wire_put_u32(fixed + 8, (uint32_t)(size - TERN_BOOT_HDR));
+	if (tern__wire_get_u16(fixed + 6) == TERN_BOOT_REFUSE &&
 	    size >= TERN_BOOT_HDR + 8 && size - TERN_BOOT_HDR - 8 <= UINT16_MAX)
-		tern__put_u16(fixed + TERN_BOOT_HDR + 4,
-			      (uint16_t)(size - TERN_BOOT_HDR - 8));
+		tern__wire_put_u16(fixed + TERN_BOOT_HDR + 4,
+				   (uint16_t)(size - TERN_BOOT_HDR - 8));
 	check_msg(fixed, size);
 	free(fixed);
 	return 0;

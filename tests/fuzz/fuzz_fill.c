@@ -15,6 +15,7 @@
 #include <tern/tern.h>
 
 #include "core/core.h"
+#include "wire/wire.h"
 #include "apps/fill/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -220,20 +221,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Again with the header's length (and those of an ERROR's text and a
 	 * REQUEST's index list) made right, so the fuzzer need not find them
 	 * to reach the checks behind them. */
-	if (size < FILL_HDR || tern__get_u32(data + 8) == size ||
+	if (size < FILL_HDR || tern__wire_get_u32(data + 8) == size ||
 	    size > UINT32_MAX)
 		return 0;
 	fixed = malloc(size);
 	want(fixed != NULL);
 	memcpy(fixed, data, size);
-	tern__put_u32(fixed + 8, (uint32_t)size);
-	type = tern__get_u16(fixed + 6);
+	tern__wire_put_u32(fixed + 8, (uint32_t)size);
+	type = tern__wire_get_u16(fixed + 6);
 	if (type == FILL_ERROR && size >= FILL_HDR + 10 &&
 	    size - FILL_HDR - 10 <= UINT16_MAX)
-		tern__put_u16(fixed + 32, (uint16_t)(size - FILL_HDR - 10));
+		tern__wire_put_u16(fixed + 32,
+				   (uint16_t)(size - FILL_HDR - 10));
 	if (type == FILL_REQUEST && size >= FILL_HDR + 24)
-		tern__put_u32(fixed + 40,
-			      (uint32_t)((size - FILL_HDR - 24) / 4));
+		tern__wire_put_u32(fixed + 40,
+				   (uint32_t)((size - FILL_HDR - 24) / 4));
 	check_msg(fixed, size);
 	free(fixed);
 	return 0;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "wire/wire.h"
 #include "apps/fill/fill.h"
 
 struct state {
@@ -116,19 +117,19 @@ static void run(struct state *st)
 
 	len = make_fill(st, 4096, 4, idx);
 	memset(st->msg + len, 0, 4);
-	tern__put_u32(st->msg + 8, (uint32_t)len + 4);
+	tern__wire_put_u32(st->msg + 8, (uint32_t)len + 4);
 	expect_refusal(st, len + 4, "malformed", "FILL with trailing bytes");
 
 	len = make_fill(st, 4096, 4, idx);
-	tern__put_u32(st->msg, 0xdeadbeef);
+	tern__wire_put_u32(st->msg, 0xdeadbeef);
 	expect_refusal(st, len, "bad magic", "wrong magic");
 
 	len = make_fill(st, 4096, 4, idx);
-	tern__put_u16(st->msg + 4, 99);
+	tern__wire_put_u16(st->msg + 4, 99);
 	expect_refusal(st, len, "version 99", "wrong protocol version");
 
 	len = make_fill(st, 4096, 4, idx);
-	tern__put_u16(st->msg + 6, 42);
+	tern__wire_put_u16(st->msg + 6, 42);
 	expect_refusal(st, len, "type 42", "unknown message type");
 
 	/* A CONNECT from a future version is refused by a reply to its card
@@ -137,14 +138,14 @@ static void run(struct state *st)
 	len = (size_t)fill_connect_encode(st->msg, FILL_MSG_MAX, 1, card,
 					  (size_t)clen,
 					  fill_conn_regions(st->conn));
-	tern__put_u16(st->msg + 4, 2);
+	tern__wire_put_u16(st->msg + 4, 2);
 	expect_refusal(st, len, "version 2", "CONNECT of a newer version");
 
 	/* A CONNECT whose descriptors are cut short. */
 	len = (size_t)fill_connect_encode(st->msg, FILL_MSG_MAX, 1, card,
 					  (size_t)clen,
 					  fill_conn_regions(st->conn));
-	tern__put_u32(st->msg + 8, (uint32_t)len - 9);
+	tern__wire_put_u32(st->msg + 8, (uint32_t)len - 9);
 	expect_refusal(st, len - 9, "malformed CONNECT",
 		       "CONNECT with a truncated descriptor");
 }

@@ -20,6 +20,7 @@
 #include "boot/wire.h"
 #include "wire/card.h"
 #include "core/core.h"
+#include "wire/wire.h"
 
 /* Offsets in a message: header, then the HELLO/WELCOME/REFUSE body. */
 #define OFF_VERSION   4
@@ -163,14 +164,16 @@ static void round_trip(uint16_t type, unsigned int ndesc, const char *token)
 
 	/* The header, as docs/protocol.md draws it. */
 	assert_memory_equal(msg, "TRNB", 4);
-	assert_int_equal(tern__get_u16(msg + OFF_VERSION), TERN_BOOT_VERSION);
-	assert_int_equal(tern__get_u16(msg + OFF_TYPE), type);
-	assert_int_equal(tern__get_u32(msg + OFF_BODY_LEN), n - TERN_BOOT_HDR);
-	assert_int_equal(tern__get_u32(msg + OFF_RESERVED), 0);
-	assert_int_equal(tern__get_u16(msg + OFF_CARD_LEN), info.card_len);
-	assert_int_equal(tern__get_u16(msg + OFF_TOKEN_LEN), tl);
-	assert_int_equal(tern__get_u16(msg + OFF_NDESC), ndesc);
-	assert_int_equal(tern__get_u16(msg + OFF_BODY_RSV), 0);
+	assert_int_equal(tern__wire_get_u16(msg + OFF_VERSION),
+			 TERN_BOOT_VERSION);
+	assert_int_equal(tern__wire_get_u16(msg + OFF_TYPE), type);
+	assert_int_equal(tern__wire_get_u32(msg + OFF_BODY_LEN),
+			 n - TERN_BOOT_HDR);
+	assert_int_equal(tern__wire_get_u32(msg + OFF_RESERVED), 0);
+	assert_int_equal(tern__wire_get_u16(msg + OFF_CARD_LEN), info.card_len);
+	assert_int_equal(tern__wire_get_u16(msg + OFF_TOKEN_LEN), tl);
+	assert_int_equal(tern__wire_get_u16(msg + OFF_NDESC), ndesc);
+	assert_int_equal(tern__wire_get_u16(msg + OFF_BODY_RSV), 0);
 
 	assert_int_equal(tern__boot_need(msg, n, why, sizeof(why)), n);
 	memset(&m, 0xff, sizeof(m));
@@ -299,7 +302,7 @@ static void test_truncated(void **state)
 
 	(void)state;
 	n = build_hello();
-	card_len = tern__get_u16(msg + OFF_CARD_LEN);
+	card_len = tern__wire_get_u16(msg + OFF_CARD_LEN);
 	for (size_t len = 0; len < n; len++) {
 		/* An exact-size heap copy, so a sanitizer sees overreads. */
 		uint8_t *cp = malloc(len > 0 ? len : 1);
@@ -325,7 +328,7 @@ static void test_truncated(void **state)
 				want = -TERN_EPROTO;
 			else
 				want = -TERN_EDESC;
-			tern__put_u32(cp + OFF_BODY_LEN, (uint32_t)body);
+			tern__wire_put_u32(cp + OFF_BODY_LEN, (uint32_t)body);
 			assert_int_equal(
 				tern__boot_need(cp, len, why, sizeof(why)),
 				len);
@@ -362,7 +365,7 @@ static void test_version_zero(void **state)
 
 	(void)state;
 	n = build_hello();
-	tern__put_u16(msg + OFF_VERSION, 0);
+	tern__wire_put_u16(msg + OFF_VERSION, 0);
 	assert_int_equal(tern__boot_need(msg, n, why, sizeof(why)),
 			 -TERN_EPROTO);
 	refused(n, -TERN_EPROTO, "version 0");
@@ -375,14 +378,14 @@ static void test_version_newer(void **state)
 
 	(void)state;
 	n = build_hello();
-	tern__put_u16(msg + OFF_VERSION, TERN_BOOT_VERSION + 1);
+	tern__wire_put_u16(msg + OFF_VERSION, TERN_BOOT_VERSION + 1);
 	assert_int_equal(tern__boot_need(msg, n, why, sizeof(why)), n);
 	refused(n, -TERN_EVERSION, "version + 1");
 
 	/* Its body is not looked at: reserved fields, type, garbage. */
-	tern__put_u16(msg + OFF_VERSION, 0xffff);
-	tern__put_u16(msg + OFF_TYPE, 0x7777);
-	tern__put_u32(msg + OFF_RESERVED, 0xdeadbeef);
+	tern__wire_put_u16(msg + OFF_VERSION, 0xffff);
+	tern__wire_put_u16(msg + OFF_TYPE, 0x7777);
+	tern__wire_put_u32(msg + OFF_RESERVED, 0xdeadbeef);
 	memset(msg + TERN_BOOT_HDR, 0xee, n - TERN_BOOT_HDR);
 	assert_int_equal(tern__boot_need(msg, n, why, sizeof(why)), n);
 	refused(n, -TERN_EVERSION, "version 0xffff with garbage");
@@ -394,19 +397,19 @@ static void test_reserved(void **state)
 
 	(void)state;
 	n = build_hello();
-	tern__put_u32(msg + OFF_RESERVED, 1u << 31);
+	tern__wire_put_u32(msg + OFF_RESERVED, 1u << 31);
 	assert_int_equal(tern__boot_need(msg, n, why, sizeof(why)),
 			 -TERN_EPROTO);
 	refused(n, -TERN_EPROTO, "header reserved field");
 
 	n = build_hello();
-	tern__put_u16(msg + OFF_BODY_RSV, 1);
+	tern__wire_put_u16(msg + OFF_BODY_RSV, 1);
 	assert_int_equal(tern__boot_need(msg, n, why, sizeof(why)), n);
 	refused(n, -TERN_EPROTO, "hello reserved field");
 
 	n = (size_t)tern__boot_encode_refuse(msg, sizeof(msg), TERN_EREFUSED,
 					     "no");
-	tern__put_u16(msg + TERN_BOOT_HDR + 6, 0x100);
+	tern__wire_put_u16(msg + TERN_BOOT_HDR + 6, 0x100);
 	refused(n, -TERN_EPROTO, "refuse reserved field");
 }
 
@@ -417,19 +420,19 @@ static void test_body_too_large(void **state)
 	(void)state;
 	n = build_hello();
 	/* need() answers from the header alone. */
-	tern__put_u32(msg + OFF_BODY_LEN, TERN_BOOT_BODY_MAX);
+	tern__wire_put_u32(msg + OFF_BODY_LEN, TERN_BOOT_BODY_MAX);
 	assert_int_equal(tern__boot_need(msg, TERN_BOOT_HDR, why, sizeof(why)),
 			 TERN_BOOT_MSG_MAX);
-	tern__put_u32(msg + OFF_BODY_LEN, TERN_BOOT_BODY_MAX + 1);
+	tern__wire_put_u32(msg + OFF_BODY_LEN, TERN_BOOT_BODY_MAX + 1);
 	assert_int_equal(tern__boot_need(msg, TERN_BOOT_HDR, why, sizeof(why)),
 			 -TERN_EPROTO);
-	tern__put_u32(msg + OFF_BODY_LEN, UINT32_MAX);
+	tern__wire_put_u32(msg + OFF_BODY_LEN, UINT32_MAX);
 	assert_int_equal(tern__boot_need(msg, n, why, sizeof(why)),
 			 -TERN_EPROTO);
 	refused(n, -TERN_EPROTO, "body length 4 GiB");
 
 	memset(msg + n, 0, TERN_BOOT_MSG_MAX + 1 - n);
-	tern__put_u32(msg + OFF_BODY_LEN, TERN_BOOT_BODY_MAX + 1);
+	tern__wire_put_u32(msg + OFF_BODY_LEN, TERN_BOOT_BODY_MAX + 1);
 	refused(TERN_BOOT_MSG_MAX + 1, -TERN_EPROTO, "body over the limit");
 }
 
@@ -440,11 +443,11 @@ static void test_card_len(void **state)
 
 	(void)state;
 	n = build_hello();
-	tern__put_u16(msg + OFF_CARD_LEN, 0);
+	tern__wire_put_u16(msg + OFF_CARD_LEN, 0);
 	refused(n, -TERN_ECARD, "card length 0");
-	tern__put_u16(msg + OFF_CARD_LEN, TERN_CARD_MAX + 1);
+	tern__wire_put_u16(msg + OFF_CARD_LEN, TERN_CARD_MAX + 1);
 	refused(n, -TERN_ECARD, "card length over the limit");
-	tern__put_u16(msg + OFF_CARD_LEN, 0xffff);
+	tern__wire_put_u16(msg + OFF_CARD_LEN, 0xffff);
 	refused(n, -TERN_ECARD, "card length 0xffff");
 
 	/* Nor will the encoder write one. */
@@ -482,12 +485,12 @@ static void test_token_too_long(void **state)
 	n = encode(TERN_BOOT_HELLO, &info, token);
 	msg[n] = 'x';
 	n++;
-	tern__put_u32(msg + OFF_BODY_LEN, (uint32_t)(n - TERN_BOOT_HDR));
-	tern__put_u16(msg + OFF_TOKEN_LEN, TERN_BOOT_TOKEN_MAX + 1);
+	tern__wire_put_u32(msg + OFF_BODY_LEN, (uint32_t)(n - TERN_BOOT_HDR));
+	tern__wire_put_u16(msg + OFF_TOKEN_LEN, TERN_BOOT_TOKEN_MAX + 1);
 	refused(n, -TERN_EPROTO, "token of 257 bytes");
 	/* Card and token longer than the body. */
-	tern__put_u16(msg + OFF_TOKEN_LEN, TERN_BOOT_TOKEN_MAX);
-	tern__put_u16(msg + OFF_CARD_LEN, TERN_CARD_MAX);
+	tern__wire_put_u16(msg + OFF_TOKEN_LEN, TERN_BOOT_TOKEN_MAX);
+	tern__wire_put_u16(msg + OFF_CARD_LEN, TERN_CARD_MAX);
 	refused(n, -TERN_EPROTO, "card and token beyond the body");
 }
 
@@ -503,7 +506,7 @@ static void test_welcome_with_token(void **state)
 			 -EINVAL);
 	/* The same bytes are a fine HELLO. */
 	n = build_hello();
-	tern__put_u16(msg + OFF_TYPE, TERN_BOOT_WELCOME);
+	tern__wire_put_u16(msg + OFF_TYPE, TERN_BOOT_WELCOME);
 	refused(n, -TERN_EPROTO, "welcome with a token");
 }
 
@@ -515,15 +518,15 @@ static void test_too_many_descs(void **state)
 
 	(void)state;
 	n = build_hello();
-	tern__put_u16(msg + OFF_NDESC, TERN_BOOT_DESCS_MAX + 1);
+	tern__wire_put_u16(msg + OFF_NDESC, TERN_BOOT_DESCS_MAX + 1);
 	refused(n, -TERN_EDESC, "9 descriptors");
-	tern__put_u16(msg + OFF_NDESC, 0xffff);
+	tern__wire_put_u16(msg + OFF_NDESC, 0xffff);
 	refused(n, -TERN_EDESC, "65535 descriptors");
 	/* More descriptors announced than carried. */
-	tern__put_u16(msg + OFF_NDESC, 4);
+	tern__wire_put_u16(msg + OFF_NDESC, 4);
 	refused(n, -TERN_EDESC, "4 descriptors announced, 3 sent");
 	/* Fewer: the last one is left over. */
-	tern__put_u16(msg + OFF_NDESC, 2);
+	tern__wire_put_u16(msg + OFF_NDESC, 2);
 	refused(n, -TERN_EPROTO, "2 descriptors announced, 3 sent");
 
 	/* Nine well-formed descriptors. */
@@ -532,8 +535,8 @@ static void test_too_many_descs(void **state)
 	extra = tern_mr_desc_pack(&info.descs[0], msg + n, sizeof(msg) - n);
 	assert_int_equal(extra, TERN_MR_DESC_PACKED_SIZE(1));
 	n += (size_t)extra;
-	tern__put_u32(msg + OFF_BODY_LEN, (uint32_t)(n - TERN_BOOT_HDR));
-	tern__put_u16(msg + OFF_NDESC, TERN_BOOT_DESCS_MAX + 1);
+	tern__wire_put_u32(msg + OFF_BODY_LEN, (uint32_t)(n - TERN_BOOT_HDR));
+	tern__wire_put_u16(msg + OFF_NDESC, TERN_BOOT_DESCS_MAX + 1);
 	refused(n, -TERN_EDESC, "9 well-formed descriptors");
 
 	info.ndesc = TERN_BOOT_DESCS_MAX + 1;
@@ -572,8 +575,8 @@ static void test_trailing(void **state)
 		n = build_hello();
 		memset(msg + n, 0, extra);
 		n += extra;
-		tern__put_u32(msg + OFF_BODY_LEN,
-			      (uint32_t)(n - TERN_BOOT_HDR));
+		tern__wire_put_u32(msg + OFF_BODY_LEN,
+				   (uint32_t)(n - TERN_BOOT_HDR));
 		assert_int_equal(tern__boot_need(msg, n, why, sizeof(why)), n);
 		refused(n, -TERN_EPROTO, "trailing bytes");
 	}
@@ -582,7 +585,7 @@ static void test_trailing(void **state)
 					     "busy");
 	msg[n] = 'x';
 	n++;
-	tern__put_u32(msg + OFF_BODY_LEN, (uint32_t)(n - TERN_BOOT_HDR));
+	tern__wire_put_u32(msg + OFF_BODY_LEN, (uint32_t)(n - TERN_BOOT_HDR));
 	refused(n, -TERN_EPROTO, "refuse with a trailing byte");
 }
 
@@ -595,8 +598,8 @@ static void test_refuse_round_trip(void **state)
 	n = tern__boot_encode_refuse(msg, sizeof(msg), TERN_EREFUSED,
 				     "bad token");
 	assert_int_equal(n, TERN_BOOT_HDR + 8 + 9);
-	assert_int_equal(tern__get_u16(msg + OFF_TYPE), TERN_BOOT_REFUSE);
-	assert_int_equal(tern__get_u16(msg + OFF_TEXT_LEN), 9);
+	assert_int_equal(tern__wire_get_u16(msg + OFF_TYPE), TERN_BOOT_REFUSE);
+	assert_int_equal(tern__wire_get_u16(msg + OFF_TEXT_LEN), 9);
 	assert_int_equal(tern__boot_need(msg, (size_t)n, why, sizeof(why)), n);
 	memset(&m, 0xff, sizeof(m));
 	assert_int_equal(decode((size_t)n, &m), 0);
@@ -647,11 +650,11 @@ static void test_refuse_text(void **state)
 
 	/* A peer's text length over 200 (with the body to match). */
 	memset(msg + n, 'z', 1);
-	tern__put_u16(msg + OFF_TEXT_LEN, TERN_BOOT_TEXT_MAX + 1);
-	tern__put_u32(msg + OFF_BODY_LEN, 8 + TERN_BOOT_TEXT_MAX + 1);
+	tern__wire_put_u16(msg + OFF_TEXT_LEN, TERN_BOOT_TEXT_MAX + 1);
+	tern__wire_put_u32(msg + OFF_BODY_LEN, 8 + TERN_BOOT_TEXT_MAX + 1);
 	refused((size_t)n + 1, -TERN_EPROTO, "text of 201 bytes");
 	/* A text length that disagrees with the body. */
-	tern__put_u16(msg + OFF_TEXT_LEN, 10);
+	tern__wire_put_u16(msg + OFF_TEXT_LEN, 10);
 	refused((size_t)n + 1, -TERN_EPROTO, "text length 10");
 }
 
@@ -665,14 +668,14 @@ static void test_refuse_code(void **state)
 	assert_int_equal(tern__boot_encode_refuse(msg, sizeof(msg), 4097, "x"),
 			 -EINVAL);
 	n = (size_t)tern__boot_encode_refuse(msg, sizeof(msg), EBUSY, "x");
-	tern__put_u32(msg + TERN_BOOT_HDR, 0);
+	tern__wire_put_u32(msg + TERN_BOOT_HDR, 0);
 	refused(n, -TERN_EPROTO, "refuse code 0");
-	tern__put_u32(msg + TERN_BOOT_HDR, 4097);
+	tern__wire_put_u32(msg + TERN_BOOT_HDR, 4097);
 	refused(n, -TERN_EPROTO, "refuse code 4097");
-	tern__put_u32(msg + TERN_BOOT_HDR, (uint32_t)-TERN_EREFUSED);
+	tern__wire_put_u32(msg + TERN_BOOT_HDR, (uint32_t)-TERN_EREFUSED);
 	refused(n, -TERN_EPROTO, "negative refuse code");
 	/* Shorter than a refusal's body header. */
-	tern__put_u32(msg + OFF_BODY_LEN, 7);
+	tern__wire_put_u32(msg + OFF_BODY_LEN, 7);
 	refused(TERN_BOOT_HDR + 7, -TERN_EPROTO, "refuse of 7 bytes");
 }
 
@@ -685,7 +688,7 @@ static void test_unknown_type(void **state)
 	(void)state;
 	for (size_t i = 0; i < TERN_ARRAY_SIZE(types); i++) {
 		n = build_hello();
-		tern__put_u16(msg + OFF_TYPE, types[i]);
+		tern__wire_put_u16(msg + OFF_TYPE, types[i]);
 		assert_int_equal(tern__boot_need(msg, n, why, sizeof(why)), n);
 		refused(n, -TERN_EPROTO, "unknown type");
 	}

@@ -19,6 +19,7 @@
 
 #include "wire/card.h"
 #include "core/core.h"
+#include "wire/wire.h"
 
 /* From src/engine/engine.h, which pulls in the whole fabric layer. */
 int tern__err_from_fi(int fi_err);
@@ -98,8 +99,8 @@ static void test_card_round_trip(void **state)
 		assert_memory_equal(card_buf, "TERC", 4);
 		assert_int_equal(card_buf[4], TERN_CARD_VERSION);
 		assert_int_equal(card_buf[5], nrails);
-		assert_int_equal(tern__get_u16(card_buf + 6), addrlen);
-		assert_int_equal(tern__get_u32(card_buf + 8), ADDR_FORMAT);
+		assert_int_equal(tern__wire_get_u16(card_buf + 6), addrlen);
+		assert_int_equal(tern__wire_get_u32(card_buf + 8), ADDR_FORMAT);
 
 		ret = tern__card_parse(card_buf, n, &c, why, sizeof(why));
 		if (ret != 0)
@@ -171,17 +172,17 @@ static void test_card_bad_header(void **state)
 
 	/* Zero-length addresses: 12 bytes is consistent with 1 x 0. */
 	n = pack_card(1, 24);
-	tern__put_u16(card_buf + 6, 0);
+	tern__wire_put_u16(card_buf + 6, 0);
 	card_refused(card_buf, TERN_CARD_HDR);
 
 	/* An address one byte over the limit, with a length that agrees. */
 	n = pack_card(1, TERN_ADDR_MAX);
-	tern__put_u16(card_buf + 6, TERN_ADDR_MAX + 1);
+	tern__wire_put_u16(card_buf + 6, TERN_ADDR_MAX + 1);
 	card_refused(card_buf, n + 1);
 
 	/* The addresses disagree with the length: 4 x 24 claimed as 4 x 23. */
 	n = pack_card(4, 24);
-	tern__put_u16(card_buf + 6, 23);
+	tern__wire_put_u16(card_buf + 6, 23);
 	card_refused(card_buf, n);
 }
 
@@ -225,10 +226,10 @@ static void test_card_parse_too_big(void **state)
 	char why[128] = "";
 
 	(void)state;
-	tern__put_u32(buf, TERN_CARD_MAGIC);
+	tern__wire_put_u32(buf, TERN_CARD_MAGIC);
 	buf[4] = TERN_CARD_VERSION;
 	buf[5] = TERN_MAX_RAILS;
-	tern__put_u16(buf + 6, TERN_ADDR_MAX);
+	tern__wire_put_u16(buf + 6, TERN_ADDR_MAX);
 	assert_int_equal(
 		tern__card_parse(buf, sizeof(buf), &c, why, sizeof(why)),
 		-TERN_ECARD);
@@ -392,22 +393,22 @@ static void test_desc_bad_fields(void **state)
 
 	/* Unknown flag bits, low and high. */
 	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), n);
-	tern__put_u16(buf + 6, TERN_MR_DESC_VIRT_ADDR | 0x0010);
+	tern__wire_put_u16(buf + 6, TERN_MR_DESC_VIRT_ADDR | 0x0010);
 	desc_refused(buf, n, -TERN_EDESC);
-	tern__put_u16(buf + 6, 0x8000);
+	tern__wire_put_u16(buf + 6, 0x8000);
 	desc_refused(buf, n, -TERN_EDESC);
 
 	/* An empty region. */
 	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), n);
-	tern__put_u64(buf + 16, 0);
+	tern__wire_put_u64(buf + 16, 0);
 	desc_refused(buf, n, -TERN_EDESC);
 
 	/* base + len wraps around. */
-	tern__put_u64(buf + 8, UINT64_MAX - 10);
-	tern__put_u64(buf + 16, 12);
+	tern__wire_put_u64(buf + 8, UINT64_MAX - 10);
+	tern__wire_put_u64(buf + 16, 12);
 	desc_refused(buf, n, -TERN_EDESC);
-	tern__put_u64(buf + 8, 1);
-	tern__put_u64(buf + 16, UINT64_MAX);
+	tern__wire_put_u64(buf + 8, 1);
+	tern__wire_put_u64(buf + 16, UINT64_MAX);
 	desc_refused(buf, n, -TERN_EDESC);
 }
 

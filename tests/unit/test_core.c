@@ -18,6 +18,7 @@
 #include <tern/util.h>
 
 #include "core/core.h"
+#include "wire/wire.h"
 
 /* Outputs of std::mt19937_64(seed): the first five and the 1000th. */
 struct mt64_vector {
@@ -472,15 +473,15 @@ static void test_le_put(void **state)
 	(void)state;
 	/* At an odd offset: no alignment needed, no neighbour touched. */
 	memset(buf, 0xaa, sizeof(buf));
-	tern__put_u16(buf + 1, 0x1234);
+	tern__wire_put_u16(buf + 1, 0x1234);
 	assert_memory_equal(buf, w16, sizeof(w16));
 
 	memset(buf, 0xaa, sizeof(buf));
-	tern__put_u32(buf + 1, 0x12345678u);
+	tern__wire_put_u32(buf + 1, 0x12345678u);
 	assert_memory_equal(buf, w32, sizeof(w32));
 
 	memset(buf, 0xaa, sizeof(buf));
-	tern__put_u64(buf + 1, 0x0102030405060708ULL);
+	tern__wire_put_u64(buf + 1, 0x0102030405060708ULL);
 	assert_memory_equal(buf, w64, sizeof(w64));
 }
 
@@ -493,15 +494,15 @@ static void test_le_get(void **state)
 	static const uint8_t top[] = { 0, 0, 0, 0x80, 0, 0, 0, 0x80 };
 
 	(void)state;
-	assert_int_equal(tern__get_u16(b + 1), 0x0708);
-	assert_int_equal(tern__get_u32(b + 1), 0x05060708u);
-	assert_true(tern__get_u64(b + 1) == 0x0102030405060708ULL);
+	assert_int_equal(tern__wire_get_u16(b + 1), 0x0708);
+	assert_int_equal(tern__wire_get_u32(b + 1), 0x05060708u);
+	assert_true(tern__wire_get_u64(b + 1) == 0x0102030405060708ULL);
 	/* High bits set: no sign extension. */
-	assert_int_equal(tern__get_u16(ff), 0xffff);
-	assert_int_equal(tern__get_u32(ff), 0xffffffffu);
-	assert_true(tern__get_u64(ff) == UINT64_MAX);
-	assert_int_equal(tern__get_u32(top), 0x80000000u);
-	assert_true(tern__get_u64(top) == 0x8000000080000000ULL);
+	assert_int_equal(tern__wire_get_u16(ff), 0xffff);
+	assert_int_equal(tern__wire_get_u32(ff), 0xffffffffu);
+	assert_true(tern__wire_get_u64(ff) == UINT64_MAX);
+	assert_int_equal(tern__wire_get_u32(top), 0x80000000u);
+	assert_true(tern__wire_get_u64(top) == 0x8000000080000000ULL);
 }
 
 static void test_le_round_trip(void **state)
@@ -525,12 +526,12 @@ static void test_le_round_trip(void **state)
 	for (size_t i = 0; i < TERN_ARRAY_SIZE(vals); i++) {
 		uint64_t v = vals[i];
 
-		tern__put_u16(buf, (uint16_t)v);
-		assert_int_equal(tern__get_u16(buf), (uint16_t)v);
-		tern__put_u32(buf, (uint32_t)v);
-		assert_int_equal(tern__get_u32(buf), (uint32_t)v);
-		tern__put_u64(buf, v);
-		assert_true(tern__get_u64(buf) == v);
+		tern__wire_put_u16(buf, (uint16_t)v);
+		assert_int_equal(tern__wire_get_u16(buf), (uint16_t)v);
+		tern__wire_put_u32(buf, (uint32_t)v);
+		assert_int_equal(tern__wire_get_u32(buf), (uint32_t)v);
+		tern__wire_put_u64(buf, v);
+		assert_true(tern__wire_get_u64(buf) == v);
 	}
 }
 

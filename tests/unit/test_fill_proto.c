@@ -19,6 +19,7 @@
 
 #include "wire/card.h"
 #include "core/core.h"
+#include "wire/wire.h"
 #include "apps/fill/proto.h"
 
 #define SESSION 0x0123456789abcdefULL
@@ -238,8 +239,8 @@ static void test_connect_round_trip(void **state)
 	assert_int_equal(h.type, FILL_CONNECT);
 	assert_int_equal(h.length, n);
 	assert_true(h.session == NONCE);
-	assert_int_equal(tern__get_u16(msg + FILL_HDR), card_len);
-	assert_int_equal(tern__get_u16(msg + FILL_HDR + 2), FILL_REGIONS);
+	assert_int_equal(tern__wire_get_u16(msg + FILL_HDR), card_len);
+	assert_int_equal(tern__wire_get_u16(msg + FILL_HDR + 2), FILL_REGIONS);
 
 	memset(&c, 0, sizeof(c));
 	assert_int_equal(fill_connect_decode(msg, n, &c), 0);
@@ -410,7 +411,7 @@ static void test_hdr_bad_version(void **state)
 		for (size_t v = 0; v < TERN_ARRAY_SIZE(versions); v++) {
 			size_t n = kinds[t].build(msg);
 
-			tern__put_u16(msg + 4, versions[v]);
+			tern__wire_put_u16(msg + 4, versions[v]);
 			refused(&kinds[t], msg, n, -TERN_EVERSION,
 				"bad version");
 		}
@@ -423,16 +424,16 @@ static void test_hdr_bad_length(void **state)
 	for (size_t t = 0; t < TERN_ARRAY_SIZE(kinds); t++) {
 		size_t n = kinds[t].build(msg);
 
-		tern__put_u32(msg + 8, (uint32_t)n + 1);
+		tern__wire_put_u32(msg + 8, (uint32_t)n + 1);
 		refused(&kinds[t], msg, n, -TERN_EPROTO, "length + 1");
-		tern__put_u32(msg + 8, (uint32_t)n - 1);
+		tern__wire_put_u32(msg + 8, (uint32_t)n - 1);
 		refused(&kinds[t], msg, n, -TERN_EPROTO, "length - 1");
-		tern__put_u32(msg + 8, 0);
+		tern__wire_put_u32(msg + 8, 0);
 		refused(&kinds[t], msg, n, -TERN_EPROTO, "length 0");
-		tern__put_u32(msg + 8, UINT32_MAX);
+		tern__wire_put_u32(msg + 8, UINT32_MAX);
 		refused(&kinds[t], msg, n, -TERN_EPROTO, "length max");
 		/* One byte more arrived than the header announces. */
-		tern__put_u32(msg + 8, (uint32_t)n);
+		tern__wire_put_u32(msg + 8, (uint32_t)n);
 		msg[n] = 0;
 		refused(&kinds[t], msg, n + 1, -TERN_EPROTO, "extra byte");
 	}
@@ -468,7 +469,7 @@ static void test_truncated(void **state)
 			int ret;
 
 			k->build(msg);
-			tern__put_u32(msg + 8, (uint32_t)len);
+			tern__wire_put_u32(msg + 8, (uint32_t)len);
 			assert_int_equal(dec_hdr(msg, len), 0);
 			if (k->decode == NULL)
 				continue;
@@ -495,7 +496,7 @@ static void test_trailing_body(void **state)
 			int ret;
 
 			memset(msg + n, 0, extra);
-			tern__put_u32(msg + 8, (uint32_t)(n + extra));
+			tern__wire_put_u32(msg + 8, (uint32_t)(n + extra));
 			assert_int_equal(dec_hdr(msg, n + extra), 0);
 			ret = k->decode(msg, n + extra);
 			if (ret != -TERN_EPROTO && ret != -TERN_EDESC)
@@ -533,7 +534,7 @@ static void test_wrong_type(void **state)
 	for (size_t d = 0; d < TERN_ARRAY_SIZE(kinds); d++) {
 		size_t n = build_accept(msg);
 
-		tern__put_u16(msg + 6, 0x7777);
+		tern__wire_put_u16(msg + 6, 0x7777);
 		if (kinds[d].decode != NULL)
 			assert_int_equal(kinds[d].decode(msg, n), -TERN_EPROTO);
 	}
@@ -547,7 +548,7 @@ static void test_connect_card_any_version(void **state)
 
 	(void)state;
 	n = build_connect(msg);
-	tern__put_u16(msg + 4, FILL_VERSION + 1);
+	tern__wire_put_u16(msg + 4, FILL_VERSION + 1);
 	assert_int_equal(fill_connect_decode(msg, n, &c), -TERN_EVERSION);
 	assert_int_equal(fill_connect_card(msg, n, &cp, &cl), 0);
 	assert_ptr_equal(cp, msg + FILL_HDR + 4);
@@ -556,9 +557,9 @@ static void test_connect_card_any_version(void **state)
 
 	/* A future version with another body after the card. */
 	n = FILL_HDR + 4 + card_len + 16;
-	tern__put_u16(msg + 4, 0x0100);
-	tern__put_u32(msg + 8, (uint32_t)n);
-	tern__put_u16(msg + FILL_HDR + 2, 7);
+	tern__wire_put_u16(msg + 4, 0x0100);
+	tern__wire_put_u32(msg + 8, (uint32_t)n);
+	tern__wire_put_u16(msg + FILL_HDR + 2, 7);
 	memset(msg + FILL_HDR + 4 + card_len, 0xee, 16);
 	cp = NULL;
 	cl = 0;
@@ -577,7 +578,7 @@ static void test_connect_card_any_version(void **state)
 	assert_int_equal(
 		fill_connect_card(msg, FILL_HDR + 4 + card_len - 1, &cp, &cl),
 		-TERN_EPROTO);
-	tern__put_u16(msg + FILL_HDR, 0);
+	tern__wire_put_u16(msg + FILL_HDR, 0);
 	assert_int_equal(fill_connect_card(msg, n, &cp, &cl), -TERN_EPROTO);
 }
 
@@ -589,20 +590,20 @@ static void test_connect_bad_body(void **state)
 	(void)state;
 	/* No card. */
 	n = build_connect(msg);
-	tern__put_u16(msg + FILL_HDR, 0);
+	tern__wire_put_u16(msg + FILL_HDR, 0);
 	assert_int_equal(fill_connect_decode(msg, n, &c), -TERN_EPROTO);
 
 	/* A card longer than any card. */
 	n = build_connect(msg);
-	tern__put_u16(msg + FILL_HDR, TERN_CARD_MAX + 1);
+	tern__wire_put_u16(msg + FILL_HDR, TERN_CARD_MAX + 1);
 	memset(msg + n, 0, TERN_CARD_MAX + 1);
-	tern__put_u32(msg + 8, (uint32_t)(n + TERN_CARD_MAX + 1));
+	tern__wire_put_u32(msg + 8, (uint32_t)(n + TERN_CARD_MAX + 1));
 	assert_int_equal(fill_connect_decode(msg, n + TERN_CARD_MAX + 1, &c),
 			 -TERN_EPROTO);
 
 	/* A card longer than the message. */
 	n = build_connect(msg);
-	tern__put_u16(msg + FILL_HDR, (uint16_t)(n - FILL_HDR - 3));
+	tern__wire_put_u16(msg + FILL_HDR, (uint16_t)(n - FILL_HDR - 3));
 	assert_int_equal(fill_connect_decode(msg, n, &c), -TERN_EPROTO);
 
 	/* Another number of regions. */
@@ -610,19 +611,19 @@ static void test_connect_bad_body(void **state)
 		if (nr == FILL_REGIONS)
 			continue;
 		n = build_connect(msg);
-		tern__put_u16(msg + FILL_HDR + 2, nr);
+		tern__wire_put_u16(msg + FILL_HDR + 2, nr);
 		assert_int_equal(fill_connect_decode(msg, n, &c), -TERN_EPROTO);
 	}
 
 	/* A byte after the second descriptor. */
 	n = build_connect(msg);
 	msg[n] = 0;
-	tern__put_u32(msg + 8, (uint32_t)n + 1);
+	tern__wire_put_u32(msg + 8, (uint32_t)n + 1);
 	assert_int_equal(fill_connect_decode(msg, n + 1, &c), -TERN_EPROTO);
 
 	/* A malformed descriptor: the second region has no length. */
 	n = build_connect(msg);
-	tern__put_u64(msg + n - TERN_MR_DESC_PACKED_SIZE(2) + 16, 0);
+	tern__wire_put_u64(msg + n - TERN_MR_DESC_PACKED_SIZE(2) + 16, 0);
 	assert_int_equal(fill_connect_decode(msg, n, &c), -TERN_EDESC);
 }
 
@@ -633,34 +634,34 @@ static void test_request_index_count(void **state)
 	(void)state;
 	/* page_count says one more, or one fewer, than the list holds. */
 	n = build_request(msg);
-	tern__put_u32(msg + 40, (uint32_t)count + 1);
+	tern__wire_put_u32(msg + 40, (uint32_t)count + 1);
 	assert_int_equal(dec_request(msg, n), -TERN_EPROTO);
-	tern__put_u32(msg + 40, (uint32_t)count - 1);
+	tern__wire_put_u32(msg + 40, (uint32_t)count - 1);
 	assert_int_equal(dec_request(msg, n), -TERN_EPROTO);
-	tern__put_u32(msg + 40, 0);
+	tern__wire_put_u32(msg + 40, 0);
 	assert_int_equal(dec_request(msg, n), -TERN_EPROTO);
-	tern__put_u32(msg + 40, UINT32_MAX);
+	tern__wire_put_u32(msg + 40, UINT32_MAX);
 	assert_int_equal(dec_request(msg, n), -TERN_EPROTO);
 
 	/* One index too many, header length made to agree. */
 	n = build_request(msg);
-	tern__put_u32(msg + n, 5);
-	tern__put_u32(msg + 8, (uint32_t)n + 4);
+	tern__wire_put_u32(msg + n, 5);
+	tern__wire_put_u32(msg + 8, (uint32_t)n + 4);
 	assert_int_equal(dec_request(msg, n + 4), -TERN_EPROTO);
 
 	/* Half an index more. */
 	n = build_request(msg);
-	tern__put_u32(msg + 8, (uint32_t)n + 2);
+	tern__wire_put_u32(msg + 8, (uint32_t)n + 2);
 	assert_int_equal(dec_request(msg, n + 2), -TERN_EPROTO);
 
 	/* One index too few. */
 	n = build_request(msg);
-	tern__put_u32(msg + 8, (uint32_t)n - 4);
+	tern__wire_put_u32(msg + 8, (uint32_t)n - 4);
 	assert_int_equal(dec_request(msg, n - 4), -TERN_EPROTO);
 
 	/* The reserved word after page_count. */
 	n = build_request(msg);
-	tern__put_u32(msg + 44, 1);
+	tern__wire_put_u32(msg + 44, 1);
 	assert_int_equal(dec_request(msg, n), -TERN_EPROTO);
 
 	/* Control: the unmodified request decodes. */
@@ -708,24 +709,24 @@ static void test_error_text_too_long(void **state)
 
 	/* One byte over, with every length consistent. */
 	msg[n] = 'a';
-	tern__put_u16(msg + 32, FILL_TEXT_MAX + 1);
-	tern__put_u32(msg + 8, (uint32_t)n + 1);
+	tern__wire_put_u16(msg + 32, FILL_TEXT_MAX + 1);
+	tern__wire_put_u32(msg + 8, (uint32_t)n + 1);
 	assert_int_equal(fill_error_decode(msg, (size_t)n + 1, &e),
 			 -TERN_EPROTO);
 
 	/* The longest text the field can announce. */
 	memset(msg + base, 'a', UINT16_MAX);
-	tern__put_u16(msg + 32, UINT16_MAX);
-	tern__put_u32(msg + 8, (uint32_t)(base + UINT16_MAX));
+	tern__wire_put_u16(msg + 32, UINT16_MAX);
+	tern__wire_put_u32(msg + 8, (uint32_t)(base + UINT16_MAX));
 	assert_int_equal(fill_error_decode(msg, base + UINT16_MAX, &e),
 			 -TERN_EPROTO);
 
 	/* A text length that disagrees with the message length. */
 	n = fill_error_encode(msg, sizeof(msg), SESSION, 1, -TERN_EPROTO,
 			      "hello");
-	tern__put_u16(msg + 32, 4);
+	tern__wire_put_u16(msg + 32, 4);
 	assert_int_equal(fill_error_decode(msg, (size_t)n, &e), -TERN_EPROTO);
-	tern__put_u16(msg + 32, 6);
+	tern__wire_put_u16(msg + 32, 6);
 	assert_int_equal(fill_error_decode(msg, (size_t)n, &e), -TERN_EPROTO);
 }
 
@@ -741,7 +742,7 @@ static void test_error_text_encode_truncates(void **state)
 	text[sizeof(text) - 1] = '\0';
 	n = fill_error_encode(msg, sizeof(msg), SESSION, 2, -EIO, text);
 	assert_int_equal(n, FILL_HDR + 10 + FILL_TEXT_MAX);
-	assert_int_equal(tern__get_u16(msg + 32), FILL_TEXT_MAX);
+	assert_int_equal(tern__wire_get_u16(msg + 32), FILL_TEXT_MAX);
 	assert_int_equal(fill_error_decode(msg, (size_t)n, &e), 0);
 	assert_int_equal(strlen(e.text), FILL_TEXT_MAX);
 	assert_memory_equal(e.text, text, FILL_TEXT_MAX);

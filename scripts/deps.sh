@@ -10,11 +10,12 @@ demo) ;;
 # public headers are compiled as C++ too (g++)
 check) need="$need libcmocka-dev python3 libibverbs-dev iproute2 nftables
 	g++" ;;
-# ci also boots the verbs test guest (make vm-check): qemu, cpio, kmod
+# ci also boots the verbs test guest (make vm-check): qemu, cpio, kmod, and
+# xz-utils to unpack linux-source for soft-iWARP's siw.ko
 # fuzz: make fuzz-check builds with clang and links libFuzzer
 fuzz) need="$need libcmocka-dev python3 libibverbs-dev clang libclang-rt-dev" ;;
 ci) need="$need libcmocka-dev python3 clang libclang-rt-dev clang-format
-	libibverbs-dev iproute2 nftables qemu-system-x86 cpio kmod g++" ;;
+	libibverbs-dev iproute2 nftables qemu-system-x86 cpio kmod xz-utils g++" ;;
 *) echo "usage: $0 demo|check|fuzz|ci" >&2; exit 2 ;;
 esac
 

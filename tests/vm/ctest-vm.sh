@@ -9,7 +9,8 @@
 #          with the reason when qemu-system-x86_64 is missing, unless
 #          TERN_VM_REQUIRED=1 (CI), which makes that a failure.
 #          TERN_VM_SIW=1 builds soft-iWARP's siw.ko first, where none is
-#          cached (root: it installs linux-headers).
+#          cached (root: it installs linux-headers); with TERN_VM_REQUIRED=1
+#          a siw.ko that cannot be built is a failure too.
 #        ctest-vm.sh result RESULTS-DIR NAME
 #          print the test's guest output and exit with its status.
 set -u
@@ -31,11 +32,16 @@ boot)
 		echo "SKIP: $why"
 		exit 77
 	fi
-	# soft-iWARP: optional, built once into the cache where asked for
-	# (it installs linux-headers: root only); the suite goes on without it
-	if [ "${TERN_VM_SIW:-0}" = 1 ]; then
-		"$here/run-vm.sh" --build "$build" --siw-prepare ||
-			echo "vm: siw.ko could not be built; going on with rxe only"
+	# soft-iWARP: built once into the cache where asked for (it installs
+	# linux-headers: root only). Asked for and required (CI), a siw.ko
+	# that cannot be built fails the run; otherwise rxe goes on alone.
+	if [ "${TERN_VM_SIW:-0}" = 1 ] &&
+		! "$here/run-vm.sh" --build "$build" --siw-prepare; then
+		if [ "${TERN_VM_REQUIRED:-0}" = 1 ]; then
+			echo "FAIL: siw.ko could not be built (above), and TERN_VM_REQUIRED=1 TERN_VM_SIW=1"
+			exit 1
+		fi
+		echo "vm: siw.ko could not be built; going on with rxe only"
 	fi
 	# what the host says about logging and limits goes into the guest too
 	envs=""

@@ -24,12 +24,33 @@ static void usage(const struct cli_parser *p, FILE *f)
 		"RDMA: link speed, queue\ndepths, message and inject sizes, "
 		"remote CQ data, MR modes, RMA,\natomics and device memory "
 		"(HMEM). By default only providers tern can\nuse are shown "
-		"(efa, verbs;ofi_rxm, tcp;ofi_rxm, shm). It also says whether "
-		"CUDA\nis there and how each provider would move GPU buffers: "
-		"zero-copy where\nit offers FI_HMEM, else staged through "
-		"pinned host memory. --provider\nshows only that provider "
-		"(tcp and verbs mean their ;ofi_rxm forms).\n\n");
+		"(efa, verbs;ofi_rxm, tcp;ofi_rxm, shm). It also says\n"
+		"whether CUDA is there and how tern would move GPU buffers "
+		"over each:\nzero-copy where efa or verbs offer FI_HMEM, else "
+		"staged through pinned\nhost memory. --provider shows only "
+		"that provider (tcp and verbs mean\ntheir ;ofi_rxm "
+		"forms).\n\n");
 	cli_opts_help(p, f);
+}
+
+/*
+ * How tern moves GPU buffers over @p. Only efa and verbs reach GPU memory
+ * themselves (FI_HMEM with a NIC's DMA to the GPU): tern asks for FI_HMEM
+ * on those alone (src/prov/rail.c). shm and tcp may offer FI_HMEM too, but
+ * there it is the provider's own host copies (Debian's libfabric has no
+ * CUDA at all), so tern stages.
+ */
+static const char *gpu_path(const struct tern_prov_info *p)
+{
+	int nic = strcmp(p->provider, "efa") == 0 ||
+		  strncmp(p->provider, "verbs", 5) == 0;
+
+	if (nic && p->hmem)
+		return "zero-copy (FI_HMEM; open the ctx with TERN_CTX_HMEM)";
+	if (nic)
+		return "staged through pinned host memory (no FI_HMEM)";
+	return "staged through pinned host memory (tern asks for FI_HMEM "
+	       "only on efa and verbs)";
 }
 
 static int interesting(const struct tern_prov_info *p)
@@ -153,11 +174,7 @@ static void print_table(const struct tern_prov_info *l, size_t n,
 		       p->tagged ? "yes" : "no",
 		       p->rx_cq_data ? ", needs receives for CQ data" : "");
 		if (p->usable)
-			printf("  GPU buffers    %s\n",
-			       p->hmem ? "zero-copy (FI_HMEM; open the ctx "
-					 "with TERN_CTX_HMEM)"
-				       : "staged through pinned host memory "
-					 "(no FI_HMEM)");
+			printf("  GPU buffers    %s\n", gpu_path(p));
 		if (p->usable)
 			printf("  idle wait      %s\n",
 			       p->wait_fd ? "sleeps on completion-queue fds"

@@ -28,7 +28,8 @@ build: deps-check
 
 # Label vm boots a qemu guest (2-3 minutes, downloads on first use): vm-check.
 check: build
-	ctest --preset dev -j $(JOBS) -LE vm
+	@ctest --preset dev -j $(JOBS) -LE vm; rc=$$?; \
+	sh scripts/skip-reasons.sh build; exit $$rc
 
 # tern over libfabric's verbs provider on Soft-RoCE in a qemu guest
 # (docs/vm.md); needs qemu-system-x86, cpio, kmod (scripts/deps.sh ci).

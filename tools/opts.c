@@ -149,15 +149,6 @@ void cli_opts_init(struct cli_parser *p, const char *cmd, const int *keys)
 	}
 }
 
-static int takes(const struct cli_parser *p, int key)
-{
-	for (const int *k = p->keys; *k != 0; k++) {
-		if (*k == key)
-			return 1;
-	}
-	return 0;
-}
-
 /* Say why @word (as typed) is not an option of this subcommand. */
 static void refuse(const struct cli_parser *p, const char *word)
 {
@@ -228,7 +219,6 @@ int cli_getopt(struct cli_parser *p, int argc, char **argv)
 			argv[optind], argv[optind]);
 		return '?';
 	}
-	(void)takes;
 	return c;
 }
 

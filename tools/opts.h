@@ -70,8 +70,8 @@ void cli_opts_init(struct cli_parser *p, const char *cmd, const int *keys);
  * (named, with the subcommand that does, or its new spelling when it is
  * an old one), or a missing argument. An optional argument may follow
  * as its own word only where it is a HOST:PORT (--listen); a --json
- * followed by a word that is not an option is refused (write --json=FILE),
- * so that a file name is never taken for the peer.
+ * followed by a word that looks like a file (a '.' or '/', no ':') is
+ * refused (write --json=FILE), so that a file is never taken for the peer.
  */
 int cli_getopt(struct cli_parser *p, int argc, char **argv);
 /* The options part of @p's --help, from the table. */

@@ -20,6 +20,7 @@ __all__ = [
     "Context", "Region", "Peer", "Request", "Error", "Timeout", "Cancelled",
     "AccessError", "BoundsError", "ClosedError", "LOCAL", "REMOTE_READ",
     "REMOTE_WRITE", "REMOTE_ATOMIC", "ALL", "version", "LIB_PATH",
+    "connect", "listen", "Listener", "world",
 ]
 
 LOCAL = 1 << 0
@@ -503,6 +504,7 @@ class Context:
         self._peers: "weakref.WeakSet[Peer]" = weakref.WeakSet()
         self._lock = threading.RLock()
         self._aio = None
+        self._boot: set = set()
         info = ffi.new("struct tern_ctx_info *")
         _check(lib.tern_ctx_query(self._ctx, info), "query")
         self.provider = ffi.string(info.provider).decode()
@@ -596,6 +598,8 @@ class Context:
             return
         if self._aio is not None:
             self._aio.close()
+        for b in list(self._boot):
+            b.close()
         for p in list(self._peers):
             p.close()
         ctx, self._ctx = self._ctx, None
@@ -618,3 +622,7 @@ class Context:
             self.close()
         except Exception:
             pass
+
+
+from .boot import connect, listen, Listener  # noqa: E402
+from . import world  # noqa: E402

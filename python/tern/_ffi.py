@@ -166,6 +166,41 @@ int tern_progress(struct tern_ctx *ctx);
 int tern_flush(struct tern_ctx *ctx);
 int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms);
 
+struct tern_boot_info {
+	uint8_t card[2060];
+	size_t card_len;
+	struct tern_mr_desc descs[8];
+	unsigned int ndesc;
+};
+struct tern_boot_server;
+typedef void (*tern_boot_cb)(struct tern_boot_server *srv,
+			     const struct tern_boot_info *info,
+			     const char *text, void *data);
+struct tern_boot_server_attr {
+	const char *listen;
+	const char *token;
+	int handshake_ms;
+	int max_conns;
+	tern_boot_cb on_hello;
+	tern_boot_cb on_gone;
+	tern_boot_cb on_refused;
+	void *data;
+};
+int tern_boot_dial(const char *addr, int timeout_ms, int *fd_p, char *why,
+		   size_t whylen);
+int tern_boot_hello(int fd, const char *token,
+		    const struct tern_boot_info *mine,
+		    struct tern_boot_info *theirs, int timeout_ms, char *why,
+		    size_t whylen);
+int tern_boot_server_open(struct tern_ctx *ctx,
+			  const struct tern_boot_server_attr *attr,
+			  const struct tern_boot_info *mine,
+			  struct tern_boot_server **srv_p, char *why,
+			  size_t whylen);
+int tern_boot_server_addr(const struct tern_boot_server *srv, char *buf,
+			  size_t len);
+void tern_boot_server_close(struct tern_boot_server *srv);
+
 int tern_run(struct tern_ctx *ctx, int mode);
 int tern_ctx_fd(const struct tern_ctx *ctx);
 int tern_ctx_arm(struct tern_ctx *ctx);

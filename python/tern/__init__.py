@@ -218,8 +218,20 @@ class Region:
         if n == 0:
             raise ValueError("tern: cannot register an empty buffer")
         p = ffi.new("struct tern_mr **")
-        _check(lib.tern_mr_reg(ctx._h(), ffi.cast("void *", addr), n,
-                               access, p), "register")
+        if cuda:
+            # device memory: tern's CUDA support registers it zero-copy
+            # or staged (tern/hmem.h); -TERN_ENOCUDA where CUDA is absent
+            attr = ffi.new("struct tern_mr_attr *")
+            attr.buf = ffi.cast("void *", addr)
+            attr.len = n
+            attr.access = access
+            attr.kind = 1  # TERN_MEM_CUDA
+            idx = obj.device.index
+            attr.device = -1 if idx is None else idx
+            _check(lib.tern_mr_regattr(ctx._h(), attr, p), "register")
+        else:
+            _check(lib.tern_mr_reg(ctx._h(), ffi.cast("void *", addr), n,
+                                   access, p), "register")
         self._ctx = ctx
         self._mr = p[0]
         self.obj = obj
@@ -243,6 +255,23 @@ class Region:
         n = _check(lib.tern_mr_desc_pack(self._desc, buf, _DESC_MAX),
                    "descriptor")
         return bytes(ffi.buffer(buf, n))
+
+    @property
+    def path(self) -> str:
+        """"host", "cuda zero-copy" or "cuda staged"."""
+        return ffi.string(lib.tern_mr_path_str(
+            lib.tern_mr_path(self._h()))).decode()
+
+    def sync(self, direction: str, offset: int = 0,
+             length: Optional[int] = None) -> Request:
+        """Staged CUDA regions: "in" (what peers wrote -> the GPU) or "out"
+        (the GPU's bytes -> what peers read). Completes at once elsewhere."""
+        d = {"in": 1, "out": 2}[direction]
+        mr = self._h()
+        if length is None:
+            length = self.nbytes - offset
+        r = Request(self._ctx, "sync", self)
+        return r._posted(lib.tern_mr_sync(mr, offset, length, d, r._req))
 
     def close(self) -> None:
         """Deregister (waits for operations still using it)."""

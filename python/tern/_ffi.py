@@ -201,6 +201,21 @@ int tern_boot_server_addr(const struct tern_boot_server *srv, char *buf,
 			  size_t len);
 void tern_boot_server_close(struct tern_boot_server *srv);
 
+struct tern_mr_attr {
+	void *buf;
+	size_t len;
+	uint64_t access;
+	int kind;
+	int device;
+	uint64_t flags;
+};
+int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
+		    struct tern_mr **mr_p);
+int tern_mr_path(const struct tern_mr *mr);
+const char *tern_mr_path_str(int path);
+int tern_mr_sync(struct tern_mr *mr, uint64_t off, uint64_t len,
+		 unsigned int dir, struct tern_req *req);
+
 int tern_run(struct tern_ctx *ctx, int mode);
 int tern_ctx_fd(const struct tern_ctx *ctx);
 int tern_ctx_arm(struct tern_ctx *ctx);

@@ -25,9 +25,8 @@ class _Watcher:
         self.timer = None
         self.sleep = _POLL_MIN
         self.closed = False
-        if self.fd >= 0:
-            loop.add_reader(self.fd, self.run)
-        self.loop.call_soon(self.run)
+        self.reading = False
+        self.kick()
 
     def run(self):
         if self.closed or self.ctx._ctx is None:
@@ -39,7 +38,10 @@ class _Watcher:
             n = lib.tern_run(self.ctx._ctx, _RUN_NOWAIT)
         self.ctx._reap()
         if not self.ctx._inflight:
-            return  # idle: the fd wakes us if anything arrives
+            # nothing awaited: stop watching (a level-triggered fd left
+            # unarmed would wake us in a loop); the next await kicks
+            self._unwatch()
+            return
         if self.fd < 0:
             self.sleep = _POLL_MIN if n > 0 else min(self.sleep * 2,
                                                      _POLL_MAX)
@@ -55,8 +57,21 @@ class _Watcher:
             self.timer = self.loop.call_later(t / 1000.0, self.run)
 
     def kick(self):
+        if self.fd >= 0 and not self.reading:
+            self.loop.add_reader(self.fd, self.run)
+            self.reading = True
+        # a new request is posted by the next progress pass: run soon,
+        # not at a poll timer's end
+        if isinstance(self.timer, asyncio.TimerHandle):
+            self.timer.cancel()
+            self.timer = None
         if self.timer is None:
             self.timer = self.loop.call_soon(self.run)
+
+    def _unwatch(self):
+        if self.reading and not self.loop.is_closed():
+            self.loop.remove_reader(self.fd)
+        self.reading = False
 
     def close(self):
         if self.closed:
@@ -64,8 +79,7 @@ class _Watcher:
         self.closed = True
         if self.timer is not None:
             self.timer.cancel()
-        if self.fd >= 0 and not self.loop.is_closed():
-            self.loop.remove_reader(self.fd)
+        self._unwatch()
         self.ctx._aio = None
 
 

@@ -4,6 +4,7 @@ dict to ranks 1..3 (inference), which verify it. Peers come from
 tern.world.from_store over a torch.distributed Store.
 
     torchrun --nproc-per-node 4 examples/python/weight_broadcast.py
+    # (Debian 12's torchrun is broken on Python 3.11: use --spawn there)
     # or, without torchrun (FileStore, torch.multiprocessing):
     PYTHONPATH=python python3 examples/python/weight_broadcast.py --spawn
 """

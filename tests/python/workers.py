@@ -103,14 +103,20 @@ def aio_clients(prov, card, descs, nclients, nwrites):
     asyncio.run(main())
 
 
-def victim(prov, q_out):
-    """Story 4: a target that will be killed."""
+def victim(prov, q_out, pause):
+    """Story 4: a target that will be killed. With pause set it stops
+    progressing before the kill: libfabric 1.17's shm provider spins
+    forever on a peer's shared-memory lock when that peer was killed in
+    the middle of its progress (reported in the python branch's notes)."""
     import numpy as np
     import tern
     ctx = tern.Context(prov, node=node(prov))
     buf = np.zeros(64 << 20, np.uint8)
     reg = ctx.register(buf)
     q_out.put((ctx.card, reg.descriptor()))
-    while True:
+    while not pause.is_set():
         ctx.progress()
         time.sleep(0.0001)
+    q_out.put("paused")
+    while True:
+        time.sleep(1)

@@ -7,15 +7,17 @@ need="gcc make cmake pkg-config libfabric-dev libhwloc-dev"
 case "${1:-demo}" in
 demo) ;;
 # check: the network-namespace tests need ip, tc (iproute2) and nft; the
-# public headers are compiled as C++ too (g++)
+# public headers are compiled as C++ too (g++); the Python package's
+# tests need Debian's cffi, numpy, pytest and torch (no pip)
 check) need="$need libcmocka-dev python3 libibverbs-dev iproute2 nftables
-	g++" ;;
+	g++ python3-cffi python3-numpy python3-pytest python3-torch" ;;
 # ci also boots the verbs test guest (make vm-check): qemu, cpio, kmod, and
 # xz-utils to unpack linux-source for soft-iWARP's siw.ko
 # fuzz: make fuzz-check builds with clang and links libFuzzer
 fuzz) need="$need libcmocka-dev python3 libibverbs-dev clang libclang-rt-dev" ;;
 ci) need="$need libcmocka-dev python3 clang libclang-rt-dev clang-format
-	libibverbs-dev iproute2 nftables qemu-system-x86 cpio kmod xz-utils g++" ;;
+	libibverbs-dev iproute2 nftables qemu-system-x86 cpio kmod xz-utils g++
+	python3-cffi python3-numpy python3-pytest python3-torch" ;;
 *) echo "usage: $0 demo|check|fuzz|ci" >&2; exit 2 ;;
 esac
 

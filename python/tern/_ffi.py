@@ -1,0 +1,252 @@
+# SPDX-License-Identifier: MIT
+"""cffi (ABI mode) declarations of libtern's public API, and the loader.
+
+struct tern_req is declared with its public fields and a private area of
+TERN_REQ_PRIV_SIZE bytes, read from tern/req.h where the header is found
+(_PRIV_SIZE_DEFAULT otherwise): no private field is spelled out here.
+"""
+import os
+import re
+
+import cffi
+
+# The value of TERN_REQ_PRIV_SIZE in include/tern/req.h, used only when the
+# header cannot be found at import time.
+_PRIV_SIZE_DEFAULT = 192
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_SRC = os.path.normpath(os.path.join(_HERE, "..", ".."))
+
+
+def _header_dirs():
+    dirs = []
+    if os.environ.get("TERN_INCLUDE"):
+        dirs.append(os.environ["TERN_INCLUDE"])
+    dirs += [os.path.join(_SRC, "include"), "/usr/local/include", "/usr/include"]
+    return dirs
+
+
+def _define(header, name, default):
+    for d in _header_dirs():
+        path = os.path.join(d, "tern", header)
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError:
+            continue
+        m = re.search(r"#define\s+%s\s+\(?(\d+)" % name, text)
+        if m:
+            return int(m.group(1))
+    return default
+
+
+PRIV_SIZE = _define("req.h", "TERN_REQ_PRIV_SIZE", _PRIV_SIZE_DEFAULT)
+
+CDEF = """
+typedef long ssize_t;
+const char *tern_strerror(int ret);
+const char *tern_version(void);
+void tern_log_set_level(int level);
+
+struct tern_ctx;
+struct tern_peer;
+struct tern_mr;
+struct tern_ctx_attr {
+	const char *provider;
+	const char *node;
+	const char *domain;
+	unsigned int rails;
+	int log_level;
+	unsigned int post_batch;
+	uint64_t flags;
+	uint64_t stripe_chunk;
+	const char *domains;
+};
+struct tern_ctx_info {
+	const char *provider;
+	const char *fabric;
+	const char *domain;
+	unsigned int rails;
+	uint64_t mr_mode;
+	size_t tx_size;
+	size_t rx_size;
+	size_t cq_data_size;
+	size_t inject_size;
+	uint64_t max_msg_size;
+	size_t mr_key_size;
+	int rx_cq_data;
+	uint64_t link_speed;
+	int atomic_fadd;
+	int atomic_cswap;
+	int wait_fd;
+	const char *pinned;
+	int hmem;
+	uint64_t stage_copies;
+	uint64_t stage_bytes;
+};
+int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p);
+int tern_ctx_close(struct tern_ctx *ctx);
+int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info);
+ssize_t tern_ctx_card(const struct tern_ctx *ctx, void *buf, size_t len);
+int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
+		  struct tern_peer **peer_p);
+int tern_peer_remove(struct tern_peer *peer);
+
+struct tern_mr_desc {
+	uint64_t base;
+	uint64_t len;
+	uint32_t flags;
+	uint32_t nkeys;
+	uint64_t keys[32];
+};
+int tern_mr_reg(struct tern_ctx *ctx, void *buf, size_t len, uint64_t access,
+		struct tern_mr **mr_p);
+int tern_mr_close(struct tern_mr *mr);
+int tern_mr_desc(const struct tern_mr *mr, struct tern_mr_desc *desc);
+void *tern_mr_addr(const struct tern_mr *mr);
+size_t tern_mr_len(const struct tern_mr *mr);
+ssize_t tern_mr_desc_pack(const struct tern_mr_desc *desc, void *buf,
+			  size_t len);
+ssize_t tern_mr_desc_unpack(const void *buf, size_t len,
+			    struct tern_mr_desc *desc);
+
+struct tern_req {
+	void *cb;
+	void *data;
+	int done;
+	int status;
+	size_t len;
+	uint64_t imm;
+	uint64_t value;
+	unsigned int flags;
+	int prov_errno;
+	char errmsg[96];
+	uint64_t _priv[%d];
+};
+struct tern_piece {
+	uint64_t loff;
+	uint64_t roff;
+	uint64_t len;
+	uint32_t region;
+	uint32_t pad;
+};
+void tern_req_init(struct tern_req *req, void *cb, void *data);
+int tern_send(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+	      size_t len, struct tern_req *req);
+int tern_recv(struct tern_ctx *ctx, struct tern_mr *mr, void *buf, size_t len,
+	      struct tern_req *req);
+int tern_send_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+		  size_t len, uint32_t imm, struct tern_req *req);
+int tern_read(struct tern_peer *peer, struct tern_mr *mr, void *buf,
+	      size_t len, const struct tern_mr_desc *rdesc, uint64_t roff,
+	      struct tern_req *req);
+int tern_write(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+	       size_t len, const struct tern_mr_desc *rdesc, uint64_t roff,
+	       struct tern_req *req);
+int tern_write_imm(struct tern_peer *peer, struct tern_mr *mr,
+		   const void *buf, size_t len,
+		   const struct tern_mr_desc *rdesc, uint64_t roff,
+		   uint32_t imm, struct tern_req *req);
+int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
+		      const struct tern_piece *pieces, size_t n,
+		      const struct tern_mr_desc *regions,
+		      unsigned int nregions, uint64_t flags, uint32_t imm,
+		      struct tern_req *req);
+int tern_atomic_fetch_add(struct tern_peer *peer,
+			  const struct tern_mr_desc *rdesc, uint64_t roff,
+			  uint64_t add, struct tern_req *req);
+int tern_atomic_cswap(struct tern_peer *peer, const struct tern_mr_desc *rdesc,
+		      uint64_t roff, uint64_t compare, uint64_t swap,
+		      struct tern_req *req);
+int tern_imm_expect(struct tern_ctx *ctx, uint32_t imm, uint64_t count,
+		    struct tern_req *req);
+uint64_t tern_imm_count(const struct tern_ctx *ctx, uint32_t imm);
+int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req);
+int tern_progress(struct tern_ctx *ctx);
+int tern_flush(struct tern_ctx *ctx);
+int tern_wait(struct tern_ctx *ctx, struct tern_req *req, int timeout_ms);
+
+struct tern_boot_info {
+	uint8_t card[2060];
+	size_t card_len;
+	struct tern_mr_desc descs[8];
+	unsigned int ndesc;
+};
+struct tern_boot_server;
+typedef void (*tern_boot_cb)(struct tern_boot_server *srv,
+			     const struct tern_boot_info *info,
+			     const char *text, void *data);
+struct tern_boot_server_attr {
+	const char *listen;
+	const char *token;
+	int handshake_ms;
+	int max_conns;
+	tern_boot_cb on_hello;
+	tern_boot_cb on_gone;
+	tern_boot_cb on_refused;
+	void *data;
+};
+int tern_boot_dial(const char *addr, int timeout_ms, int *fd_p, char *why,
+		   size_t whylen);
+int tern_boot_hello(int fd, const char *token,
+		    const struct tern_boot_info *mine,
+		    struct tern_boot_info *theirs, int timeout_ms, char *why,
+		    size_t whylen);
+int tern_boot_server_open(struct tern_ctx *ctx,
+			  const struct tern_boot_server_attr *attr,
+			  const struct tern_boot_info *mine,
+			  struct tern_boot_server **srv_p, char *why,
+			  size_t whylen);
+int tern_boot_server_addr(const struct tern_boot_server *srv, char *buf,
+			  size_t len);
+void tern_boot_server_close(struct tern_boot_server *srv);
+
+struct tern_mr_attr {
+	void *buf;
+	size_t len;
+	uint64_t access;
+	int kind;
+	int device;
+	uint64_t flags;
+};
+int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
+		    struct tern_mr **mr_p);
+int tern_mr_path(const struct tern_mr *mr);
+const char *tern_mr_path_str(int path);
+int tern_mr_sync(struct tern_mr *mr, uint64_t off, uint64_t len,
+		 unsigned int dir, struct tern_req *req);
+
+int tern_run(struct tern_ctx *ctx, int mode);
+int tern_ctx_fd(const struct tern_ctx *ctx);
+int tern_ctx_arm(struct tern_ctx *ctx);
+int tern_ctx_timeout(const struct tern_ctx *ctx);
+""" % (PRIV_SIZE // 8)
+
+ffi = cffi.FFI()
+ffi.cdef(CDEF)
+
+
+def _candidates():
+    env = os.environ.get("TERN_LIB")
+    if env:
+        yield env
+    for b in ("build", "build-release", "build-asan"):
+        yield os.path.join(_SRC, b, "libtern.so")
+    yield "libtern.so.0"
+    yield "libtern.so"
+
+
+def _load():
+    errors = []
+    for path in _candidates():
+        if os.path.sep in path and not os.path.exists(path):
+            continue
+        try:
+            return ffi.dlopen(path), path
+        except OSError as e:
+            errors.append("%s: %s" % (path, e))
+    raise ImportError("tern: cannot load libtern.so (set TERN_LIB): " +
+                      "; ".join(errors))
+
+
+lib, LIB_PATH = _load()

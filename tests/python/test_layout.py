@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: MIT
+"""The cffi declarations match the C headers: sizes and public offsets of
+every struct the package shares with libtern, read from a C compiler."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tern._ffi import ffi  # noqa: E402
+
+INC = os.environ.get("TERN_INCLUDE") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "include")
+
+FIELDS = {
+    "tern_req": ["cb", "data", "done", "status", "len", "imm", "value",
+                 "flags", "prov_errno", "errmsg", "_priv"],
+    "tern_piece": ["loff", "roff", "len", "region", "pad"],
+    "tern_mr_desc": ["base", "len", "flags", "nkeys", "keys"],
+    "tern_ctx_attr": ["provider", "node", "domain", "rails", "log_level",
+                      "post_batch", "flags", "stripe_chunk", "domains"],
+    "tern_ctx_info": ["provider", "rails", "wait_fd", "hmem",
+                      "stage_bytes"],
+    "tern_mr_attr": ["buf", "len", "access", "kind", "device", "flags"],
+    "tern_boot_info": ["card", "card_len", "descs", "ndesc"],
+    "tern_boot_server_attr": ["listen", "token", "on_hello", "data"],
+}
+
+
+def test_layout_matches_headers():
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    assert cc, "no C compiler to read the headers' layout with"
+    lines = ['#include <stdio.h>', '#include <stddef.h>',
+             '#include <tern/tern.h>', '#include <tern/hmem.h>',
+             '#include <tern/boot.h>', 'int main(void) {']
+    for s, fs in FIELDS.items():
+        lines.append('printf("%s %%zu\\n", sizeof(struct %s));' % (s, s))
+        for f in fs:
+            lines.append('printf("%s.%s %%zu\\n", offsetof(struct %s, %s));'
+                         % (s, f, s, f))
+    lines.append("return 0; }")
+    with tempfile.TemporaryDirectory() as d:
+        src, exe = os.path.join(d, "l.c"), os.path.join(d, "l")
+        with open(src, "w") as f:
+            f.write("\n".join(lines))
+        subprocess.run([cc, "-I", INC, src, "-o", exe], check=True)
+        out = subprocess.run([exe], capture_output=True, text=True,
+                             check=True).stdout
+    for line in out.splitlines():
+        key, val = line.split()
+        if "." in key:
+            s, f = key.split(".")
+            got = ffi.offsetof("struct " + s, f)
+        else:
+            got = ffi.sizeof("struct " + key)
+        assert got == int(val), "%s: cffi %d, C %s" % (key, got, val)

@@ -75,8 +75,10 @@ static void json_str(const char *key, const char *v, int comma)
 static void print_json(const struct tern_prov_info *l, size_t n,
 		       const struct tern_mem_info *cuda)
 {
-	printf("{\"tern\": \"%s\", \"libfabric\": \"%s\", ", tern_version(),
-	       tern_fabric_version());
+	printf("{\"tern\": \"%s\", \"libfabric\": \"%s\", "
+	       "\"libfabric_build\": \"%s\", \"libfabric_api\": \"%s\", ",
+	       tern_version(), tern_fabric_version(),
+	       tern_fabric_build_version(), tern_fabric_api_version());
 	printf("\"cuda\": {\"available\": %s, \"devices\": %d, "
 	       "\"driver_version\": %d, \"fake\": %s, ",
 	       cuda->available ? "true" : "false", cuda->devices,
@@ -139,8 +141,9 @@ static const char *big(uint64_t v, char *buf, size_t len)
 static void print_table(const struct tern_prov_info *l, size_t n,
 			const struct tern_mem_info *cuda)
 {
-	printf("libfabric %s (tern %s built with %s)\n", tern_fabric_version(),
-	       tern_version(), tern_fabric_build_version());
+	printf("libfabric %s, API %s (tern %s built with %s)\n",
+	       tern_fabric_version(), tern_fabric_api_version(), tern_version(),
+	       tern_fabric_build_version());
 	if (cuda->available)
 		printf("CUDA %s driver %d.%d, %d device(s)\n\n",
 		       cuda->fake ? "FAKE ($TERN_FAKE_CUDA)" : "",

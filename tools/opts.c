@@ -279,6 +279,8 @@ static const char *const env_help[][2] = {
 	{ "TERN_DOMAINS", "rails on these domains (comma-separated) or gpu=N" },
 	{ "TERN_TOPO_XML", "machine map for gpu=N from this hwloc XML file" },
 	{ "TERN_TOKEN", "bootstrap shared secret when --token is not given" },
+	{ "TERN_FI_API",
+	  "libfabric API version to ask for (default: negotiated)" },
 	{ "TERN_LOG", "none, warn (default), info, debug" },
 	{ "TERN_POST_BATCH", "operations posted per rail per pass (32)" },
 	{ "TERN_BUSY_POLL", "1: never sleep while waiting" },

@@ -56,9 +56,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "version") == 0 ||
 	    strcmp(argv[1], "--version") == 0) {
-		printf("tern %s (libfabric %s at run time, built with %s)\n",
+		printf("tern %s (libfabric %s at run time, API %s, built "
+		       "with %s)\n",
 		       tern_version(), tern_fabric_version(),
-		       tern_fabric_build_version());
+		       tern_fabric_api_version(), tern_fabric_build_version());
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {

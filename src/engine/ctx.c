@@ -328,11 +328,12 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		ret = -EINVAL;
 		goto err_scratch;
 	}
-	tern_info("ctx: libfabric %s (built with %s), provider %s, fabric %s, "
-		  "domain %s, %u rail(s), tx %zu rx %zu, mr_mode 0x%llx",
-		  tern_fabric_version(), tern_fabric_build_version(),
-		  ctx->prov_name, ctx->fabric_name, ctx->domain_name,
-		  ctx->nrails, ctx->tx_size, ctx->rx_size,
+	tern_info("ctx: libfabric %s API %s (built with %s), provider %s, "
+		  "fabric %s, domain %s, %u rail(s), tx %zu rx %zu, mr_mode "
+		  "0x%llx",
+		  tern_fabric_version(), tern_fabric_api_version(),
+		  tern_fabric_build_version(), ctx->prov_name, ctx->fabric_name,
+		  ctx->domain_name, ctx->nrails, ctx->tx_size, ctx->rx_size,
 		  (unsigned long long)ctx->mr_mode);
 	*ctx_p = ctx;
 	return 0;

@@ -142,8 +142,7 @@ static int query(const char *provider, uint64_t caps, struct fi_info **info_p)
 		}
 	}
 	*info_p = NULL;
-	ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL,
-			 NULL, 0, hints, info_p);
+	ret = fi_getinfo(tern__prov_api(), NULL, NULL, 0, hints, info_p);
 	fi_freeinfo(hints);
 	if (ret == -FI_ENODATA)
 		return 0;

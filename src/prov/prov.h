@@ -173,6 +173,10 @@ int tern__prov_av_insert(struct tern__prov_rail *r, unsigned int idx,
 /* Nothing when the rail's AV is already closed. */
 void tern__prov_av_remove(struct tern__prov_rail *r, uint64_t fiaddr);
 
+/* The libfabric API version tern asks for (FI_VERSION): the highest both
+ * the running library and tern know, or $TERN_FI_API. */
+uint32_t tern__prov_api(void);
+
 /* Map a provider error (positive FI_E* value) to a tern error code. */
 int tern__err_from_fi(int fi_err);
 /* "tcp" and "verbs" mean their RDM forms. */

@@ -16,9 +16,6 @@
 #include "../core/core.h"
 #include "prov.h"
 
-/* The API version tern asks for: the one it was built against. */
-#define TERN_FI_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
-
 /* fi_enable refusals (EBUSY: a stale shm region with our name) to try past
  * per rail. Each refusal removes one stale file; this covers a killed
  * process that had two ctxs of TERN_MAX_RAILS rails open. */
@@ -27,20 +24,6 @@
 /* Providers tried, best first, when none is named. shm is never automatic. */
 static const char *const auto_providers[] = { "efa", "verbs;ofi_rxm",
 					      "tcp;ofi_rxm" };
-
-const char *tern_fabric_version(void)
-{
-	static char buf[32];
-	uint32_t v = fi_version();
-
-	snprintf(buf, sizeof(buf), "%u.%u", FI_MAJOR(v), FI_MINOR(v));
-	return buf;
-}
-
-const char *tern_fabric_build_version(void)
-{
-	return TERN_STR(FI_MAJOR_VERSION) "." TERN_STR(FI_MINOR_VERSION);
-}
 
 /* "tcp" and "verbs" mean their RDM forms. */
 const char *tern__provider_canonical(const char *name)
@@ -130,7 +113,7 @@ static int getinfo_caps(const char *prov, const char *node, const char *domain,
 	if (hints == NULL)
 		return -ENOMEM;
 	hints->addr_format = fmt;
-	ret = fi_getinfo(TERN_FI_VERSION, node, NULL, node ? FI_SOURCE : 0,
+	ret = fi_getinfo(tern__prov_api(), node, NULL, node ? FI_SOURCE : 0,
 			 hints, &info);
 	fi_freeinfo(hints);
 	if (ret != 0) {

@@ -26,6 +26,13 @@ done
 t 0 "shm" "$TERN" info
 t 0 '"provider": "shm"' "$TERN" info --json --provider shm
 t 1 "no nosuch offering" "$TERN" info --provider nosuch
+# The API version is negotiated at run time (never above the running
+# library's); TERN_FI_API asks for an older one, and a bad one is named.
+run=$("$TERN" info --json --provider shm | sed -n 's/.*"libfabric": "\([0-9.]*\)".*/\1/p')
+t 0 "\"libfabric_api\": \"$run\"" "$TERN" info --json --provider shm
+t 0 '"libfabric_api": "1.12"' env TERN_FI_API=1.12 "$TERN" info --json --provider shm
+t 0 "ignoring TERN_FI_API=9.x" env TERN_FI_API=9.x "$TERN" info --provider shm
+t 0 "API 1.12" env TERN_FI_API=1.12 "$TERN" version
 t 2 "not hex" "$TERN" fill zzzz --provider shm
 t 2 "no server card" "$TERN" fill --provider shm
 t 1 "server card unusable" "$TERN" fill 00112233 --provider shm

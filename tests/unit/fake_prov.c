@@ -465,3 +465,8 @@ const char *tern_fabric_build_version(void)
 {
 	return "fake";
 }
+
+const char *tern_fabric_api_version(void)
+{
+	return "fake";
+}

@@ -177,6 +177,21 @@ static void print_table(const struct tern_prov_info *l, size_t n,
 		       p->tagged ? "yes" : "no",
 		       p->rx_cq_data ? ", needs receives for CQ data" : "");
 		if (p->usable)
+			printf("  messages       %s\n",
+			       p->tagged ? "tagged: the provider matches them "
+					   "to receives"
+					 : "untagged: tern matches them to "
+					   "receives, one copy each, at most "
+					   "the endpoint's message size (the "
+					   "MTU on efa-direct)");
+		if (p->usable && !p->atomic)
+			printf("  atomics        none: tern_atomic_* answer "
+			       "-TERN_ENOTSUP%s\n",
+			       strcmp(p->fabric, "efa-direct") == 0
+				       ? " (the efa fabric emulates them: "
+					 "--fabric efa)"
+				       : "");
+		if (p->usable)
 			printf("  GPU buffers    %s\n", gpu_path(p));
 		if (p->usable)
 			printf("  idle wait      %s\n",

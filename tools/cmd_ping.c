@@ -746,6 +746,15 @@ int cmd_atomic(int argc, char **argv)
 	}
 	if (net_args(&o, argc, argv, &peer_arg) != 0)
 		return 2;
+	/* Atomics need efa's emulating fabric: efa-direct, the default
+	 * where offered, has none. An explicit --fabric stands. */
+	if (getenv("TERN_FABRIC") == NULL &&
+	    strcmp(o.provider
+			   ? o.provider
+			   : (getenv("TERN_PROVIDER") ? getenv("TERN_PROVIDER")
+						      : ""),
+		   "efa") == 0)
+		setenv("TERN_FABRIC", "efa", 1);
 	stop_flag = cli_catch_signals();
 	if (o.server)
 		return atomic_serve(&o);

@@ -18,6 +18,12 @@
 static const struct cli_opt table[] = {
 	OPT("provider", 'p', required_argument, "NAME",
 	    "efa, verbs, tcp, shm or auto (default: the best present)"),
+	/* Taken wherever --provider is (cli_opts_init adds it); it sets
+	 * $TERN_FABRIC, which every ctx of the command and the processes
+	 * it starts read. */
+	OPT("fabric", CLI_FABRIC, required_argument, "NAME",
+	    "libfabric fabric: on efa, efa-direct (default where offered) or "
+	    "efa (atomics, any message size); see tern info"),
 	OPT("node", CLI_NODE, required_argument, "ADDR",
 	    "local address to bind (tcp)"),
 	OPT("rails", CLI_RAILS, required_argument, "N|gpu=N|DOMAIN,...",
@@ -132,9 +138,16 @@ void cli_opts_init(struct cli_parser *p, const char *cmd, const int *keys)
 
 	memset(p, 0, sizeof(*p));
 	p->cmd = cmd;
-	p->keys = keys;
-	p->shorts[s++] = ':'; /* a missing argument returns ':' */
+	/* --fabric goes with --provider (tern info lists every fabric). */
 	for (const int *k = keys; *k != 0 && n < CLI_MAX_OPTS; k++) {
+		p->xkeys[n++] = *k;
+		if (*k == 'p' && strcmp(cmd, "info") != 0)
+			p->xkeys[n++] = CLI_FABRIC;
+	}
+	p->keys = p->xkeys;
+	n = 0;
+	p->shorts[s++] = ':'; /* a missing argument returns ':' */
+	for (const int *k = p->keys; *k != 0 && n < CLI_MAX_OPTS; k++) {
 		const struct cli_opt *o = cli_opt_find(*k);
 
 		if (o == NULL)
@@ -186,6 +199,15 @@ int cli_getopt(struct cli_parser *p, int argc, char **argv)
 
 	opterr = 0;
 	c = getopt_long(argc, argv, p->shorts, p->lo, NULL);
+	while (c == CLI_FABRIC) {
+		if (optarg[0] == '\0') {
+			cli_err(p->cmd, "--fabric needs a name (e.g. efa or "
+					"efa-direct)");
+			return '?';
+		}
+		setenv("TERN_FABRIC", optarg, 1);
+		c = getopt_long(argc, argv, p->shorts, p->lo, NULL);
+	}
 	if (c == '?') {
 		/* An unknown long option is at optind - 1; an unknown letter
 		 * is optopt (it may sit inside a group such as -xv). */
@@ -275,6 +297,7 @@ void cli_opts_help(const struct cli_parser *p, FILE *f)
 static const char *const env_help[][2] = {
 	{ "TERN_PROVIDER",
 	  "provider when none is given (efa, verbs, tcp, shm)" },
+	{ "TERN_FABRIC", "libfabric fabric (efa: efa-direct or efa)" },
 	{ "TERN_NODE", "address or interface to bind when none is given" },
 	{ "TERN_DOMAINS", "rails on these domains (comma-separated) or gpu=N" },
 	{ "TERN_TOPO_XML", "machine map for gpu=N from this hwloc XML file" },

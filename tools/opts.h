@@ -40,6 +40,7 @@ enum cli_key {
 	CLI_RECONNECT,
 	CLI_CLIENTS,
 	CLI_WORKER_FD,
+	CLI_FABRIC,
 };
 
 struct cli_opt {
@@ -55,7 +56,8 @@ struct cli_opt {
 /* One subcommand's parser, made by cli_opts_init() from its keys. */
 struct cli_parser {
 	const char *cmd;
-	const int *keys; /* 0-terminated */
+	const int *keys; /* 0-terminated: xkeys */
+	int xkeys[CLI_MAX_OPTS + 2];
 	struct option lo[CLI_MAX_OPTS + 1];
 	char shorts[2 * CLI_MAX_OPTS + 2];
 };

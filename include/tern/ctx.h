@@ -75,6 +75,17 @@ struct tern_ctx_attr {
 	 * With a list, @p rails must be 0, 1 or its length; @p node is ignored.
 	 */
 	const char *domains;
+	/**
+	 * libfabric fabric to use, or NULL: $TERN_FABRIC, else the
+	 * provider's choice. On efa (libfabric 2.1 and later) "efa-direct"
+	 * maps each call to one hardware work request: messages up to the
+	 * MTU (about 8 KiB), RMA split at the device's limit, no atomics
+	 * (-TERN_ENOTSUP); "efa" emulates what the hardware lacks (atomics,
+	 * messages of any size). NULL on efa means efa-direct where offered,
+	 * else efa (docs/efa.md). On other providers a fabric name as
+	 * `tern info` lists it (tcp: a subnet such as "192.0.2.0/24").
+	 */
+	const char *fabric;
 };
 
 /** Default striping chunk (and threshold): 128 KiB. */
@@ -157,7 +168,7 @@ struct tern_ctx_info {
 	size_t rx_size;
 	size_t cq_data_size; /**< bytes of remote CQ data (immediate) */
 	size_t inject_size;
-	uint64_t max_msg_size;
+	uint64_t max_msg_size; /**< largest tern_send() */
 	size_t mr_key_size;
 	int rx_cq_data;	     /**< 1 when writes with data consume receives */
 	uint64_t link_speed; /**< bits/s the NIC reports, 0 when unknown */
@@ -177,6 +188,14 @@ struct tern_ctx_info {
 	 * bytes, since the ctx opened (tern/hmem.h). */
 	uint64_t stage_copies;
 	uint64_t stage_bytes;
+	/** Largest single RMA the provider takes; a longer tern_write() or
+	 * tern_read() is split into operations of at most this. */
+	uint64_t max_rma_size;
+	/** 1: messages are libfabric tagged messages; 0: the provider has
+	 * none (efa-direct) and tern matches untagged ones to receives
+	 * itself, copying each (at most max_msg_size) out of its own
+	 * receive buffers. */
+	int tagged;
 };
 
 /**

@@ -61,6 +61,7 @@ struct tern_ctx_attr {
 	uint64_t flags;
 	uint64_t stripe_chunk;
 	const char *domains;
+	const char *fabric;
 };
 struct tern_ctx_info {
 	const char *provider;
@@ -83,6 +84,8 @@ struct tern_ctx_info {
 	int hmem;
 	uint64_t stage_copies;
 	uint64_t stage_bytes;
+	uint64_t max_rma_size;
+	int tagged;
 };
 int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p);
 int tern_ctx_close(struct tern_ctx *ctx);

@@ -107,6 +107,7 @@ static int post_sinks(struct tern_rail *r)
 static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 {
 	size_t len = sizeof(r->addr);
+	unsigned int nbounce = 0;
 	int ret;
 
 	r->ctx = ctx;
@@ -117,22 +118,28 @@ static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 	r->addrlen = len;
 	r->tx_credits = ctx->tx_size;
 	r->rx_credits = ctx->rx_size;
-	r->slots = calloc(ctx->tx_size, sizeof(*r->slots));
+	/* Untagged messaging: rail 0's receive buffers have slots past the
+	 * tx credits' (bounce.c). */
+	if (!ctx->tagged && r->idx == 0)
+		nbounce = tern__bounce_count(ctx);
+	r->slots = calloc(ctx->tx_size + nbounce, sizeof(*r->slots));
 	r->free_slots = calloc(ctx->tx_size, sizeof(*r->free_slots));
 	if (r->slots == NULL || r->free_slots == NULL) {
 		ret = -ENOMEM;
 		goto err_close;
 	}
-	r->slots_span = ctx->tx_size * sizeof(*r->slots);
+	r->slots_span = (ctx->tx_size + nbounce) * sizeof(*r->slots);
 	for (r->nfree = 0; r->nfree < ctx->tx_size; r->nfree++)
 		r->free_slots[r->nfree] = (uint32_t)(ctx->tx_size - 1 -
 						     r->nfree);
-	if (ctx->rx_cq_data) {
+	/* Untagged, rail 0's message buffers absorb remote CQ data too. */
+	if (ctx->rx_cq_data && nbounce == 0) {
 		ret = post_sinks(r);
 		if (ret != 0)
 			goto err_close;
 		r->rx_credits -= TERN__SINKS;
 	}
+	r->rx_credits -= nbounce;
 	return 0;
 
 err_close:
@@ -179,6 +186,20 @@ static void scratch_close(struct tern_ctx *ctx, int held)
 	ctx->scratch = NULL;
 }
 
+/* The largest message and RMA every rail takes. */
+static void rail_limits(struct tern_ctx *ctx, struct tern__prov_rail *const *pr)
+{
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		uint64_t msg, rma;
+
+		tern__prov_rail_limits(&ctx->prov, pr[i], &msg, &rma);
+		if (i == 0 || msg < ctx->max_msg_size)
+			ctx->max_msg_size = msg;
+		if (i == 0 || rma < ctx->max_rma_size)
+			ctx->max_rma_size = rma;
+	}
+}
+
 static void decode_caps(struct tern_ctx *ctx, const struct tern__prov_caps *c)
 {
 	ctx->mr_mode = c->mr_mode;
@@ -196,6 +217,7 @@ static void decode_caps(struct tern_ctx *ctx, const struct tern__prov_caps *c)
 	ctx->mr_key_size = c->mr_key_size;
 	ctx->link_speed = c->link_speed;
 	ctx->hmem = c->hmem;
+	ctx->tagged = c->tagged;
 	/* verbs;ofi_rxm: see tern__prov_caps() (ofiwg/libfabric#11828). */
 	ctx->close_linger_ms = c->linger_ms;
 	snprintf(ctx->prov_name, sizeof(ctx->prov_name), "%s", c->prov_name);
@@ -270,6 +292,8 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		.domains = name_p,
 		.ndomains = ndom,
 		.hmem = want_hmem(attr),
+		.fabric = attr->fabric ? attr->fabric
+				       : tern__env_str("TERN_FABRIC"),
 	};
 	ret = tern__prov_choose(&ctx->prov, &want, pr);
 	if (ret != 0)
@@ -277,7 +301,8 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	tern__prov_caps(&ctx->prov, pr, ctx->nrails, &caps);
 	decode_caps(ctx, &caps);
 	if (ctx->tx_size == 0 ||
-	    ctx->rx_size <= (ctx->rx_cq_data ? TERN__SINKS : 0)) {
+	    ctx->rx_size <= (ctx->rx_cq_data ? TERN__SINKS : 0) ||
+	    (!ctx->tagged && tern__bounce_count(ctx) == 0)) {
 		tern_warn("provider %s reports queue sizes tx %zu rx %zu",
 			  ctx->prov_name, ctx->tx_size, ctx->rx_size);
 		ret = -TERN_ENOPROV;
@@ -312,12 +337,18 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 			goto err_rails;
 		}
 	}
+	rail_limits(ctx, pr);
 	ctx->atomic_fadd = tern__prov_atomic_ok(pr, &ctx->prov, ctx->nrails, 1);
 	ctx->atomic_cswap = tern__prov_atomic_ok(pr, &ctx->prov, ctx->nrails,
 						 0);
 	ret = scratch_open(ctx);
 	if (ret != 0)
 		goto err_rails;
+	if (!ctx->tagged) {
+		ret = tern__bounce_open(ctx);
+		if (ret != 0)
+			goto err_scratch;
+	}
 	ret = tern__loop_init(ctx);
 	if (ret != 0)
 		goto err_scratch;
@@ -340,6 +371,7 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 
 err_scratch:
 	tern__loop_fini(ctx);
+	tern__bounce_close(ctx, 1); /* receives are still posted */
 	scratch_close(ctx, 0);
 err_rails:
 	while (i-- > 0)
@@ -433,6 +465,7 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	tern__ready_run(ctx);
 	tern__stage_close(ctx);
 	tern__ready_run(ctx);
+	tern__bounce_close(ctx, 0); /* the endpoints are closed */
 	scratch_close(ctx, held);
 	close_peers(ctx); /* any a last callback added */
 	/* Nothing is in flight on a region any more; a region a last
@@ -470,6 +503,8 @@ int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info)
 		.cq_data_size = ctx->cq_data_size,
 		.inject_size = ctx->inject_size,
 		.max_msg_size = ctx->max_msg_size,
+		.max_rma_size = ctx->max_rma_size,
+		.tagged = ctx->tagged,
 		.mr_key_size = ctx->mr_key_size,
 		.rx_cq_data = ctx->rx_cq_data,
 		.link_speed = ctx->link_speed,

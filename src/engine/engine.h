@@ -227,6 +227,30 @@ struct tern__imm_table {
 	uint64_t dropped; /* arrivals lost because the table was full */
 };
 
+/* A message no receive has taken yet (bounce.c). */
+struct tern__unexp {
+	struct tern__unexp *next;
+	size_t len;
+	uint64_t data;
+	int imm_data;
+	int bounce; /* the receive buffer it is held in, or -1: bytes[] */
+	uint8_t bytes[];
+};
+
+/* Untagged messaging (bounce.c): rail 0's own receive buffers. Their
+ * provider contexts are slots of rail 0 past its tx_size (owner NULL). */
+struct tern__bounce {
+	unsigned int n; /* buffers */
+	size_t len;	/* bytes each: the largest message */
+	uint8_t *buf;	/* n * len, registered as mr */
+	struct tern_mr *mr;
+	struct tern__unexp *ent;	 /* n: a held buffer's entry */
+	struct tern__unexp *head, *tail; /* unclaimed messages, oldest first */
+	size_t copied;			 /* their bytes copied aside */
+	size_t copy_max;		 /* at most; then buffers are held */
+	unsigned int held;		 /* buffers held (not re-posted) */
+};
+
 struct tern_ctx {
 	struct tern__prov prov; /* src/prov/'s: offerings, fabrics */
 	unsigned int nrails;
@@ -254,6 +278,9 @@ struct tern_ctx {
 	size_t cq_data_size;
 	size_t inject_size;
 	uint64_t max_msg_size;
+	uint64_t max_rma_size; /* longer writes and reads are split */
+	int tagged;	       /* messages tagged; else bounce.c matches them */
+	struct tern__bounce *bounce; /* untagged: rail 0's receive buffers */
 	size_t mr_key_size;
 	uint64_t next_key;
 	unsigned long nmr;
@@ -367,6 +394,19 @@ int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 			  int more);
 void tern__slot_free(struct tern_rail *rail, struct tern__slot *slot);
 int tern__rails_trywait(struct tern_ctx *ctx);
+/* Untagged messaging (bounce.c). */
+unsigned int tern__bounce_count(const struct tern_ctx *ctx);
+int tern__bounce_open(struct tern_ctx *ctx);
+/* Post every buffer of ctx->bounce (made by tern__bounce_open). */
+int tern__bounce_post_all(struct tern_ctx *ctx);
+void tern__bounce_close(struct tern_ctx *ctx, int held);
+/* A completion on one of rail 0's buffers (@c->slot): a message, or an
+ * error. Completes at most a queued receive, through ctx->ready. */
+int tern__bounce_done(struct tern_ctx *ctx, const struct tern__cqe *c);
+/* A write's immediate used up the buffer of @slot: post it again. */
+void tern__bounce_absorbed(struct tern_ctx *ctx, const struct tern__slot *slot);
+/* Queued receives take unclaimed messages. */
+void tern__bounce_match(struct tern_ctx *ctx);
 void tern__ctx_finish_close(struct tern_ctx *ctx);
 void tern__peer_release(struct tern_peer *peer);
 /* Close @mr whatever is in flight on it: ctx teardown, shadows. */

@@ -188,8 +188,10 @@ static inline void decode_ctx(struct tern_rail *rail, void *op_context,
 			  rail->slots_span)) {
 		cqe->slot = op_context;
 		cqe->req = cqe->slot->owner;
-		if (tern__rp(cqe->req)->op == TERN__OP_FADD ||
-		    tern__rp(cqe->req)->op == TERN__OP_CSWAP)
+		/* No owner: one of rail 0's message buffers (bounce.c). */
+		if (cqe->req != NULL &&
+		    (tern__rp(cqe->req)->op == TERN__OP_FADD ||
+		     tern__rp(cqe->req)->op == TERN__OP_CSWAP))
 			cqe->data = slot_words(rail, cqe->slot)[2];
 		return;
 	}
@@ -249,6 +251,8 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 	};
 	decode_ctx(rail, err.context, cqe);
 	req = cqe->req;
+	if (req == NULL) /* a message buffer's: bounce.c reports it */
+		return 1;
 	/* A batch keeps its first error's text. */
 	if (req->errmsg[0] == '\0' || cqe->slot == NULL) {
 		req->prov_errno = err.prov_errno;
@@ -276,9 +280,14 @@ int tern__rail_reap(struct tern_rail *rail, const struct tern__prov_cqent *ent,
 
 		if (tern_unlikely((flags & TERN__CQ_REMOTE_WRITE) ||
 				  is_sink(rail, op_context))) {
-			/* A write with immediate landed here. */
+			/* A write with immediate landed here, maybe using up
+			 * a receive: a sink, or a message buffer. */
 			if (is_sink(rail, op_context))
 				repost_sink(rail, op_context);
+			else if ((uintptr_t)op_context -
+					 (uintptr_t)rail->slots <
+				 rail->slots_span)
+				tern__bounce_absorbed(rail->ctx, op_context);
 			if (!(flags & TERN__CQ_IMM))
 				continue;
 			cqe[got++] = (struct tern__cqe){

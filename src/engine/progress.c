@@ -345,6 +345,8 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 		return 0;
 	}
 	if (c->slot != NULL) {
+		if (tern_unlikely(req == NULL))
+			return tern__bounce_done(ctx, c);
 		tern__slot_free(rail, c->slot);
 		rail->tx_credits++;
 		if (tern__rp(req)->op == TERN__OP_PIECES)
@@ -374,7 +376,8 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
  * call: most passes of a spinning wait find both empty. */
 static inline void post_rail(struct tern_ctx *ctx, struct tern_rail *rail)
 {
-	if (rail->rxq.len != 0)
+	/* Untagged, receives wait in tern (bounce.c), not the provider. */
+	if (rail->rxq.len != 0 && ctx->tagged)
 		post_queue(ctx, rail, &rail->rxq, &rail->rx_credits);
 	if (rail->txq.len != 0)
 		post_queue(ctx, rail, &rail->txq, &rail->tx_credits);
@@ -550,7 +553,12 @@ static inline __attribute__((always_inline)) int prep(
 		return -TERN_EBOUNDS;
 	if (tern_unlikely(!(mr->access & TERN_ACCESS_LOCAL)))
 		return -TERN_EACCESS;
-	if (tern_unlikely(len > ctx->max_msg_size))
+	/* Messages up to the provider's largest; one RMA up to its largest
+	 * (rma_any() splits longer ones); a receive of any size. */
+	if (tern_unlikely(len > (op == TERN__OP_SEND || op == TERN__OP_SEND_IMM
+					 ? ctx->max_msg_size
+				 : op == TERN__OP_RECV ? UINT64_MAX
+						       : ctx->max_rma_size)))
 		return -EMSGSIZE;
 	tern__req_fill(ctx, req, op, peer, mr, buf, len);
 	/* Messages use rail 0 on both sides, so a receive always sits where
@@ -636,7 +644,12 @@ int tern_recv(struct tern_ctx *ctx, struct tern_mr *mr, void *buf, size_t len,
 
 	if (ret != 0)
 		return ret;
-	return submit(ctx, req);
+	submit(ctx, req);
+	/* Untagged: a message may be waiting already. Its callback runs
+	 * from progress, as always. */
+	if (tern_unlikely(ctx->bounce != NULL && ctx->bounce->head != NULL))
+		tern__bounce_match(ctx);
+	return 0;
 }
 
 /* Check a remote range against a descriptor the peer sent us. */
@@ -665,6 +678,7 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 	struct tern__desc *rd;
 	struct tern_ctx *ctx;
 	unsigned int rrail;
+	uint64_t chunk;
 	int ret;
 
 	if (peer == NULL || rdesc == NULL)
@@ -691,12 +705,19 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 		tern__stage_submit(ctx, req);
 		return 0;
 	}
-	if (op != TERN__OP_WRITE_IMM && ctx->nrails > 1 &&
-	    ctx->stripe_chunk != 0 && len > ctx->stripe_chunk &&
-	    tern__stripe_count(len, ctx->stripe_chunk) <= UINT32_MAX) {
-		/* Chunks over every rail, posted like a batch's pieces;
-		 * each is at most a chunk, so the whole may exceed the
-		 * provider's largest message. */
+	/* Striped over the rails, or longer than one RMA may be (efa-direct:
+	 * max_rma_size, about 1 GiB): chunks posted like a batch's pieces,
+	 * each at most a chunk. Not a write with immediate: its immediate
+	 * would arrive with each chunk, or before the others landed. */
+	chunk = ctx->nrails > 1 && ctx->stripe_chunk != 0 &&
+				len > ctx->stripe_chunk
+			? ctx->stripe_chunk
+			: 0;
+	if (len > ctx->max_rma_size &&
+	    (chunk == 0 || chunk > ctx->max_rma_size))
+		chunk = ctx->max_rma_size;
+	if (op != TERN__OP_WRITE_IMM && chunk != 0 &&
+	    tern__stripe_count(len, chunk) <= UINT32_MAX) {
 		rd = tern__desc_get(ctx, rdesc);
 		if (rd == NULL)
 			return -ENOMEM;
@@ -708,13 +729,13 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 		tern__rp(req)->op = TERN__OP_PIECES;
 		tern__rp(req)->sop = op;
 		tern__rp(req)->xflags |= TERN__XF_DESC;
-		tern__rp(req)->npieces = (uint32_t)tern__stripe_count(
-			len, ctx->stripe_chunk);
+		tern__rp(req)->npieces = (uint32_t)tern__stripe_count(len,
+								      chunk);
 		tern__rp(req)->next_piece = 0;
 		tern__rp(req)->inflight = 0;
 		tern__rp(req)->err = 0;
 		tern__rp(req)->u.stripe.raddr = tern__raddr(rdesc, roff);
-		tern__rp(req)->u.stripe.chunk = ctx->stripe_chunk;
+		tern__rp(req)->u.stripe.chunk = chunk;
 		tern__rp(req)->u.stripe.rd = rd;
 		tern__queue(ctx, req);
 		return 0;
@@ -753,8 +774,13 @@ static inline __attribute__((always_inline)) int rma_common(
 	if (tern_unlikely(ret != 0))
 		return ret;
 	ret = prep(ctx, req, op, peer, mr, buf, len);
-	if (tern_unlikely(ret != 0))
+	if (tern_unlikely(ret != 0)) {
+		/* Longer than one RMA: rma_any() cuts it up. */
+		if (ret == -EMSGSIZE)
+			return rma_any(peer, mr, buf, len, rdesc, roff, op, imm,
+				       req);
 		return ret;
+	}
 	tern__rp(req)->u.rma.rkey = rdesc->keys[0];
 	tern__rp(req)->u.rma.raddr = tern__raddr(rdesc, roff);
 	tern__rp(req)->imm = imm;
@@ -820,6 +846,8 @@ int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
 				   pc->len, TERN_MR_DESC_REMOTE_WRITE);
 		if (ret != 0)
 			return ret;
+		if (pc->len > peer->ctx->max_rma_size)
+			return -EMSGSIZE;
 		if (pc->loff > mr->len || pc->len > mr->len - pc->loff)
 			return -TERN_EBOUNDS;
 		total += pc->len;
@@ -852,11 +880,15 @@ static int atomic_common(struct tern_peer *peer,
 		return -EINVAL;
 	ctx = peer->ctx;
 	if (op == TERN__OP_FADD ? !ctx->atomic_fadd : !ctx->atomic_cswap) {
-		tern_warn("%s: provider %s offers no 64-bit %s",
+		tern_warn("%s: provider %s fabric %s offers no 64-bit %s%s",
 			  op == TERN__OP_FADD ? "fetch-add" : "compare-swap",
-			  ctx->prov_name,
+			  ctx->prov_name, ctx->fabric_name,
 			  op == TERN__OP_FADD ? "fetch-and-add"
-					      : "compare-and-swap");
+					      : "compare-and-swap",
+			  strcmp(ctx->fabric_name, "efa-direct") == 0
+				  ? " (the efa fabric emulates them: "
+				    "attr.fabric = \"efa\", --fabric efa)"
+				  : "");
 		return -TERN_ENOTSUP;
 	}
 	if (roff % 8 != 0)

@@ -67,7 +67,17 @@ ssize_t tern__prov_tsend(struct tern__prov_rail *r, void *buf, size_t len,
 		.context = context,
 		.data = data,
 	};
+	struct fi_msg umsg = {
+		.msg_iov = &iov,
+		.desc = &desc,
+		.iov_count = 1,
+		.addr = addr,
+		.context = context,
+		.data = data,
+	};
 
+	if (!r->tagged)
+		return fi_sendmsg(r->ep, &umsg, flags);
 	return fi_tsendmsg(r->ep, &msg, flags);
 }
 
@@ -87,6 +97,12 @@ ssize_t tern__prov_trecv(struct tern__prov_rail *r, void *buf, size_t len,
 	};
 
 	return fi_trecvmsg(r->ep, &msg, flags);
+}
+
+ssize_t tern__prov_recv(struct tern__prov_rail *r, void *buf, size_t len,
+			void *desc, void *context)
+{
+	return fi_recv(r->ep, buf, len, desc, FI_ADDR_UNSPEC, context);
 }
 
 ssize_t tern__prov_recv_sink(struct tern__prov_rail *r, void *context)

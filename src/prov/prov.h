@@ -35,6 +35,9 @@ struct tern__prov_rail {
 	struct fid_cq *cq;
 	struct fid_av *av;
 	struct fid_ep *ep;
+	/* Messages are tagged (FI_TAGGED); else untagged (efa-direct), and
+	 * the engine matches them to receives itself. */
+	int tagged;
 };
 
 /* The provider objects of a ctx: rail 0's offering and the fabrics. */
@@ -51,6 +54,9 @@ struct tern__prov_want {
 	const char *provider; /* NULL or "auto": the best automatic one */
 	const char *node;
 	const char *domain;
+	/* libfabric fabric name ("efa", "efa-direct", a tcp subnet), or NULL:
+	 * on efa, efa-direct where offered, else efa. */
+	const char *fabric;
 	/* With ndomains: one rail per named domain (rail i's offering goes
 	 * to rails[i]->info for i > 0). */
 	const char *const *domains;
@@ -75,6 +81,7 @@ struct tern__prov_caps {
 	size_t mr_key_size;
 	uint64_t link_speed;
 	int hmem;      /* every rail reaches GPU memory (FI_HMEM) */
+	int tagged;    /* every rail has tagged messages (FI_TAGGED) */
 	int linger_ms; /* progress this long before endpoints close */
 	char prov_name[64];
 	char fabric_name[128];
@@ -104,6 +111,11 @@ void tern__prov_close(struct tern__prov *p,
 int tern__prov_rail_open(struct tern__prov *p, struct tern__prov_rail *r,
 			 unsigned int idx, int busy_poll, void *addr,
 			 size_t *addrlen_p, int *wait_fd_p);
+/* The largest message and the largest RMA of an open rail: the
+ * endpoint's own limits where libfabric (2.0+) tells them apart. */
+void tern__prov_rail_limits(const struct tern__prov *p,
+			    const struct tern__prov_rail *r, uint64_t *msg_p,
+			    uint64_t *rma_p);
 /* Close the endpoint alone (what the provider holds is dropped). */
 void tern__prov_rail_close_ep(struct tern__prov_rail *r);
 void tern__prov_rail_close(struct tern__prov_rail *r);
@@ -118,13 +130,18 @@ int tern__prov_trywait(const struct tern__prov *p,
  * closed (ctx teardown), or -TERN_EPROV. */
 int tern__prov_cancel(struct tern__prov_rail *r, void *context);
 
-/* Tagged messages (every tern message carries one tag). */
+/* Messages: tagged (every tern message carries one tag) where the rail
+ * has FI_TAGGED, else untagged. */
 ssize_t tern__prov_tsend(struct tern__prov_rail *r, void *buf, size_t len,
 			 void *desc, uint64_t addr, uint64_t data,
 			 void *context, uint64_t flags);
 ssize_t tern__prov_trecv(struct tern__prov_rail *r, void *buf, size_t len,
 			 void *desc, uint64_t addr, void *context,
 			 uint64_t flags);
+/* An untagged receive from any peer (the engine's own buffers on a rail
+ * without FI_TAGGED). */
+ssize_t tern__prov_recv(struct tern__prov_rail *r, void *buf, size_t len,
+			void *desc, void *context);
 /* Re-post a receive that absorbs remote CQ data (FI_RX_CQ_DATA). */
 ssize_t tern__prov_recv_sink(struct tern__prov_rail *r, void *context);
 /* A 64-bit atomic on @raddr: fetch-add (@fadd) of w[0], or compare w[1]

@@ -16,6 +16,16 @@
 #include "../core/core.h"
 #include "prov.h"
 
+/* What tern cannot work without (tagged messages and atomics are wanted:
+ * getinfo_best()). */
+#define TERN__FI_NEED                                            \
+	(FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | \
+	 FI_REMOTE_WRITE)
+
+/* libfabric 2.1+'s fabric of efa that maps each call to one hardware
+ * work request (man fi_efa(7)). */
+#define TERN_FABRIC_EFA_DIRECT "efa-direct"
+
 /* fi_enable refusals (EBUSY: a stale shm region with our name) to try past
  * per rail. Each refusal removes one stale file; this covers a killed
  * process that had two ctxs of TERN_MAX_RAILS rails open. */
@@ -36,15 +46,14 @@ const char *tern__provider_canonical(const char *name)
 }
 
 static struct fi_info *make_hints(const char *prov, const char *domain,
-				  uint64_t extra_caps)
+				  const char *fabric, uint64_t extra_caps)
 {
 	struct fi_info *hints = fi_allocinfo();
 
 	if (hints == NULL)
 		return NULL;
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE |
-		      FI_REMOTE_READ | FI_REMOTE_WRITE | extra_caps;
+	hints->caps = TERN__FI_NEED | extra_caps;
 	/* Modes tern handles: it gives every op a fi_context2, and posts
 	 * receives to absorb remote CQ data where the provider needs them. */
 	hints->mode = FI_RX_CQ_DATA;
@@ -65,28 +74,44 @@ static struct fi_info *make_hints(const char *prov, const char *domain,
 		hints->fabric_attr->prov_name = strdup(prov);
 	if (domain != NULL)
 		hints->domain_attr->name = strdup(domain);
+	if (fabric != NULL)
+		hints->fabric_attr->name = strdup(fabric);
 	if ((prov != NULL && hints->fabric_attr->prov_name == NULL) ||
-	    (domain != NULL && hints->domain_attr->name == NULL)) {
+	    (domain != NULL && hints->domain_attr->name == NULL) ||
+	    (fabric != NULL && hints->fabric_attr->name == NULL)) {
 		fi_freeinfo(hints);
 		return NULL;
 	}
 	return hints;
 }
 
-/* Why an offering lacks something tern needs, or NULL when it is usable. */
+/* Why an offering lacks something tern needs, or NULL when it is usable:
+ * the exact capability or limit, as libfabric names it. */
 const char *tern__info_unusable(const struct fi_info *fi)
 {
-	uint64_t need = FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE |
-			FI_REMOTE_READ | FI_REMOTE_WRITE;
+	static const struct {
+		uint64_t bit;
+		const char *why;
+	} need[] = {
+		{ FI_MSG, "lacks FI_MSG (messages)" },
+		{ FI_RMA, "lacks FI_RMA (one-sided reads and writes)" },
+		{ FI_READ, "lacks FI_READ (RMA reads)" },
+		{ FI_WRITE, "lacks FI_WRITE (RMA writes)" },
+		{ FI_REMOTE_READ, "lacks FI_REMOTE_READ (being read)" },
+		{ FI_REMOTE_WRITE, "lacks FI_REMOTE_WRITE (being written)" },
+	};
 
 	if (fi->ep_attr->type != FI_EP_RDM)
-		return "not a reliable-datagram (RDM) endpoint";
-	if ((fi->caps & need) != need)
-		return "lacks messages, tagged messages or RMA read/write";
+		return "not a reliable-datagram (FI_EP_RDM) endpoint";
+	for (size_t i = 0; i < TERN_ARRAY_SIZE(need); i++) {
+		if (!(fi->caps & need[i].bit))
+			return need[i].why;
+	}
 	if (fi->domain_attr->cq_data_size < 4)
-		return "cannot carry 4 bytes of remote CQ data";
+		return "cq_data_size below 4: cannot carry a 4-byte "
+		       "immediate";
 	if (fi->src_addrlen > TERN_ADDR_MAX)
-		return "endpoint address too long";
+		return "endpoint address longer than tern's cards hold";
 	return NULL;
 }
 
@@ -103,13 +128,13 @@ static int domain_match(const char *dom, const char *want)
 /* The provider's first usable offering; with @want, the first on a domain
  * of that name, and with @fmt, the first with that address format. */
 static int getinfo_caps(const char *prov, const char *node, const char *domain,
-			const char *want, uint32_t fmt, uint64_t extra_caps,
-			struct fi_info **info_p)
+			const char *want, uint32_t fmt, const char *fabric,
+			uint64_t extra_caps, struct fi_info **info_p)
 {
 	struct fi_info *hints, *info = NULL, *fi;
 	int ret;
 
-	hints = make_hints(prov, domain, extra_caps);
+	hints = make_hints(prov, domain, fabric, extra_caps);
 	if (hints == NULL)
 		return -ENOMEM;
 	hints->addr_format = fmt;
@@ -117,8 +142,10 @@ static int getinfo_caps(const char *prov, const char *node, const char *domain,
 			 hints, &info);
 	fi_freeinfo(hints);
 	if (ret != 0) {
-		tern_info("fi_getinfo(%s%s%s): %s", prov, node ? ", node " : "",
-			  node ? node : "", fi_strerror(-ret));
+		tern_debug("fi_getinfo(%s%s%s%s%s, caps 0x%llx): %s", prov,
+			   fabric ? ", fabric " : "", fabric ? fabric : "",
+			   node ? ", node " : "", node ? node : "",
+			   (unsigned long long)extra_caps, fi_strerror(-ret));
 		return ret == -FI_ENODATA ? -TERN_ENOPROV : -TERN_EPROV;
 	}
 	/* Layered providers may list a core entry first; take the first
@@ -128,14 +155,19 @@ static int getinfo_caps(const char *prov, const char *node, const char *domain,
 			   fi->fabric_attr->name, fi->domain_attr->name,
 			   tern__info_unusable(fi) ? tern__info_unusable(fi)
 						   : "usable");
+		/* Some providers (shm) ignore a fabric name in the hints. */
 		if (strcmp(fi->fabric_attr->prov_name, prov) == 0 &&
 		    tern__info_unusable(fi) == NULL &&
+		    (fabric == NULL ||
+		     (fi->fabric_attr->name != NULL &&
+		      strcmp(fi->fabric_attr->name, fabric) == 0)) &&
 		    (want == NULL || domain_match(fi->domain_attr->name, want)))
 			break;
 	}
 	if (fi == NULL) {
 		fi_freeinfo(info);
-		tern_info("provider %s: no offering has what tern needs", prov);
+		tern_debug("provider %s: no offering has what tern needs",
+			   prov);
 		return -TERN_ENOPROV;
 	}
 	*info_p = fi_dupinfo(fi);
@@ -143,11 +175,47 @@ static int getinfo_caps(const char *prov, const char *node, const char *domain,
 	return *info_p != NULL ? 0 : -ENOMEM;
 }
 
-/* Atomics are wanted, not required: ask with them first, then without.
- * With @hmem, first ask for a provider that reaches GPU memory. */
-static int getinfo_one(const char *prov, const char *node, const char *domain,
-		       const char *want, uint32_t fmt, int hmem,
-		       struct fi_info **info_p)
+/*
+ * The best offering of one fabric (NULL: any) with @hmem_cap: what tern
+ * needs, and as much as it wants of tagged messages (every tern message
+ * then carries one tag, apart from the receives that absorb remote CQ
+ * data) and atomics. Providers list a capability only when asked for it,
+ * so ask for the most first; an offering with neither (efa-direct) gets
+ * untagged messages matched by tern, and atomics answer -TERN_ENOTSUP.
+ */
+static int getinfo_best(const char *prov, const char *node, const char *domain,
+			const char *want, uint32_t fmt, const char *fabric,
+			uint64_t hmem_cap, struct fi_info **info_p)
+{
+	static const uint64_t less[] = { FI_TAGGED, FI_ATOMIC };
+	struct fi_info *base = NULL;
+	int ret;
+
+	ret = getinfo_caps(prov, node, domain, want, fmt, fabric,
+			   hmem_cap | FI_TAGGED | FI_ATOMIC, info_p);
+	if (ret != -TERN_ENOPROV)
+		return ret;
+	/* Absent, or present without one of them: one question tells. */
+	ret = getinfo_caps(prov, node, domain, want, fmt, fabric, hmem_cap,
+			   &base);
+	if (ret != 0)
+		return ret;
+	for (size_t i = 0; i < TERN_ARRAY_SIZE(less); i++) {
+		ret = getinfo_caps(prov, node, domain, want, fmt, fabric,
+				   hmem_cap | less[i], info_p);
+		if (ret != -TERN_ENOPROV) {
+			fi_freeinfo(base);
+			return ret;
+		}
+	}
+	*info_p = base;
+	return 0;
+}
+
+/* With @hmem, first ask for an offering that reaches GPU memory. */
+static int getinfo_fabric(const char *prov, const char *node,
+			  const char *domain, const char *want, uint32_t fmt,
+			  const char *fabric, int hmem, struct fi_info **info_p)
 {
 	int ret;
 
@@ -158,27 +226,58 @@ static int getinfo_one(const char *prov, const char *node, const char *domain,
 	if (hmem && strcmp(prov, "efa") != 0 && strncmp(prov, "verbs", 5) != 0)
 		hmem = 0;
 	if (hmem) {
-		ret = getinfo_caps(prov, node, domain, want, fmt,
-				   FI_ATOMIC | FI_HMEM, info_p);
-		if (ret == -TERN_ENOPROV)
-			ret = getinfo_caps(prov, node, domain, want, fmt,
-					   FI_HMEM, info_p);
+		ret = getinfo_best(prov, node, domain, want, fmt, fabric,
+				   FI_HMEM, info_p);
 		if (ret != -TERN_ENOPROV)
 			return ret;
-		tern_info("provider %s offers no FI_HMEM here: CUDA regions "
-			  "will be staged through host memory",
-			  prov);
+		tern_info("provider %s%s%s offers no FI_HMEM here: CUDA "
+			  "regions will be staged through host memory",
+			  prov, fabric ? " fabric " : "", fabric ? fabric : "");
 	}
-	ret = getinfo_caps(prov, node, domain, want, fmt, FI_ATOMIC, info_p);
-	if (ret == -TERN_ENOPROV)
-		ret = getinfo_caps(prov, node, domain, want, fmt, 0, info_p);
-	return ret;
+	return getinfo_best(prov, node, domain, want, fmt, fabric, 0, info_p);
+}
+
+/*
+ * One provider's offering. @fabric names the libfabric fabric ("efa",
+ * "efa-direct", a tcp subnet), or NULL: on efa, efa-direct where the
+ * library offers it (2.1 and later; docs/efa.md says why), else efa.
+ */
+static int getinfo_one(const char *prov, const char *node, const char *domain,
+		       const char *want, uint32_t fmt, const char *fabric,
+		       int hmem, struct fi_info **info_p)
+{
+	int ret;
+
+	if (fabric == NULL && strcmp(prov, "efa") == 0) {
+		ret = getinfo_fabric(prov, node, domain, want, fmt,
+				     TERN_FABRIC_EFA_DIRECT, hmem, info_p);
+		if (ret != -TERN_ENOPROV)
+			return ret;
+		tern_info("efa: no usable efa-direct fabric (libfabric %s; it "
+			  "needs 2.1 or later); trying the efa fabric",
+			  tern_fabric_version());
+	}
+	return getinfo_fabric(prov, node, domain, want, fmt, fabric, hmem,
+			      info_p);
 }
 
 static struct fi_info *rail_info(const struct tern__prov *p,
 				 const struct tern__prov_rail *r)
 {
 	return r->info != NULL ? r->info : p->info;
+}
+
+/* The fabric other rails must share with rail 0's offering @fi: efa's two
+ * fabrics differ in what they carry (tagged or not), so a ctx keeps to
+ * one; other providers' fabric names differ per network (tcp: a subnet). */
+static const char *fabric_kind(const struct fi_info *fi)
+{
+	const char *name = fi->fabric_attr->name;
+
+	if (name != NULL && (strcmp(name, "efa") == 0 ||
+			     strcmp(name, TERN_FABRIC_EFA_DIRECT) == 0))
+		return name;
+	return NULL;
 }
 
 /* No domains listed: the provider named (or the first automatic one). */
@@ -198,17 +297,19 @@ static int choose_info(const struct tern__prov_want *w, struct fi_info **info_p)
 				  node);
 			node = NULL;
 		}
-		ret = getinfo_one(prov, node, w->domain, NULL, 0, w->hmem,
-				  info_p);
+		ret = getinfo_one(prov, node, w->domain, NULL, 0, w->fabric,
+				  w->hmem, info_p);
 		if (ret == -TERN_ENOPROV)
-			tern_warn("provider '%s' is not available here%s%s "
+			tern_warn("provider '%s'%s%s is not available here%s%s "
 				  "(see `tern info`)",
-				  prov, node ? " on " : "", node ? node : "");
+				  prov, w->fabric ? " fabric " : "",
+				  w->fabric ? w->fabric : "",
+				  node ? " on " : "", node ? node : "");
 		return ret;
 	}
 	for (size_t i = 0; i < TERN_ARRAY_SIZE(auto_providers); i++) {
 		ret = getinfo_one(auto_providers[i], node, w->domain, NULL, 0,
-				  w->hmem, info_p);
+				  w->fabric, w->hmem, info_p);
 		if (ret != -TERN_ENOPROV)
 			return ret;
 	}
@@ -229,14 +330,15 @@ static int choose_rails(struct tern__prov *p, const struct tern__prov_want *w,
 
 	if (prov != NULL && strcmp(prov, "auto") != 0) {
 		prov = tern__provider_canonical(prov);
-		ret = getinfo_one(prov, NULL, NULL, names[0], 0, w->hmem,
-				  &p->info);
+		ret = getinfo_one(prov, NULL, NULL, names[0], 0, w->fabric,
+				  w->hmem, &p->info);
 	} else {
 		for (size_t i = 0; i < TERN_ARRAY_SIZE(auto_providers) &&
 				   ret == -TERN_ENOPROV;
 		     i++)
 			ret = getinfo_one(auto_providers[i], NULL, NULL,
-					  names[0], 0, w->hmem, &p->info);
+					  names[0], 0, w->fabric, w->hmem,
+					  &p->info);
 	}
 	if (ret != 0) {
 		tern_warn("rail 0: no %s domain '%s' here (see `tern info`)",
@@ -244,9 +346,12 @@ static int choose_rails(struct tern__prov *p, const struct tern__prov_want *w,
 		return ret;
 	}
 	for (unsigned int i = 1; i < w->ndomains; i++) {
+		/* Every rail on rail 0's kind of fabric: one card, one
+		 * messaging mode (efa and efa-direct do not mix). */
 		ret = getinfo_one(p->info->fabric_attr->prov_name, NULL, NULL,
-				  names[i], p->info->addr_format, w->hmem,
-				  &rails[i]->info);
+				  names[i], p->info->addr_format,
+				  w->fabric ? w->fabric : fabric_kind(p->info),
+				  w->hmem, &rails[i]->info);
 		if (ret != 0) {
 			tern_warn("rail %u: no %s domain '%s' with the address "
 				  "format of rail 0's here (see `tern info`)",
@@ -289,6 +394,7 @@ void tern__prov_caps(const struct tern__prov *p,
 				      ? fi->nic->link_attr->speed
 				      : 0,
 		.hmem = 1,
+		.tagged = (fi->caps & FI_TAGGED) != 0,
 	};
 	snprintf(caps->prov_name, sizeof(caps->prov_name), "%s",
 		 fi->fabric_attr->prov_name);
@@ -304,6 +410,8 @@ void tern__prov_caps(const struct tern__prov *p,
 
 		if (!(ri->caps & FI_HMEM))
 			caps->hmem = 0;
+		if (!(ri->caps & FI_TAGGED))
+			caps->tagged = 0;
 		if (rails[i]->info == NULL)
 			continue;
 		caps->tx_size = TERN_MIN(caps->tx_size, ri->tx_attr->size);
@@ -414,6 +522,7 @@ int tern__prov_rail_open(struct tern__prov *p, struct tern__prov_rail *r,
 
 again:
 	*wait_fd_p = -1;
+	r->tagged = (fi->caps & FI_TAGGED) != 0;
 	what = "fi_domain";
 	ret = fi_domain(r->fabric, fi, &r->domain, NULL);
 	if (ret != 0)
@@ -475,6 +584,42 @@ err:
 	tern_warn("rail %u: %s: %s", idx, what, fi_strerror(-ret));
 	tern__prov_rail_close(r);
 	return -TERN_EPROV;
+}
+
+/* FI_OPT_MAX_MSG_SIZE and FI_OPT_MAX_RMA_SIZE: endpoint options of
+ * libfabric 2.0 (include/rdma/fi_endpoint.h), absent from older headers;
+ * their values there. Asked only of a 2.0 or later library. */
+#ifndef FI_OPT_MAX_MSG_SIZE
+#define TERN__OPT_MAX_MSG_SIZE 12
+#define TERN__OPT_MAX_RMA_SIZE 14
+#else
+#define TERN__OPT_MAX_MSG_SIZE FI_OPT_MAX_MSG_SIZE
+#define TERN__OPT_MAX_RMA_SIZE FI_OPT_MAX_RMA_SIZE
+#endif
+
+void tern__prov_rail_limits(const struct tern__prov *p,
+			    const struct tern__prov_rail *r, uint64_t *msg_p,
+			    uint64_t *rma_p)
+{
+	const struct fi_info *fi = rail_info(p, r);
+	size_t v, len;
+
+	/* ep_attr->max_msg_size bounds both, and on efa-direct it is the
+	 * larger of the two (prov/efa/src/efa_prov_info.c): a send of that
+	 * size would be refused. The endpoint knows each. */
+	*msg_p = *rma_p = fi->ep_attr->max_msg_size;
+	if (FI_MAJOR(fi_version()) < 2)
+		return;
+	len = sizeof(v);
+	if (fi_getopt(&r->ep->fid, FI_OPT_ENDPOINT, TERN__OPT_MAX_MSG_SIZE, &v,
+		      &len) == 0 &&
+	    len == sizeof(v) && v != 0)
+		*msg_p = TERN_MIN(*msg_p, (uint64_t)v);
+	len = sizeof(v);
+	if (fi_getopt(&r->ep->fid, FI_OPT_ENDPOINT, TERN__OPT_MAX_RMA_SIZE, &v,
+		      &len) == 0 &&
+	    len == sizeof(v) && v != 0)
+		*rma_p = TERN_MIN(*rma_p, (uint64_t)v);
 }
 
 /* Does the provider run this 64-bit atomic natively (or in its own

@@ -157,6 +157,22 @@ ssize_t tern__prov_tsend(struct tern__prov_rail *r, void *buf, size_t len,
 	return fake_record(&c);
 }
 
+/* An untagged receive (the engine's message buffers): FOP_BOUNCE_RECV. */
+ssize_t tern__prov_recv(struct tern__prov_rail *r, void *buf, size_t len,
+			void *desc, void *context)
+{
+	struct fake_call c = {
+		.op = FOP_BOUNCE_RECV,
+		.rail = fake_rail_of(r),
+		.buf = buf,
+		.len = len,
+		.desc = desc,
+		.context = context,
+	};
+
+	return fake_record(&c);
+}
+
 ssize_t tern__prov_trecv(struct tern__prov_rail *r, void *buf, size_t len,
 			 void *desc, uint64_t addr, void *context,
 			 uint64_t flags)
@@ -469,4 +485,14 @@ const char *tern_fabric_build_version(void)
 const char *tern_fabric_api_version(void)
 {
 	return "fake";
+}
+
+void tern__prov_rail_limits(const struct tern__prov *p,
+			    const struct tern__prov_rail *r, uint64_t *msg_p,
+			    uint64_t *rma_p)
+{
+	(void)p;
+	(void)r;
+	fail_msg("a hand-built ctx asked for its rails' limits");
+	*msg_p = *rma_p = 0;
 }

@@ -23,6 +23,7 @@ enum fake_op {
 	FOP_SINK_RECV,
 	FOP_READ,
 	FOP_ATOMIC,
+	FOP_BOUNCE_RECV,
 };
 
 /* One recorded provider call. */

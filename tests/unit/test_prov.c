@@ -25,7 +25,14 @@
 
 #include "prov/prov.h"
 
-enum rec_op { REC_WRITE = 1, REC_READ, REC_TSEND, REC_TRECV };
+enum rec_op {
+	REC_WRITE = 1,
+	REC_READ,
+	REC_TSEND,
+	REC_TRECV,
+	REC_SEND,
+	REC_RECV
+};
 
 static struct {
 	enum rec_op op;
@@ -116,6 +123,43 @@ static ssize_t fake_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 	return fake_tagged(REC_TRECV, msg, flags);
 }
 
+static ssize_t fake_untagged(enum rec_op op, const struct fi_msg *msg,
+			     uint64_t flags)
+{
+	rec.op = op;
+	rec.flags = flags;
+	rec.addr = msg->addr;
+	rec.iov_count = msg->iov_count;
+	rec.buf = msg->msg_iov[0].iov_base;
+	rec.len = msg->msg_iov[0].iov_len;
+	rec.desc = msg->desc != NULL ? msg->desc[0] : NULL;
+	rec.data = msg->data;
+	rec.context = msg->context;
+	rec.calls++;
+	return 0;
+}
+
+static ssize_t fake_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			    uint64_t flags)
+{
+	(void)ep;
+	return fake_untagged(REC_SEND, msg, flags);
+}
+
+static ssize_t fake_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			 fi_addr_t src, void *context)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct fi_msg msg = { .msg_iov = &iov,
+			      .desc = &desc,
+			      .iov_count = 1,
+			      .addr = src,
+			      .context = context };
+
+	(void)ep;
+	return fake_untagged(REC_RECV, &msg, 0);
+}
+
 static ssize_t fake_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
 			       uint64_t flags)
 {
@@ -149,6 +193,12 @@ static struct fi_ops_tagged tagged_ops = {
 	.sendmsg = fake_tsendmsg,
 	.recvmsg = fake_trecvmsg,
 };
+/* A provider without FI_TAGGED (efa-direct) has no tagged ops. */
+static struct fi_ops_msg msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.sendmsg = fake_sendmsg,
+	.recv = fake_recv,
+};
 static struct fi_ops_cq cq_ops = {
 	.size = sizeof(struct fi_ops_cq),
 	.readerr = fake_cq_readerr,
@@ -168,9 +218,10 @@ static int setup(void **state)
 	ep.fid.fclass = FI_CLASS_EP;
 	ep.rma = &rma_ops;
 	ep.tagged = &tagged_ops;
+	ep.msg = &msg_ops;
 	cq.fid.fclass = FI_CLASS_CQ;
 	cq.ops = &cq_ops;
-	rail = (struct tern__prov_rail){ .ep = &ep, .cq = &cq };
+	rail = (struct tern__prov_rail){ .ep = &ep, .cq = &cq, .tagged = 1 };
 	return 0;
 }
 
@@ -240,6 +291,38 @@ static void test_tagged_send_recv_tags(void **state)
 	assert_int_equal(rec.tag, send_tag);
 }
 
+/* On a rail without FI_TAGGED a message is an untagged fi_sendmsg with the
+ * same fields, and the engine's own buffers are plain receives from any
+ * peer, with their descriptor (FI_MR_LOCAL). */
+static void test_untagged_send_recv(void **state)
+{
+	char buf[32];
+	int desc_token;
+
+	(void)state;
+	ep.tagged = NULL; /* any tagged call would crash */
+	rail.tagged = 0;
+	assert_int_equal(tern__prov_tsend(&rail, buf, 8, &desc_token, 5, 0x77,
+					  buf, FI_REMOTE_CQ_DATA),
+			 0);
+	assert_int_equal(rec.op, REC_SEND);
+	assert_int_equal(rec.iov_count, 1);
+	assert_int_equal(rec.addr, 5);
+	assert_int_equal(rec.data, 0x77);
+	assert_int_equal(rec.len, 8);
+	assert_ptr_equal(rec.desc, &desc_token);
+	assert_ptr_equal(rec.context, buf);
+	assert_int_equal(rec.flags, FI_REMOTE_CQ_DATA);
+	assert_int_equal(
+		tern__prov_recv(&rail, buf, sizeof(buf), &desc_token, buf + 1),
+		0);
+	assert_int_equal(rec.op, REC_RECV);
+	assert_int_equal(rec.addr, FI_ADDR_UNSPEC);
+	assert_int_equal(rec.len, sizeof(buf));
+	assert_ptr_equal(rec.desc, &desc_token);
+	assert_ptr_equal(rec.context, buf + 1);
+}
+
 /* A completion error: the provider's text is asked for with its errno and
  * error data, and only when it gave an errno. */
 static void test_cq_readerr_text(void **state)
@@ -283,6 +366,7 @@ int main(void)
 		cmocka_unit_test_setup(test_rma_write_shape, setup),
 		cmocka_unit_test_setup(test_rma_read_shape, setup),
 		cmocka_unit_test_setup(test_tagged_send_recv_tags, setup),
+		cmocka_unit_test_setup(test_untagged_send_recv, setup),
 		cmocka_unit_test_setup(test_cq_readerr_text, setup),
 	};
 

@@ -38,15 +38,39 @@ static const char *const auto_providers[] = { "efa", "verbs;ofi_rxm",
 /* "tcp" and "verbs" mean their RDM forms. */
 const char *tern__provider_canonical(const char *name)
 {
-	if (strcmp(name, "tcp") == 0)
-		return "tcp;ofi_rxm";
+	if (strcmp(name, "tcp") == 0) {
+		const char *t = tern__env_str("TERN_TCP");
+
+		return t != NULL && strcmp(t, "native") == 0 ? "tcp"
+							     : "tcp;ofi_rxm";
+	}
 	if (strcmp(name, "verbs") == 0)
 		return "verbs;ofi_rxm";
 	return name;
 }
 
-static struct fi_info *make_hints(const char *prov, const char *domain,
-				  const char *fabric, uint64_t extra_caps)
+/* One question to fi_getinfo(). */
+struct ask {
+	const char *prov;
+	const char *node;
+	const char *domain; /* exact domain name, or NULL */
+	const char *want;   /* a domain or the RDMA device it is built on */
+	const char *fabric; /* fabric name, or NULL */
+	uint32_t fmt;	    /* address format, or 0 */
+	/* Modes tern handles: it gives every op a fi_context2, and posts
+	 * receives to absorb remote CQ data where the provider needs them
+	 * (FI_RX_CQ_DATA). */
+	uint64_t mode;
+};
+
+#ifdef FI_CONTEXT
+#define TERN__MODE_CTX (FI_CONTEXT | FI_CONTEXT2)
+#else
+#define TERN__MODE_CTX FI_CONTEXT2
+#endif
+#define TERN__MODES (TERN__MODE_CTX | FI_RX_CQ_DATA)
+
+static struct fi_info *make_hints(const struct ask *a, uint64_t extra_caps)
 {
 	struct fi_info *hints = fi_allocinfo();
 
@@ -54,15 +78,8 @@ static struct fi_info *make_hints(const char *prov, const char *domain,
 		return NULL;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = TERN__FI_NEED | extra_caps;
-	/* Modes tern handles: it gives every op a fi_context2, and posts
-	 * receives to absorb remote CQ data where the provider needs them. */
-	hints->mode = FI_RX_CQ_DATA;
-#ifdef FI_CONTEXT
-	hints->mode |= FI_CONTEXT;
-#endif
-#ifdef FI_CONTEXT2
-	hints->mode |= FI_CONTEXT2;
-#endif
+	hints->mode = a->mode;
+	hints->addr_format = a->fmt;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY |
 				      FI_MR_ENDPOINT;
@@ -70,15 +87,15 @@ static struct fi_info *make_hints(const char *prov, const char *domain,
 		hints->domain_attr->mr_mode |= FI_MR_HMEM;
 	hints->domain_attr->threading = FI_THREAD_DOMAIN;
 	hints->domain_attr->resource_mgmt = FI_RM_ENABLED;
-	if (prov != NULL)
-		hints->fabric_attr->prov_name = strdup(prov);
-	if (domain != NULL)
-		hints->domain_attr->name = strdup(domain);
-	if (fabric != NULL)
-		hints->fabric_attr->name = strdup(fabric);
-	if ((prov != NULL && hints->fabric_attr->prov_name == NULL) ||
-	    (domain != NULL && hints->domain_attr->name == NULL) ||
-	    (fabric != NULL && hints->fabric_attr->name == NULL)) {
+	if (a->prov != NULL)
+		hints->fabric_attr->prov_name = strdup(a->prov);
+	if (a->domain != NULL)
+		hints->domain_attr->name = strdup(a->domain);
+	if (a->fabric != NULL)
+		hints->fabric_attr->name = strdup(a->fabric);
+	if ((a->prov != NULL && hints->fabric_attr->prov_name == NULL) ||
+	    (a->domain != NULL && hints->domain_attr->name == NULL) ||
+	    (a->fabric != NULL && hints->fabric_attr->name == NULL)) {
 		fi_freeinfo(hints);
 		return NULL;
 	}
@@ -125,27 +142,29 @@ static int domain_match(const char *dom, const char *want)
 	       (dom[n] == '\0' || dom[n] == '-');
 }
 
-/* The provider's first usable offering; with @want, the first on a domain
- * of that name, and with @fmt, the first with that address format. */
-static int getinfo_caps(const char *prov, const char *node, const char *domain,
-			const char *want, uint32_t fmt, const char *fabric,
-			uint64_t extra_caps, struct fi_info **info_p)
+/* The provider's first usable offering; with @a->want, the first on a
+ * domain of that name, and with @a->fmt, the first with that address
+ * format. */
+static int getinfo_caps(const struct ask *a, uint64_t extra_caps,
+			struct fi_info **info_p)
 {
 	struct fi_info *hints, *info = NULL, *fi;
 	int ret;
 
-	hints = make_hints(prov, domain, fabric, extra_caps);
+	hints = make_hints(a, extra_caps);
 	if (hints == NULL)
 		return -ENOMEM;
-	hints->addr_format = fmt;
-	ret = fi_getinfo(tern__prov_api(), node, NULL, node ? FI_SOURCE : 0,
-			 hints, &info);
+	ret = fi_getinfo(tern__prov_api(), a->node, NULL,
+			 a->node ? FI_SOURCE : 0, hints, &info);
 	fi_freeinfo(hints);
 	if (ret != 0) {
-		tern_debug("fi_getinfo(%s%s%s%s%s, caps 0x%llx): %s", prov,
-			   fabric ? ", fabric " : "", fabric ? fabric : "",
-			   node ? ", node " : "", node ? node : "",
-			   (unsigned long long)extra_caps, fi_strerror(-ret));
+		tern_debug("fi_getinfo(%s%s%s%s%s, caps 0x%llx, mode 0x%llx): "
+			   "%s",
+			   a->prov, a->fabric ? ", fabric " : "",
+			   a->fabric ? a->fabric : "", a->node ? ", node " : "",
+			   a->node ? a->node : "",
+			   (unsigned long long)extra_caps,
+			   (unsigned long long)a->mode, fi_strerror(-ret));
 		return ret == -FI_ENODATA ? -TERN_ENOPROV : -TERN_EPROV;
 	}
 	/* Layered providers may list a core entry first; take the first
@@ -156,18 +175,19 @@ static int getinfo_caps(const char *prov, const char *node, const char *domain,
 			   tern__info_unusable(fi) ? tern__info_unusable(fi)
 						   : "usable");
 		/* Some providers (shm) ignore a fabric name in the hints. */
-		if (strcmp(fi->fabric_attr->prov_name, prov) == 0 &&
+		if (strcmp(fi->fabric_attr->prov_name, a->prov) == 0 &&
 		    tern__info_unusable(fi) == NULL &&
-		    (fabric == NULL ||
+		    (a->fabric == NULL ||
 		     (fi->fabric_attr->name != NULL &&
-		      strcmp(fi->fabric_attr->name, fabric) == 0)) &&
-		    (want == NULL || domain_match(fi->domain_attr->name, want)))
+		      strcmp(fi->fabric_attr->name, a->fabric) == 0)) &&
+		    (a->want == NULL ||
+		     domain_match(fi->domain_attr->name, a->want)))
 			break;
 	}
 	if (fi == NULL) {
 		fi_freeinfo(info);
 		tern_debug("provider %s: no offering has what tern needs",
-			   prov);
+			   a->prov);
 		return -TERN_ENOPROV;
 	}
 	*info_p = fi_dupinfo(fi);
@@ -176,33 +196,29 @@ static int getinfo_caps(const char *prov, const char *node, const char *domain,
 }
 
 /*
- * The best offering of one fabric (NULL: any) with @hmem_cap: what tern
- * needs, and as much as it wants of tagged messages (every tern message
- * then carries one tag, apart from the receives that absorb remote CQ
- * data) and atomics. Providers list a capability only when asked for it,
- * so ask for the most first; an offering with neither (efa-direct) gets
- * untagged messages matched by tern, and atomics answer -TERN_ENOTSUP.
+ * The best offering for @a with @hmem_cap: what tern needs, and as much as
+ * it wants of tagged messages (every tern message then carries one tag,
+ * apart from the receives that absorb remote CQ data) and atomics.
+ * Providers list a capability only when asked for it, so ask for the most
+ * first; an offering with neither (efa-direct) gets untagged messages
+ * matched by tern, and atomics answer -TERN_ENOTSUP.
  */
-static int getinfo_best(const char *prov, const char *node, const char *domain,
-			const char *want, uint32_t fmt, const char *fabric,
-			uint64_t hmem_cap, struct fi_info **info_p)
+static int getinfo_best(const struct ask *a, uint64_t hmem_cap,
+			struct fi_info **info_p)
 {
 	static const uint64_t less[] = { FI_TAGGED, FI_ATOMIC };
 	struct fi_info *base = NULL;
 	int ret;
 
-	ret = getinfo_caps(prov, node, domain, want, fmt, fabric,
-			   hmem_cap | FI_TAGGED | FI_ATOMIC, info_p);
+	ret = getinfo_caps(a, hmem_cap | FI_TAGGED | FI_ATOMIC, info_p);
 	if (ret != -TERN_ENOPROV)
 		return ret;
 	/* Absent, or present without one of them: one question tells. */
-	ret = getinfo_caps(prov, node, domain, want, fmt, fabric, hmem_cap,
-			   &base);
+	ret = getinfo_caps(a, hmem_cap, &base);
 	if (ret != 0)
 		return ret;
 	for (size_t i = 0; i < TERN_ARRAY_SIZE(less); i++) {
-		ret = getinfo_caps(prov, node, domain, want, fmt, fabric,
-				   hmem_cap | less[i], info_p);
+		ret = getinfo_caps(a, hmem_cap | less[i], info_p);
 		if (ret != -TERN_ENOPROV) {
 			fi_freeinfo(base);
 			return ret;
@@ -213,9 +229,8 @@ static int getinfo_best(const char *prov, const char *node, const char *domain,
 }
 
 /* With @hmem, first ask for an offering that reaches GPU memory. */
-static int getinfo_fabric(const char *prov, const char *node,
-			  const char *domain, const char *want, uint32_t fmt,
-			  const char *fabric, int hmem, struct fi_info **info_p)
+static int getinfo_fabric(const struct ask *a, int hmem,
+			  struct fi_info **info_p)
 {
 	int ret;
 
@@ -223,18 +238,35 @@ static int getinfo_fabric(const char *prov, const char *node,
 	 * it zero-copy. shm offers FI_HMEM too, but there it means the
 	 * provider's own host-side copies (and in Debian's build, without
 	 * CUDA, it only slows shm down): tern's staging does that job. */
-	if (hmem && strcmp(prov, "efa") != 0 && strncmp(prov, "verbs", 5) != 0)
+	if (hmem && strcmp(a->prov, "efa") != 0 &&
+	    strncmp(a->prov, "verbs", 5) != 0)
 		hmem = 0;
 	if (hmem) {
-		ret = getinfo_best(prov, node, domain, want, fmt, fabric,
-				   FI_HMEM, info_p);
+		ret = getinfo_best(a, FI_HMEM, info_p);
 		if (ret != -TERN_ENOPROV)
 			return ret;
 		tern_info("provider %s%s%s offers no FI_HMEM here: CUDA "
 			  "regions will be staged through host memory",
-			  prov, fabric ? " fabric " : "", fabric ? fabric : "");
+			  a->prov, a->fabric ? " fabric " : "",
+			  a->fabric ? a->fabric : "");
 	}
-	return getinfo_best(prov, node, domain, want, fmt, fabric, 0, info_p);
+	return getinfo_best(a, 0, info_p);
+}
+
+/* efa-direct takes FI_RX_CQ_DATA as optional: offered it, writes with
+ * data consume a posted receive even where the device could place them
+ * without one (unsolicited write receive, fi_efa(7)). Ask without it
+ * first; a device that needs it answers only to the second question. */
+static int getinfo_direct(struct ask *a, int hmem, struct fi_info **info_p)
+{
+	int ret;
+
+	a->mode = TERN__MODE_CTX;
+	ret = getinfo_fabric(a, hmem, info_p);
+	a->mode = TERN__MODES;
+	if (ret != -TERN_ENOPROV)
+		return ret;
+	return getinfo_fabric(a, hmem, info_p);
 }
 
 /*
@@ -246,19 +278,28 @@ static int getinfo_one(const char *prov, const char *node, const char *domain,
 		       const char *want, uint32_t fmt, const char *fabric,
 		       int hmem, struct fi_info **info_p)
 {
+	struct ask a = { .prov = prov,
+			 .node = node,
+			 .domain = domain,
+			 .want = want,
+			 .fabric = fabric,
+			 .fmt = fmt,
+			 .mode = TERN__MODES };
 	int ret;
 
+	if (fabric != NULL && strcmp(fabric, TERN_FABRIC_EFA_DIRECT) == 0)
+		return getinfo_direct(&a, hmem, info_p);
 	if (fabric == NULL && strcmp(prov, "efa") == 0) {
-		ret = getinfo_fabric(prov, node, domain, want, fmt,
-				     TERN_FABRIC_EFA_DIRECT, hmem, info_p);
+		a.fabric = TERN_FABRIC_EFA_DIRECT;
+		ret = getinfo_direct(&a, hmem, info_p);
 		if (ret != -TERN_ENOPROV)
 			return ret;
 		tern_info("efa: no usable efa-direct fabric (libfabric %s; it "
 			  "needs 2.1 or later); trying the efa fabric",
 			  tern_fabric_version());
+		a.fabric = NULL;
 	}
-	return getinfo_fabric(prov, node, domain, want, fmt, fabric, hmem,
-			      info_p);
+	return getinfo_fabric(&a, hmem, info_p);
 }
 
 static struct fi_info *rail_info(const struct tern__prov *p,

@@ -470,3 +470,20 @@ int cli_stdout_back(const char *cmd, int saved)
 	close(saved);
 	return ret;
 }
+
+const char *cli_atomic_provider(const char *prov)
+{
+	const char *p = prov != NULL ? prov : getenv("TERN_PROVIDER");
+
+	if (p == NULL)
+		return prov;
+	/* efa-direct, the default fabric where offered, has no atomics;
+	 * the efa fabric emulates them. An explicit --fabric stands. */
+	if (strcmp(p, "efa") == 0 && getenv("TERN_FABRIC") == NULL)
+		setenv("TERN_FABRIC", "efa", 1);
+	/* "tcp" is tcp's own RDM endpoint on libfabric 2.x: no atomics;
+	 * tcp;ofi_rxm emulates them. */
+	if (strcmp(p, "tcp") == 0)
+		return "tcp;ofi_rxm";
+	return prov;
+}

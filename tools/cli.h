@@ -83,6 +83,10 @@ struct tern_boot_server;
 const char *cli_token(const char *opt);
 /* The node a server listening on @listen should bind over tcp (its host,
  * when it names one and the user chose none), else @node. */
+/* The provider for a command that runs atomics: efa on its efa fabric
+ * (sets $TERN_FABRIC unless set), "tcp" as tcp;ofi_rxm (libfabric 2.x's
+ * native tcp has none); else @prov as given. */
+const char *cli_atomic_provider(const char *prov);
 const char *cli_listen_node(const char *provider, const char *node,
 			    const char *listen, char *buf, size_t len);
 #define CLI_BOOT_NOCTX 1

@@ -503,6 +503,8 @@ int cmd_bench(int argc, char **argv)
 	if (ret != 0)
 		return ret == 1 ? 0 : 2;
 	b.token = cli_token(b.token);
+	if (b.o.op == BENCH_ATOMIC)
+		b.prov = cli_atomic_provider(b.prov);
 	stop = cli_catch_signals();
 	bench_stop = stop;
 	if (bench_open(&b, &ctx, &theirs, &boot_fd) != 0)

@@ -253,11 +253,14 @@ static int open_ctx(const struct fill_opts *o, struct tern_ctx **ctx_p)
 	return cli_open_ctx(o->cmd, &attr, ctx_p);
 }
 
-/* The name a shell takes unquoted: "tcp" for "tcp;ofi_rxm". */
+/* The name a shell takes unquoted: "tcp" for "tcp;ofi_rxm" where "tcp"
+ * means it (libfabric 1.x; on 2.x "tcp" is tcp's own RDM endpoint, which
+ * does not talk to rxm's). */
 static const char *short_provider(const char *prov)
 {
 	if (strcmp(prov, "tcp;ofi_rxm") == 0)
-		return "tcp";
+		return tern_fabric_version()[0] == '1' ? "tcp"
+						       : "'tcp;ofi_rxm'";
 	if (strcmp(prov, "verbs;ofi_rxm") == 0)
 		return "verbs";
 	return prov;

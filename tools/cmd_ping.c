@@ -123,8 +123,11 @@ static int announce(const struct net_opts *o, struct tern_ctx *ctx)
 	ssize_t len = tern_ctx_card(ctx, card, sizeof(card));
 
 	tern_hex_encode(card, (size_t)len, hex, sizeof(hex));
-	printf("card: %s\nrun:  tern %s %s --provider %s\n", hex, o->cmd, hex,
-	       o->provider ? o->provider : "<same>");
+	/* A ';' would end the command in a shell: quote it. */
+	printf("card: %s\nrun:  tern %s %s --provider %s%s%s\n", hex, o->cmd,
+	       hex, o->provider && strchr(o->provider, ';') ? "'" : "",
+	       o->provider ? o->provider : "<same>",
+	       o->provider && strchr(o->provider, ';') ? "'" : "");
 	fflush(stdout);
 	return cli_card_write(o->cmd, o->card_file, hex);
 }
@@ -746,15 +749,7 @@ int cmd_atomic(int argc, char **argv)
 	}
 	if (net_args(&o, argc, argv, &peer_arg) != 0)
 		return 2;
-	/* Atomics need efa's emulating fabric: efa-direct, the default
-	 * where offered, has none. An explicit --fabric stands. */
-	if (getenv("TERN_FABRIC") == NULL &&
-	    strcmp(o.provider
-			   ? o.provider
-			   : (getenv("TERN_PROVIDER") ? getenv("TERN_PROVIDER")
-						      : ""),
-		   "efa") == 0)
-		setenv("TERN_FABRIC", "efa", 1);
+	o.provider = cli_atomic_provider(o.provider);
 	stop_flag = cli_catch_signals();
 	if (o.server)
 		return atomic_serve(&o);

@@ -35,6 +35,9 @@ struct tern__prov_rail {
 	struct fid_cq *cq;
 	struct fid_av *av;
 	struct fid_ep *ep;
+	/* Repair the CQ entries of a libfabric that mislabels them
+	 * (quirks.c): set by tern__prov_rail_open() */
+	int fix_rx_flags;
 };
 
 /* The provider objects of a ctx: rail 0's offering and the fabrics. */
@@ -107,6 +110,8 @@ int tern__prov_rail_open(struct tern__prov *p, struct tern__prov_rail *r,
 /* Close the endpoint alone (what the provider holds is dropped). */
 void tern__prov_rail_close_ep(struct tern__prov_rail *r);
 void tern__prov_rail_close(struct tern__prov_rail *r);
+/* Does a rail on @fi need its CQ entries repaired (quirks.c)? */
+int tern__prov_quirk_rx_flags(const struct fi_info *fi);
 /* Does every rail run this 64-bit atomic (1: fetch-add, 0: cswap)? */
 int tern__prov_atomic_ok(struct tern__prov_rail *const *rails,
 			 const struct tern__prov *p, unsigned int n, int fadd);

@@ -882,7 +882,11 @@ int fill_server_open(struct tern_ctx *ctx, const struct fill_server_opts *opts,
 	 * and rxm_handle_comp_error() reads its protocol state through that
 	 * pointer (SIGSEGV in the client's progress when a server is killed
 	 * mid-fill). A zero-length write has no payload to cut: the same
-	 * split keeps a killed server from taking its clients along. */
+	 * split keeps a killed server from taking its clients along. Only
+	 * on one rail: there the immediates follow their data down the same
+	 * connection, while over several a tcp write's completion does not
+	 * mean it has landed, and an immediate on another rail could
+	 * overtake it (several rails keep the writes with immediate). */
 	{
 		struct tern_ctx_info ci;
 
@@ -890,6 +894,7 @@ int fill_server_open(struct tern_ctx *ctx, const struct fill_server_opts *opts,
 				 ci.provider != NULL &&
 				 (strcmp(ci.provider, "shm") == 0 ||
 				  (strcmp(ci.provider, "tcp;ofi_rxm") == 0 &&
+				   ci.rails <= 1 &&
 				   atoi(tern_fabric_version()) >= 2));
 	}
 	srv->nsess = srv->opts.max_sessions;

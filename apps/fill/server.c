@@ -874,13 +874,28 @@ int fill_server_open(struct tern_ctx *ctx, const struct fill_server_opts *opts,
 	 * later completion of this endpoint. A plain write is done by the
 	 * initiator itself (process_vm_writev) and completes at once, as
 	 * does a zero-length write with an immediate; so on shm each fill
-	 * writes its data first, then the immediates. */
+	 * writes its data first, then the immediates.
+	 * libfabric 2.x's tcp;ofi_rxm (2.1 to at least 2.6) crashes the
+	 * target of a write with remote CQ data whose connection breaks
+	 * mid-write: tcp reports the failed incoming write with a context
+	 * it never set (xnet_handle_write()'s entry, xnet_report_error()),
+	 * and rxm_handle_comp_error() reads its protocol state through that
+	 * pointer (SIGSEGV in the client's progress when a server is killed
+	 * mid-fill). A zero-length write has no payload to cut: the same
+	 * split keeps a killed server from taking its clients along. Only
+	 * on one rail: there the immediates follow their data down the same
+	 * connection, while over several a tcp write's completion does not
+	 * mean it has landed, and an immediate on another rail could
+	 * overtake it (several rails keep the writes with immediate). */
 	{
 		struct tern_ctx_info ci;
 
 		srv->split_imm = tern_ctx_query(ctx, &ci) == 0 &&
 				 ci.provider != NULL &&
-				 strcmp(ci.provider, "shm") == 0;
+				 (strcmp(ci.provider, "shm") == 0 ||
+				  (strcmp(ci.provider, "tcp;ofi_rxm") == 0 &&
+				   ci.rails <= 1 &&
+				   atoi(tern_fabric_version()) >= 2));
 	}
 	srv->nsess = srv->opts.max_sessions;
 	srv->nwriters = srv->opts.parallel + SPARE_WRITERS;

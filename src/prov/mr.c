@@ -120,6 +120,8 @@ int tern__prov_av_insert(struct tern__prov_rail *r, unsigned int idx,
 		return ret < 0 && ret != -FI_EINVAL ? -TERN_EPROV : -TERN_ECARD;
 	}
 	*fiaddr_p = fa;
+	if (r->shm_park == 1)
+		tern__prov_shm_park_insert(r, addr, fa);
 	return 0;
 }
 
@@ -127,6 +129,10 @@ void tern__prov_av_remove(struct tern__prov_rail *r, uint64_t fiaddr)
 {
 	fi_addr_t fa = fiaddr;
 
+	if (r->shm_park != 0) {
+		tern__prov_shm_park_remove(r, fiaddr);
+		return;
+	}
 	if (r->av != NULL)
 		fi_av_remove(r->av, &fa, 1, 0);
 }

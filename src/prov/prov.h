@@ -38,6 +38,13 @@ struct tern__prov_rail {
 	/* Messages are tagged (FI_TAGGED); else untagged (efa-direct), and
 	 * the engine matches them to receives itself. */
 	int tagged;
+	/* Repair the CQ entries of a libfabric that mislabels them
+	 * (quirks.c): set by tern__prov_rail_open() */
+	int fix_rx_flags;
+	/* shm on libfabric 2.x: 1 while its AV entries are tracked so that
+	 * no endpoint of this process closes under another's AV entry,
+	 * 2 once closed (shmpark.c) */
+	int shm_park;
 };
 
 /* The provider objects of a ctx: rail 0's offering and the fabrics. */
@@ -119,6 +126,20 @@ void tern__prov_rail_limits(const struct tern__prov *p,
 /* Close the endpoint alone (what the provider holds is dropped). */
 void tern__prov_rail_close_ep(struct tern__prov_rail *r);
 void tern__prov_rail_close(struct tern__prov_rail *r);
+/* Does a rail on @fi need its CQ entries repaired (quirks.c)? */
+int tern__prov_quirk_rx_flags(const struct fi_info *fi);
+/* shm endpoints kept open while this process addresses them (shmpark.c):
+ * wanted on @fi? Track open rail @r (its address @addr), an AV insert, a
+ * removal (which does the fi_av_remove), a close (before the endpoint's),
+ * a fabric whose close was refused. */
+int tern__prov_shm_park_wanted(const struct fi_info *fi);
+int tern__prov_shm_park_open(struct tern__prov_rail *r, const void *addr,
+			     size_t addrlen);
+void tern__prov_shm_park_insert(struct tern__prov_rail *r, const void *addr,
+				uint64_t fiaddr);
+void tern__prov_shm_park_remove(struct tern__prov_rail *r, uint64_t fiaddr);
+void tern__prov_shm_park_close(struct tern__prov_rail *r);
+int tern__prov_shm_park_fabric(struct fid_fabric *fabric);
 /* Does every rail run this 64-bit atomic (1: fetch-add, 0: cswap)? */
 int tern__prov_atomic_ok(struct tern__prov_rail *const *rails,
 			 const struct tern__prov *p, unsigned int n, int fadd);

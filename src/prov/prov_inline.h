@@ -95,10 +95,19 @@ ssize_t tern__prov_rma(struct tern__prov_rail *r, int read, void *buf,
 		       uint64_t key, uint64_t data, void *context,
 		       uint64_t flags);
 #else
+/* quirks.c: which libfabric needs it, and why. */
+void tern__prov_fix_rx_flags(struct tern__prov_cqent *ent, size_t n);
+
 static inline ssize_t tern__prov_cq_read(struct tern__prov_rail *r,
 					 struct tern__prov_cqent *ent, size_t n)
 {
-	return fi_cq_read(r->cq, ent, n);
+	ssize_t got = fi_cq_read(r->cq, ent, n);
+
+	/* Off but on the libfabric releases that need it: one test of a
+	 * field per read, no call. */
+	if (__builtin_expect(r->fix_rx_flags, 0) && got > 0)
+		tern__prov_fix_rx_flags(ent, (size_t)got);
+	return got;
 }
 
 /* An RMA write (or, with @read, a read) of @len bytes at @buf (@desc) to

@@ -528,8 +528,14 @@ int tern__prov_open(struct tern__prov *p, struct tern__prov_rail *const *rails,
 void tern__prov_close(struct tern__prov *p,
 		      struct tern__prov_rail *const *rails, unsigned int n)
 {
-	while (p->nfabrics > 0)
-		fi_close(&p->fabrics[--p->nfabrics]->fid);
+	while (p->nfabrics > 0) {
+		struct fid_fabric *f = p->fabrics[--p->nfabrics];
+
+		/* Refused while a parked shm domain uses it: closed after
+		 * that domain (shmpark.c). */
+		if (fi_close(&f->fid) == -FI_EBUSY)
+			tern__prov_shm_park_fabric(f);
+	}
 	for (unsigned int i = 0; i < n; i++) {
 		fi_freeinfo(rails[i]->info);
 		rails[i]->info = NULL;
@@ -541,6 +547,8 @@ void tern__prov_close(struct tern__prov *p,
 
 void tern__prov_rail_close_ep(struct tern__prov_rail *r)
 {
+	if (r->shm_park == 1)
+		tern__prov_shm_park_close(r); /* may keep them open */
 	if (r->ep != NULL)
 		fi_close(&r->ep->fid);
 	r->ep = NULL;
@@ -582,6 +590,7 @@ int tern__prov_rail_open(struct tern__prov *p, struct tern__prov_rail *r,
 again:
 	*wait_fd_p = -1;
 	r->tagged = (fi->caps & FI_TAGGED) != 0;
+	r->shm_park = 0;
 	what = "fi_domain";
 	ret = fi_domain(r->fabric, fi, &r->domain, NULL);
 	if (ret != 0)
@@ -633,10 +642,18 @@ again:
 	}
 	if (ret != 0)
 		goto err;
+	r->fix_rx_flags = tern__prov_quirk_rx_flags(fi);
 	what = "fi_getname";
 	ret = fi_getname(&r->ep->fid, addr, addrlen_p);
 	if (ret != 0)
 		goto err;
+	r->shm_park = 0;
+	if (tern__prov_shm_park_wanted(fi)) {
+		what = "tracking its shm address";
+		ret = tern__prov_shm_park_open(r, addr, *addrlen_p);
+		if (ret != 0)
+			goto err;
+	}
 	return 0;
 
 err:

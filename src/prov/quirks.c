@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Workarounds for bugs of released libfabric versions. Each names the bug
+ * and the releases that have it, and is switched on by the version of the
+ * library running (fi_version()), never by the headers tern was built
+ * with: a tern built against 1.17 runs on 2.x, and the other way round.
+ */
+#include <string.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_eq.h>
+
+#include "../core/core.h"
+#include "prov.h"
+#include "prov_inline.h"
+
+/*
+ * shm in libfabric 2.0.0 to 2.3.1 reports a write with remote CQ data at
+ * its target with the flags FI_REMOTE_CQ_DATA alone, without FI_RMA |
+ * FI_REMOTE_WRITE, and with op_context set to the initiator's context (a
+ * pointer of the other process). The cleanup of shm's op flags (libfabric
+ * commit fc24cadcf, "prov/shm: cleanup op flags", first in 2.0.0) lost
+ * them; "prov/shm: fix rx completion flags" (5f73ca0453, first released
+ * in 2.4.0) restored them. tern would take such an entry for one of its
+ * own requests and follow the foreign pointer.
+ *
+ * Every receive completion carries FI_RECV (shm's receives go through the
+ * util srx, which sets FI_MSG | FI_RECV or FI_TAGGED | FI_RECV) and
+ * transmit completions never carry FI_REMOTE_CQ_DATA, so an entry with
+ * FI_REMOTE_CQ_DATA and neither FI_RECV nor FI_REMOTE_WRITE is such a
+ * write: it gets the flags fi_cq(3) gives it and no context.
+ */
+int tern__prov_quirk_rx_flags(const struct fi_info *fi)
+{
+	uint32_t v = fi_version();
+
+	if (fi == NULL || fi->fabric_attr == NULL ||
+	    fi->fabric_attr->prov_name == NULL ||
+	    strcmp(fi->fabric_attr->prov_name, "shm") != 0)
+		return 0;
+	return FI_MAJOR(v) == 2 && FI_MINOR(v) < 4;
+}
+
+void tern__prov_fix_rx_flags(struct tern__prov_cqent *ent, size_t n)
+{
+	const uint64_t mask = FI_REMOTE_CQ_DATA | FI_RECV | FI_REMOTE_WRITE;
+
+	for (size_t i = 0; i < n; i++) {
+		struct fi_cq_data_entry *e = &ent[i].e;
+
+		if ((e->flags & mask) == FI_REMOTE_CQ_DATA) {
+			e->flags |= FI_RMA | FI_REMOTE_WRITE;
+			e->op_context = NULL;
+		}
+	}
+}

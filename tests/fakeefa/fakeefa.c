@@ -226,6 +226,75 @@ static void nic_gid(int nic, uint8_t *gid)
 	gid[15] = (uint8_t)nic;
 }
 
+/* fi_info->nic: one allocation holding the nic and its attributes, so
+ * libfabric's fi_freeinfo (fi_close) and fi_dupinfo (FI_DUP) work. */
+struct fake_nic {
+	struct fid_nic nic;
+	struct fi_device_attr dev;
+	struct fi_bus_attr bus;
+	struct fi_link_attr link;
+	char name[32], addr[64];
+};
+
+static int nic_close(struct fid *f)
+{
+	free(f);
+	return 0;
+}
+
+static int nic_control(struct fid *f, int cmd, void *arg);
+
+static struct fi_ops nic_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = nic_close,
+	.control = nic_control,
+};
+
+static struct fid_nic *nic_new(int nic)
+{
+	struct fake_nic *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->nic.fid.fclass = FI_CLASS_NIC;
+	n->nic.fid.ops = &nic_fi_ops;
+	snprintf(n->name, sizeof(n->name), "%s", nic_name(nic));
+	snprintf(n->addr, sizeof(n->addr), "EFA-fe80::ef:%x", nic);
+	n->dev.name = n->name;
+	n->dev.device_id = "0xefa1";
+	n->dev.vendor_id = "0x1d0f";
+	n->dev.driver = "efa";
+	n->bus.bus_type = FI_BUS_PCI;
+	n->link.address = n->addr;
+	n->link.mtu = FAKE_MTU;
+	n->link.speed = 100000000000ULL; /* 100 Gbit/s per p5 NIC */
+	n->link.state = FI_LINK_UP;
+	n->link.network_type = "Ethernet";
+	n->nic.device_attr = &n->dev;
+	n->nic.bus_attr = &n->bus;
+	n->nic.link_attr = &n->link;
+	return &n->nic;
+}
+
+static int nic_control(struct fid *f, int cmd, void *arg)
+{
+	struct fake_nic *n = (struct fake_nic *)f, *d;
+
+	if (cmd != FI_DUP)
+		return -FI_ENOSYS;
+	d = malloc(sizeof(*d));
+	if (!d)
+		return -FI_ENOMEM;
+	*d = *n;
+	d->dev.name = d->name;
+	d->link.address = d->addr;
+	d->nic.device_attr = &d->dev;
+	d->nic.bus_attr = &d->bus;
+	d->nic.link_attr = &d->link;
+	*(struct fid_nic **)arg = &d->nic;
+	return 0;
+}
+
 static struct fi_info *make_info(int direct, int nic, const struct fi_info *h)
 {
 	struct fi_info *fi = fi_allocinfo();
@@ -301,6 +370,7 @@ static struct fi_info *make_info(int direct, int nic, const struct fi_info *h)
 
 	fi->fabric_attr->name = strdup(direct ? "efa-direct" : "efa");
 	/* prov_name and prov_version are filled in by libfabric's core */
+	fi->nic = nic_new(nic);
 
 	return fi;
 }
@@ -1554,6 +1624,7 @@ FI_EXT_INI
 	fill_nosys(&dom_ops, sizeof(dom_ops));
 	fill_nosys(&fab_fi_ops, sizeof(fab_fi_ops));
 	fill_nosys(&fab_ops, sizeof(fab_ops));
+	fill_nosys(&nic_fi_ops, sizeof(nic_fi_ops));
 	/* The API this libfabric speaks, so fi_getinfo never skips us. */
 	fake_prov.fi_version = fi_version();
 	return &fake_prov;

@@ -22,6 +22,8 @@ printf '%s\n' "$out" | grep -q 'cq data 4 B, mr key 4 B' ||
 	fail "cq data / mr key sizes"
 printf '%s\n' "$out" | grep -q 'queues         tx 4096, rx 8192' ||
 	fail "queue sizes"
+printf '%s\n' "$out" | grep -q 'link           100 Gb/s (up)' ||
+	fail "link speed"
 # Only one profile offered when asked.
 n=$(TERN_FAKEEFA_PROFILE=direct "$TERN" info 2>&1 |
 	grep -c '^efa  fabric efa  ' || true)

@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
@@ -787,6 +788,13 @@ static struct fake_mr *rkey_find(uint64_t key, uint64_t addr, size_t len,
 {
 	struct fake_mr *mr = mrs[key % FAKE_MAX_MR];
 
+	if (getenv("TERN_FAKEEFA_VERBOSE"))
+		fprintf(stderr,
+			"fakeefa: rkey %#" PRIx64 " addr %#" PRIx64
+			" len %zu: mr %p base %p len %zu access %#" PRIx64 "\n",
+			key, addr, len, (void *)mr,
+			mr ? (void *)mr->base : NULL, mr ? mr->len : 0,
+			mr ? mr->access : 0);
 	if (!mr || mr->key != key || !mr->enabled)
 		return NULL;
 	if (!(mr->access & access))
@@ -1418,6 +1426,13 @@ static int dom_endpoint(struct fid_domain *d, struct fi_info *info,
 	ep->addr[16] = (uint8_t)id;
 	ep->addr[17] = (uint8_t)(id >> 8);
 	ep->addr[20] = 0x11; /* qkey */
+	/* bytes 24..27: this process, so that a peer in another process
+	 * (unreachable for an in-process fake) never aliases a local one */
+	{
+		uint32_t pid = (uint32_t)getpid();
+
+		memcpy(ep->addr + 24, &pid, sizeof(pid));
+	}
 	ep->ep.fid.fclass = FI_CLASS_EP;
 	ep->ep.fid.context = ctx;
 	ep->ep.fid.ops = &ep_fi_ops;

@@ -54,10 +54,20 @@
 #include <rdma/fi_tagged.h>
 #include <rdma/providers/fi_prov.h>
 
-/* FI_OPT_MAX_MSG_SIZE / FI_OPT_MAX_RMA_SIZE: libfabric 2.x fi_endpoint.h
- * (enum after FI_OPT_SHARED_MEMORY_PERMITTED); absent from 1.17's headers. */
-#define FAKE_OPT_MAX_MSG_SIZE 21
-#define FAKE_OPT_MAX_RMA_SIZE 24
+/* FI_OPT_MAX_MSG_SIZE ... FI_OPT_INJECT_RMA_SIZE: libfabric 2.x
+ * rdma/fi_endpoint.h (the enum after FI_OPT_SHARED_MEMORY_PERMITTED = 11);
+ * absent from 1.17's headers, hence the numbers. */
+#define FAKE_OPT_MAX_MSG_SIZE	 12
+#define FAKE_OPT_MAX_RMA_SIZE	 14
+#define FAKE_OPT_INJECT_MSG_SIZE 16
+#define FAKE_OPT_INJECT_RMA_SIZE 18
+#if FI_MAJOR_VERSION >= 2
+_Static_assert(FI_OPT_MAX_MSG_SIZE == FAKE_OPT_MAX_MSG_SIZE &&
+		       FI_OPT_MAX_RMA_SIZE == FAKE_OPT_MAX_RMA_SIZE &&
+		       FI_OPT_INJECT_MSG_SIZE == FAKE_OPT_INJECT_MSG_SIZE &&
+		       FI_OPT_INJECT_RMA_SIZE == FAKE_OPT_INJECT_RMA_SIZE,
+	       "libfabric 2.x option numbers");
+#endif
 
 #define FAKE_MTU     8928
 #define FAKE_TX_SIZE 4096
@@ -1330,6 +1340,10 @@ static int ep_getopt(fid_t f, int level, int name, void *val, size_t *len)
 		*(size_t *)val = ep->dom->direct ? FAKE_MTU : SIZE_MAX;
 	else if (name == FAKE_OPT_MAX_RMA_SIZE)
 		*(size_t *)val = ep->dom->direct ? max_rdma : SIZE_MAX;
+	else if (name == FAKE_OPT_INJECT_MSG_SIZE)
+		*(size_t *)val = ep->dom->direct ? FAKE_INLINE : 4096;
+	else if (name == FAKE_OPT_INJECT_RMA_SIZE)
+		*(size_t *)val = ep->dom->direct ? 0 : 4096;
 	else if (name == FI_OPT_MIN_MULTI_RECV)
 		*(size_t *)val = 0;
 	else

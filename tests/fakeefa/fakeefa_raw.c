@@ -192,7 +192,8 @@ static void direct(uint64_t rx_cq_data)
 	insert(&a, &b);
 	insert(&b, &a);
 	insert(&c, &b); /* b never inserts c */
-	CHECK(fi_getopt(&a.ep->fid, FI_OPT_ENDPOINT, 24, &max_rdma, &len) == 0);
+	CHECK(fi_getopt(&a.ep->fid, FI_OPT_ENDPOINT,
+			14 /* FI_OPT_MAX_RMA_SIZE */, &max_rdma, &len) == 0);
 	CHECK(max_rdma == 1 << 20);
 
 	ms = reg(&e, src, sizeof(src), FI_SEND | FI_WRITE | FI_READ);

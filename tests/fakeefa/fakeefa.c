@@ -320,7 +320,9 @@ static struct fi_info *make_info(int direct, int nic, const struct fi_info *h)
 	if (!direct)
 		fi->caps |= FI_TAGGED | FI_ATOMIC | FI_DIRECTED_RECV;
 	fi->mode = direct ? FI_CONTEXT2 : 0;
-	if (h && (h->mode & FI_RX_CQ_DATA))
+	/* efa_user_info.c: efa-direct keeps FI_RX_CQ_DATA when the app
+	 * offers it; the efa fabric never needs it. */
+	if (direct && h && (h->mode & FI_RX_CQ_DATA))
 		fi->mode |= FI_RX_CQ_DATA;
 	fi->addr_format = FI_ADDR_EFA;
 	src = calloc(1, FAKE_ADDRLEN);
@@ -413,9 +415,6 @@ static int hints_ok(int direct, const struct fi_info *h)
 				 FI_MR_VIRT_ADDR)) !=
 				  (FI_MR_ALLOCATED | FI_MR_PROV_KEY |
 				   FI_MR_VIRT_ADDR))
-			return 0;
-		if (h->domain_attr->name &&
-		    strncmp(h->domain_attr->name, "rdmap", 5))
 			return 0;
 	}
 	if (h->fabric_attr) {
@@ -1594,8 +1593,15 @@ static int prov_getinfo(uint32_t version, const char *node, const char *service,
 		if (!hints_ok(direct, hints))
 			continue;
 		for (i = 0; i < nnics(); i++) {
-			struct fi_info *fi = make_info(direct, i, hints);
+			struct fi_info *fi;
+			char dom[64];
 
+			snprintf(dom, sizeof(dom), "%s-rdm", nic_name(i));
+			if (hints && hints->domain_attr &&
+			    hints->domain_attr->name &&
+			    strcmp(hints->domain_attr->name, dom))
+				continue;
+			fi = make_info(direct, i, hints);
 			if (!fi)
 				break;
 			if (hints && hints->caps) {

@@ -313,7 +313,9 @@ static void efa(void)
 	uint64_t ctx[4];
 	int v0 = violations();
 
-	env_open(&e, "efa", FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC, 0);
+	env_open(&e, "efa", FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC,
+		 FI_RX_CQ_DATA);
+	CHECK(!(e.info->mode & FI_RX_CQ_DATA));
 	CHECK(e.info->ep_attr->max_msg_size == UINT64_MAX);
 	CHECK(!(e.info->domain_attr->mr_mode & FI_MR_LOCAL));
 	CHECK(!(e.info->mode & FI_CONTEXT2));
@@ -410,6 +412,19 @@ int main(void)
 	MUST(h);
 	*(void **)&violations = dlsym(h, "fakeefa_violations");
 	MUST(violations);
+
+	/* a domain name in the hints selects that NIC only */
+	{
+		struct fi_info *hd = hints_for("efa", FI_MSG, 0);
+
+		hd->domain_attr->name = strdup("rdmap48s27-rdm");
+		CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hd, &fi) ==
+			      0 &&
+		      !fi->next &&
+		      !strcmp(fi->domain_attr->name, "rdmap48s27-rdm"));
+		fi_freeinfo(fi);
+		fi_freeinfo(hd);
+	}
 
 	setenv("TERN_FAKEEFA_PROFILE", "direct", 1);
 	CHECK(getinfo("efa", FI_MSG, 0, &fi) == -FI_ENODATA);

@@ -157,7 +157,8 @@ TERN_API int tern_write_imm(struct tern_peer *peer, struct tern_mr *mr,
 			    const struct tern_mr_desc *rdesc, uint64_t roff,
 			    uint32_t imm, struct tern_req *req);
 
-/** One piece of a batched write: local offset -> region[region] + roff. */
+/** One piece of a batched write or read: local offset <-> region[region] +
+ * roff. */
 struct tern_piece {
 	uint64_t loff;	 /**< offset in the local region */
 	uint64_t roff;	 /**< offset in the remote region */
@@ -187,6 +188,25 @@ TERN_API int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
 			       const struct tern_mr_desc *regions,
 			       unsigned int nregions, uint64_t flags,
 			       uint32_t imm, struct tern_req *req);
+
+/**
+ * Read a list of pieces of a peer's regions into local region @p mr as one
+ * operation: tern_write_pieces() in the other direction (piece.loff is where
+ * in @p mr the bytes land, piece.roff where in regions[piece.region] they
+ * come from; the regions need TERN_MR_DESC_REMOTE_READ). Posted in batches
+ * within queue credits, spread over the rails; @p req completes once, when
+ * all pieces have, with the first error if any failed. Every piece is
+ * checked before anything is queued. @p pieces and @p regions must stay
+ * valid until completion. Reads carry no immediate. req->len is the total
+ * length.
+ * @return 0 (queued); -EINVAL (n 0 or a bad region index); -TERN_EBOUNDS;
+ * -TERN_EDESC; -TERN_EACCESS; -TERN_ENOTSUP for a staged region (device
+ * memory without direct RDMA: batched reads are not staged).
+ */
+TERN_API int tern_read_pieces(struct tern_peer *peer, struct tern_mr *mr,
+			      const struct tern_piece *pieces, size_t n,
+			      const struct tern_mr_desc *regions,
+			      unsigned int nregions, struct tern_req *req);
 
 /**
  * Atomically add @p add to the 64-bit word at offset @p roff (8-byte

@@ -1,19 +1,31 @@
 # SPDX-License-Identifier: MIT
 """python -m tern.bench: what Python adds to tern.
 
-1. One write_batch of N pieces (default 18,880 x 16 KiB, the descriptor
-   count of one Llama-70B KV transfer) against the same batch handed to
-   tern_write_pieces() directly (a prebuilt struct tern_piece array, the
-   C call alone), in the same run, same ctxs. Reported: the call (Python:
-   from the write_batch() call, arrays in, to its return with every piece
-   queued; C: the tern_write_pieces() call) and the time to completion.
-   The pieces cycle over 64 MiB regions: posting cost does not depend on
-   the addresses.
-2. Bandwidth of 1 MiB writes from Python (window 64, one 1 MiB region, as
-   `tern bench` does) against `tern bench --sizes 1M`, same provider.
+1. Batches of N pieces (default 18,880 x 16 KiB, the descriptor count of
+   one Llama-70B KV transfer), three ways in the same run, same ctxs, in
+   rounds whose order alternates (C first, then Python first). Each round
+   posts two batches back to back and times: the first call (cold: the
+   previous round's 309 MB just went through the caches), the second call
+   (warm), each from the call to its return with every piece checked and
+   queued (posting then runs in progress, the same C code for all three),
+   and both batches' completion:
+   - C: tern_write_pieces() on a prebuilt struct tern_piece array (the
+     call through cffi, about a microsecond of which is cffi's);
+   - py arrays: peer.write_batch(region, lo, desc, ro, lengths) with int64
+     numpy arrays in (the piece table is packed in the call);
+   - py table: peer.write_batch(region, table, desc) with a prebuilt
+     tern.pieces() table (a page list reused between transfers).
+   Reported: medians over the rounds with 10th-90th percentiles, and the
+   ratio of each round's Python time to the same round's C time (median,
+   10th-90th percentile). The pieces cycle over 64 MiB regions: posting
+   cost does not depend on the addresses.
+2. Bandwidth of 1 MiB writes from Python against `tern bench --sizes 1M`,
+   same provider, same shape: the target in another process, window 64,
+   the same timed writes and warm-up (iters/10, >= 16), rounds alternating.
 """
 import argparse
 import json
+import multiprocessing as mp
 import os
 import shutil
 import statistics
@@ -33,7 +45,12 @@ def _drive(a, b, req):
     return req.result()
 
 
-def batch(a, b, n, piece, reps):
+def _pct(xs, q):
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+def batch(a, b, n, piece, rounds):
     span = 64 << 20
     slots = span // piece
     src = np.zeros(span, np.uint8)
@@ -46,65 +63,133 @@ def batch(a, b, n, piece, reps):
     lo = (idx % slots) * piece
     ro = ((idx * 7) % slots) * piece
     ln = np.full(n, piece, np.int64)
-    pieces = np.zeros(n, dtype=[("loff", "<u8"), ("roff", "<u8"),
-                                ("len", "<u8"), ("region", "<u4"),
-                                ("pad", "<u4")])
-    pieces["loff"], pieces["roff"], pieces["len"] = lo, ro, ln
-    cp = ffi.cast("struct tern_piece *", ffi.from_buffer(pieces))
+    ctab = tern.pieces(lo, ro, ln).copy()
+    cp = ffi.from_buffer("struct tern_piece[]", ctab)
     cdesc = rb._desc
-    py_call, py_done, c_call, c_done = [], [], [], []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        req = peer.write_batch(ra, lo, desc, ro, ln)
-        t1 = time.perf_counter()
-        _drive(a, b, req)
-        t2 = time.perf_counter()
-        py_call.append(t1 - t0)
-        py_done.append(t2 - t0)
+    pmr, amr = peer._h(), ra._h()
+    creqs = [ffi.new("struct tern_req *"), ffi.new("struct tern_req *")]
+    table = tern.pieces(lo, ro, ln)
+    ah, bh = a._h(), b._h()
 
-        creq = ffi.new("struct tern_req *")
-        lib.tern_req_init(creq, ffi.NULL, ffi.NULL)
-        t0 = time.perf_counter()
-        ret = lib.tern_write_pieces(peer._h(), ra._h(), cp, n, cdesc, 1, 0,
-                                    0, creq)
-        t1 = time.perf_counter()
+    def c_post(k):
+        lib.tern_req_init(creqs[k], ffi.NULL, ffi.NULL)
+        ret = lib.tern_write_pieces(pmr, amr, cp, n, cdesc, 1, 0, 0,
+                                    creqs[k])
         assert ret == 0, ret
-        while not creq.done:
-            lib.tern_progress(a._h())
-            lib.tern_progress(b._h())
+        return creqs[k]
+
+    def py_arrays(k):
+        return peer.write_batch(ra, lo, desc, ro, ln)._req
+
+    def py_table(k):
+        return peer.write_batch(ra, table, desc)._req
+
+    variants = {"c": c_post, "arrays": py_arrays, "table": py_table}
+    t = {}
+    for k in variants:
+        t[k + "_cold"], t[k + "_warm"], t[k + "_done"] = [], [], []
+
+    def one(k):
+        """Two batches back to back: the first call comes cold, after the
+        last round's 309 MB went through the caches; the second warm."""
+        post = variants[k]
+        t0 = time.perf_counter()
+        r0 = post(0)
+        t1 = time.perf_counter()
+        r1 = post(1)
         t2 = time.perf_counter()
-        assert creq.status == 0, creq.status
-        c_call.append(t1 - t0)
-        c_done.append(t2 - t0)
+        while not (r0.done and r1.done):
+            lib.tern_progress(ah)
+            lib.tern_progress(bh)
+        t3 = time.perf_counter()
+        assert r0.status == 0 and r1.status == 0, (r0.status, r1.status)
+        a.progress()  # Python's requests finish (their tables go back)
+        t[k + "_cold"].append(t1 - t0)
+        t[k + "_warm"].append(t2 - t1)
+        t[k + "_done"].append(t3 - t0)
+
+    for k in variants:  # warm-up
+        one(k)
+    for v in t.values():
+        v.clear()
+    for i in range(rounds):
+        for k in (("c", "arrays", "table") if i % 2 == 0 else
+                  ("arrays", "table", "c")):
+            one(k)
     med = statistics.median
-    return {"pieces": n, "piece": piece, "reps": reps,
-            "py_call_ms": med(py_call) * 1e3,
-            "c_call_ms": med(c_call) * 1e3,
-            "py_done_ms": med(py_done) * 1e3,
-            "c_done_ms": med(c_done) * 1e3}
+    out = {"pieces": n, "piece": piece, "rounds": rounds}
+    for k, v in t.items():
+        out[k] = (med(v) * 1e3, _pct(v, 0.1) * 1e3, _pct(v, 0.9) * 1e3)
+    for k in ("arrays", "table"):
+        for m in ("cold", "warm", "done"):
+            r = [p / c for p, c in zip(t[k + "_" + m], t["c_" + m])]
+            out[k + "_" + m + "_ratio"] = (med(r), _pct(r, 0.1),
+                                           _pct(r, 0.9))
+    return out
 
 
-def bandwidth(a, b, size, iters, window):
-    src = np.zeros(size, np.uint8)
-    dst = np.zeros(size, np.uint8)
-    ra, rb = a.register(src), b.register(dst)
-    peer = a.peer(b.card)
-    desc = rb.descriptor()
-    inflight = []
-    posted = 0
+def _target(provider, node, size, q_out, q_in):
+    """The writes' target, in its own process as tern bench's local peer:
+    one region, progress until told to stop."""
+    with tern.Context(provider, node=node) as ctx:
+        buf = np.zeros(size, np.uint8)
+        reg = ctx.register(buf)
+        q_out.put((ctx.card, reg.descriptor()))
+        card = q_in.get()
+        ctx.peer(card)
+        h = ctx._h()
+        while q_in.empty():
+            for _ in range(1000):
+                lib.tern_progress(h)
+
+
+def bandwidth(provider, node, size, iters, window, rounds):
+    """GB/s (10^9) of each round's timed writes."""
+    sp = mp.get_context("spawn")
+    q_out, q_in = sp.Queue(), sp.Queue()
+    p = sp.Process(target=_target, args=(provider, node, size, q_out, q_in))
+    p.start()
+    res = []
+    try:
+        card, desc = q_out.get(timeout=60)
+        with tern.Context(provider, node=node) as a:
+            src = np.zeros(size, np.uint8)
+            ra = a.register(src)
+            peer = a.peer(card)
+            q_in.put(a.card)
+            warm = max(iters // 10, 16)
+            for _ in range(rounds):
+                res.append(size * iters / _writes(a, peer, ra, desc, warm,
+                                                  iters, window) / 1e9)
+            q_in.put("stop")
+    finally:
+        p.join(30)
+        if p.is_alive():
+            p.kill()
+    return res
+
+
+def _writes(a, peer, ra, desc, warm, iters, window):
+    """Seconds for @iters writes after @warm untimed ones, @window out."""
+    d = tern._desc(desc)
+
+    def run(count):
+        inflight = []
+        posted = 0
+        while posted < count or inflight:
+            while posted < count and len(inflight) < window:
+                inflight.append(peer.write(ra, d))
+                posted += 1
+            a.progress()
+            inflight = [r for r in inflight if not r.done()]
+
+    run(warm)
     t0 = time.perf_counter()
-    while posted < iters or inflight:
-        while posted < iters and len(inflight) < window:
-            inflight.append(peer.write(ra, desc))
-            posted += 1
-        a.progress()
-        b.progress()
-        inflight = [r for r in inflight if not r.done()]
-    dt = time.perf_counter() - t0
-    return size * iters / dt / 1e9
+    run(iters)
+    return time.perf_counter() - t0
 
 
-def c_bench(provider, node, size, iters):
+def c_bench(provider, node, size, iters, window):
     exe = os.environ.get("TERN_BIN") or shutil.which("tern")
     if exe is None:
         here = os.path.dirname(os.path.abspath(__file__))
@@ -113,7 +198,7 @@ def c_bench(provider, node, size, iters):
     if exe is None:
         return None
     cmd = [exe, "bench", "-p", provider, "--sizes", str(size), "-n",
-           str(iters), "-j"]
+           str(iters), "-w", str(window), "-j"]
     if node:
         cmd += ["--node", node]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -128,27 +213,47 @@ def main():
     ap.add_argument("--node", default=None)
     ap.add_argument("--pieces", type=int, default=18880)
     ap.add_argument("--piece-size", type=int, default=16 << 10)
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=41,
+                    help="batch rounds (C and Python alternating)")
     ap.add_argument("--iters", type=int, default=2000)
+    ap.add_argument("--bw-rounds", type=int, default=3)
     args = ap.parse_args()
     if args.provider.startswith("tcp") and not args.node:
         args.node = "127.0.0.1"
     with tern.Context(args.provider, node=args.node) as a, \
             tern.Context(args.provider, node=args.node) as b:
-        r = batch(a, b, args.pieces, args.piece_size, args.reps)
-        print("provider %s: write_batch of %d x %d B (median of %d)" %
-              (a.provider, r["pieces"], r["piece"], r["reps"]))
-        print("  call:       python %.3f ms   C tern_write_pieces %.3f ms"
-              "   (+%.0f%%)" % (r["py_call_ms"], r["c_call_ms"],
-                                (r["py_call_ms"] / r["c_call_ms"] - 1) * 100))
-        print("  completion: python %.3f ms   C %.3f ms" %
-              (r["py_done_ms"], r["c_done_ms"]))
-    with tern.Context(args.provider, node=args.node) as a, \
-            tern.Context(args.provider, node=args.node) as b:
-        gbs = bandwidth(a, b, 1 << 20, args.iters, 64)
-    cg = c_bench(args.provider, args.node, 1 << 20, args.iters)
-    print("1 MiB writes: python %.2f GB/s   tern bench %s" %
-          (gbs, "%.2f GB/s" % cg if cg else "(tern binary not found)"))
+        r = batch(a, b, args.pieces, args.piece_size, args.rounds)
+        print("provider %s: batches of %d x %d B, %d rounds alternating; "
+              "ms median [p10, p90]; py/C: per-round ratio median "
+              "[p10, p90]" % (a.provider, r["pieces"], r["piece"],
+                              r["rounds"]))
+        for m, what in (("cold", "call, first of two (cold)"),
+                        ("warm", "call, second of two (warm)"),
+                        ("done", "both batches completed")):
+            print("  %s:" % what)
+            for k, name in (("c", "C tern_write_pieces"),
+                            ("arrays", "py write_batch(arrays)"),
+                            ("table", "py write_batch(table)")):
+                v = r[k + "_" + m]
+                line = "    %-24s %8.4f [%.4f, %.4f]" % ((name,) + v)
+                if k != "c":
+                    q = r[k + "_" + m + "_ratio"]
+                    line += "   py/C %.3f [%.3f, %.3f] (%+.1f%%)" % (
+                        q + ((q[0] - 1) * 100,))
+                print(line)
+    py, cg = [], []
+    for _ in range(args.bw_rounds):  # alternating, same provider
+        py += bandwidth(args.provider, args.node, 1 << 20, args.iters, 64, 1)
+        g = c_bench(args.provider, args.node, 1 << 20, args.iters, 64)
+        if g is not None:
+            cg.append(g)
+    med = statistics.median
+    print("1 MiB writes, window 64, %d timed (target in another process), "
+          "%d rounds: python %.2f GB/s %s   tern bench %s" %
+          (args.iters, args.bw_rounds, med(py),
+           [round(x, 2) for x in py],
+           ("%.2f GB/s %s" % (med(cg), [round(x, 2) for x in cg]))
+           if cg else "(tern binary not found)"))
 
 
 if __name__ == "__main__":

@@ -65,11 +65,12 @@ struct tern__req_priv {
 			uint64_t operand; /* the add, or the swap */
 			uint64_t compare;
 		} atomic;
-		struct { /* write_pieces */
+		struct { /* write_pieces, read_pieces */
 			const struct tern_piece *pieces;
 			const struct tern_mr_desc *regions;
 			uint32_t nregions;
-			uint32_t with_imm; /* TERN_PIECES_IMM */
+			uint16_t with_imm; /* TERN_PIECES_IMM */
+			uint16_t read;	   /* tern_read_pieces() */
 		} batch;
 		struct { /* a write or read striped over the rails */
 			uint64_t raddr;

@@ -128,7 +128,8 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 	return post_result(rail, req, ret);
 }
 
-/* Post the next piece of a batched write (tern__rp(req)->next_piece). */
+/* Post the next piece of a batched write or read
+ * (tern__rp(req)->next_piece). */
 int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 			  int more)
 {
@@ -148,10 +149,15 @@ int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 	slot = slot_get(rail, req);
 	if (slot == NULL)
 		return -EAGAIN;
-	ret = tern__post_rma(
-		rail, req, (char *)tern__rp(req)->mr->buf + pc->loff, pc->len,
-		raddr, rd->keys[rail->idx % tern__rp(req)->peer->nrails],
-		slot->fictx, flags);
+	/* tern__post_rma()'s body, the direction from the batch. */
+	if (tern__rp(req)->xflags & TERN__XF_DELIVER)
+		flags |= TERN__PF_DELIVER;
+	ret = tern__prov_rma(&rail->prov, tern__rp(req)->u.batch.read,
+			     (char *)tern__rp(req)->mr->buf + pc->loff, pc->len,
+			     tern__rp(req)->mr->desc[rail->idx],
+			     tern__rp(req)->peer->fiaddr[rail->idx], raddr,
+			     rd->keys[rail->idx % tern__rp(req)->peer->nrails],
+			     tern__rp(req)->imm, slot->fictx, flags);
 	if (ret != 0)
 		tern__slot_free(rail, slot);
 	return post_result(rail, req, ret);

@@ -826,16 +826,22 @@ int tern_read(struct tern_peer *peer, struct tern_mr *mr, void *buf, size_t len,
 			  req);
 }
 
-int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
-		      const struct tern_piece *pieces, size_t n,
-		      const struct tern_mr_desc *regions, unsigned int nregions,
-		      uint64_t flags, uint32_t imm, struct tern_req *req)
+/* tern_write_pieces() and tern_read_pieces(): check every piece against
+ * both regions, then queue the batch as one request. */
+static int pieces_common(struct tern_peer *peer, struct tern_mr *mr,
+			 const struct tern_piece *pieces, size_t n,
+			 const struct tern_mr_desc *regions,
+			 unsigned int nregions, uint64_t flags, uint32_t imm,
+			 int read, struct tern_req *req)
 {
+	uint32_t right = read ? TERN_MR_DESC_REMOTE_READ
+			      : TERN_MR_DESC_REMOTE_WRITE;
 	uint64_t total = 0;
 	int ret;
 
-	if (peer == NULL || pieces == NULL || regions == NULL || n == 0 ||
-	    n > UINT32_MAX || nregions == 0 || (flags & ~TERN_PIECES_IMM))
+	if (peer == NULL || mr == NULL || pieces == NULL || regions == NULL ||
+	    n == 0 || n > UINT32_MAX || nregions == 0 ||
+	    (flags & ~TERN_PIECES_IMM))
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
 		const struct tern_piece *pc = &pieces[i];
@@ -843,7 +849,7 @@ int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
 		if (pc->region >= nregions || pc->pad != 0)
 			return -EINVAL;
 		ret = remote_check(peer, &regions[pc->region], pc->roff,
-				   pc->len, TERN_MR_DESC_REMOTE_WRITE);
+				   pc->len, right);
 		if (ret != 0)
 			return ret;
 		if (pc->len > peer->ctx->max_rma_size)
@@ -852,6 +858,10 @@ int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
 			return -TERN_EBOUNDS;
 		total += pc->len;
 	}
+	/* The staging pipeline (device memory without direct RDMA) carries
+	 * batched writes only. */
+	if (read && mr->smr != NULL)
+		return -TERN_ENOTSUP;
 	ret = prep(peer->ctx, req, TERN__OP_PIECES, peer, mr, mr->buf, 0);
 	if (ret != 0)
 		return ret;
@@ -860,12 +870,31 @@ int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
 	tern__rp(req)->u.batch.regions = regions;
 	tern__rp(req)->u.batch.nregions = nregions;
 	tern__rp(req)->u.batch.with_imm = (flags & TERN_PIECES_IMM) != 0;
+	tern__rp(req)->u.batch.read = read != 0;
 	tern__rp(req)->npieces = (uint32_t)n;
 	tern__rp(req)->next_piece = 0;
 	tern__rp(req)->inflight = 0;
 	tern__rp(req)->err = 0;
 	tern__rp(req)->imm = imm;
 	return submit(peer->ctx, req);
+}
+
+int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
+		      const struct tern_piece *pieces, size_t n,
+		      const struct tern_mr_desc *regions, unsigned int nregions,
+		      uint64_t flags, uint32_t imm, struct tern_req *req)
+{
+	return pieces_common(peer, mr, pieces, n, regions, nregions, flags, imm,
+			     0, req);
+}
+
+int tern_read_pieces(struct tern_peer *peer, struct tern_mr *mr,
+		     const struct tern_piece *pieces, size_t n,
+		     const struct tern_mr_desc *regions, unsigned int nregions,
+		     struct tern_req *req)
+{
+	return pieces_common(peer, mr, pieces, n, regions, nregions, 0, 0, 1,
+			     req);
 }
 
 static int atomic_common(struct tern_peer *peer,

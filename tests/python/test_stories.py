@@ -86,6 +86,36 @@ def test_kv_cache_handoff(prov, mode):
 
 
 @pytest.mark.parametrize("prov", PROVS)
+def test_batch_table_reused(prov):
+    """One tern.pieces() table serves write_batch and read_batch again and
+    again; the bytes land where the pieces say, both ways."""
+    page, n = 4096, 16
+    with tern.Context(prov, node=workers.node(prov)) as a, \
+            tern.Context(prov, node=workers.node(prov)) as b:
+        src = np.random.default_rng(1).integers(0, 256, n * page, np.uint8)
+        back = np.zeros(n * page, np.uint8)
+        far = np.zeros(2 * n * page, np.uint8)
+        ra, rback, rfar = a.register(src), a.register(back), b.register(far)
+        peer = a.peer(b.card)
+        b.peer(a.card)
+        d = rfar.descriptor()
+        perm = np.random.default_rng(2).permutation(2 * n)[:n]
+        t = tern.pieces(np.arange(n) * page, perm * page,
+                        np.full(n, page))
+        assert t.dtype.itemsize == 32 and len(t) == n
+        for _ in range(3):
+            far[:] = 0
+            back[:] = 0
+            assert drive(a, peer.write_batch(ra, t, d), other=b) == n * page
+            for i in range(n):
+                assert np.array_equal(far[perm[i] * page:(perm[i] + 1) * page],
+                                      src[i * page:(i + 1) * page])
+            assert drive(a, peer.read_batch(rback, t, d), other=b) == \
+                n * page
+            assert np.array_equal(back, src)
+
+
+@pytest.mark.parametrize("prov", PROVS)
 def test_weight_broadcast(prov):
     need_torch()
     size = 4
@@ -200,8 +230,22 @@ def test_failure_errors(prov):
         with pytest.raises(tern.Error) as e:
             peer.write(ra, b"\x00" * 10)
         assert e.value.code < 0
-        with pytest.raises(tern.Error):
+        with pytest.raises(tern.BoundsError):
             peer.write_batch(ra, [0], rb.descriptor(), [0], [4096])
+        with pytest.raises(tern.BoundsError):
+            peer.read_batch(ra, [0, 0], rb.descriptor(), [0, 512],
+                            [512, 1024])
+        with pytest.raises(tern.BoundsError):  # local side too small
+            peer.read_batch(ra, [8000], rb.descriptor(), [0], [512])
+        with pytest.raises(ValueError):
+            peer.read_batch(ra, [0, 1], rb.descriptor(), [0], [1])
+        with pytest.raises(ValueError):
+            peer.write_batch(ra, np.zeros(3, np.int64), rb.descriptor())
+        # a region registered without remote read refuses read_batch
+        wo = b.register(bytearray(4096), access=tern.LOCAL |
+                        tern.REMOTE_WRITE)
+        with pytest.raises(tern.AccessError):
+            peer.read_batch(ra, [0], wo.descriptor(), [0], [64])
         # descriptors pickle and cross processes
         d = rb.descriptor()
         assert pickle.loads(pickle.dumps(d)) == d

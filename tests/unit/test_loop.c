@@ -1553,6 +1553,96 @@ static void test_striping(void **state)
 	assert_int_equal(fk.calls[6].len, 2048);
 }
 
+/* tern_read_pieces(): rights and bounds checked before anything queues;
+ * then every piece is a read (never carrying an immediate), batched with
+ * "more", from its region into its local offset; one completion. */
+static void test_read_pieces(void **state)
+{
+	struct env *e = *state;
+	struct tern_mr_desc rd[2];
+	struct tern_piece pc[3] = {
+		{ .loff = 0, .roff = 512, .len = 100, .region = 1 },
+		{ .loff = 2048, .roff = 0, .len = 64, .region = 0 },
+		{ .loff = 100, .roff = 4000, .len = 96, .region = 1 },
+	};
+	struct tracked r;
+
+	rd[0] = e->rdesc;
+	rd[1] = e->rdesc;
+	rd[1].base = RBASE + 0x10000;
+	rd[1].keys[0] = RKEY + 1;
+	track_init(&r);
+	/* The env's descriptor allows remote writes only. */
+	assert_int_equal(
+		tern_read_pieces(&e->peer, &e->mr, pc, 3, rd, 2, &r.req),
+		-TERN_EACCESS);
+	rd[0].flags |= TERN_MR_DESC_REMOTE_READ;
+	rd[1].flags |= TERN_MR_DESC_REMOTE_READ;
+	pc[2].roff = RLEN;
+	assert_int_equal(
+		tern_read_pieces(&e->peer, &e->mr, pc, 3, rd, 2, &r.req),
+		-TERN_EBOUNDS);
+	pc[2].roff = 4000;
+	pc[1].loff = ENV_BUF_LEN - 63;
+	assert_int_equal(
+		tern_read_pieces(&e->peer, &e->mr, pc, 3, rd, 2, &r.req),
+		-TERN_EBOUNDS);
+	pc[1].loff = 2048;
+	assert_int_equal(
+		tern_read_pieces(&e->peer, &e->mr, pc, 3, rd, 1, &r.req),
+		-EINVAL); /* region index 1 of 1 */
+	assert_int_equal(
+		tern_read_pieces(&e->peer, &e->mr, pc, 0, rd, 2, &r.req),
+		-EINVAL);
+	assert_int_equal(fk.ncalls, 0);
+
+	assert_int_equal(
+		tern_read_pieces(&e->peer, &e->mr, pc, 3, rd, 2, &r.req), 0);
+	assert_int_equal(r.req.len, 260);
+	assert_int_equal(fk.ncalls, 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fk.ncalls, 3);
+	for (unsigned int k = 0; k < 3; k++) {
+		const struct fake_call *c = &fk.calls[k];
+
+		assert_int_equal(c->op, FOP_READ);
+		assert_ptr_equal(c->buf, e->buf + pc[k].loff);
+		assert_int_equal(c->len, pc[k].len);
+		assert_int_equal(c->raddr, rd[pc[k].region].base + pc[k].roff);
+		assert_int_equal(c->rkey, rd[pc[k].region].keys[0]);
+		assert_int_equal(c->addr, PEER_ADDR);
+		assert_ptr_equal(c->desc, &local_desc_token[0]);
+		assert_int_equal(c->flags & TERN__PF_IMM, 0);
+		assert_int_equal(c->flags & TERN__PF_MORE,
+				 k < 2 ? TERN__PF_MORE : 0);
+	}
+	assert_int_equal(e->ctx->rails[0].tx_credits, 5);
+	cq_ok(fk.calls[0].context, 100, 0, 0);
+	cq_ok(fk.calls[2].context, 96, 0, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(r.calls, 0);
+	cq_ok(fk.calls[1].context, 64, 0, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(r.calls, 1);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.req.len, 260);
+	assert_int_equal(e->ctx->rails[0].tx_credits, 8);
+	assert_int_equal(e->peer.inflight, 0);
+
+	/* The same list written: the direction is the batch's, not the
+	 * last one's. */
+	track_init(&r);
+	rd[0].flags = TERN_MR_DESC_VIRT_ADDR | TERN_MR_DESC_REMOTE_WRITE;
+	rd[1].flags = rd[0].flags;
+	assert_int_equal(
+		tern_write_pieces(&e->peer, &e->mr, pc, 3, rd, 2, 0, 0, &r.req),
+		0);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 6);
+	for (unsigned int k = 3; k < 6; k++)
+		assert_int_equal(fk.calls[k].op, FOP_WRITE);
+}
+
 /* A striped write copies the descriptor into the ctx's pool: the caller's
  * may go at once; the copy comes back when the write completes (or is
  * cancelled) and the next striped write reuses it. */
@@ -2138,6 +2228,7 @@ int main(void)
 		T(test_callback_reexpects),
 		T(test_callback_expects_mid_batch),
 		T(test_striping),
+		T(test_read_pieces),
 		T(test_rails),
 		T(test_striping_desc_pool),
 		T(test_req_size),

@@ -427,8 +427,10 @@ static int work_waiting(const struct tern_ctx *ctx)
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		const struct tern_rail *r = &ctx->rails[i];
 
+		/* Untagged, receives wait in tern for a message, not for
+		 * a post (bounce.c). */
 		if ((r->txq.len != 0 && r->tx_credits != 0) ||
-		    (r->rxq.len != 0 && r->rx_credits != 0))
+		    (r->rxq.len != 0 && r->rx_credits != 0 && ctx->tagged))
 			return 1;
 	}
 	return 0;

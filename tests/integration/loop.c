@@ -71,6 +71,9 @@ static struct tern_peer *peer_of(struct tern_ctx *a, struct tern_ctx *b)
 struct pair {
 	struct tern_ctx *a, *b;
 	struct tern_peer *peer;
+	/* b knows a too: an RMA target must have its initiator in its
+	 * address vector first (efa-direct; docs/efa.md). */
+	struct tern_peer *back;
 	struct tern_mr *src, *dst;
 	struct tern_mr_desc rdesc;
 	uint8_t *sbuf, *dbuf;
@@ -94,6 +97,7 @@ static void pair_open(struct pair *p)
 	p->a = open_ctx();
 	p->b = open_ctx();
 	p->peer = peer_of(p->a, p->b);
+	p->back = peer_of(p->b, p->a);
 	p->sbuf = calloc(N, 4096);
 	p->dbuf = calloc(N, 4096);
 	if (p->sbuf == NULL || p->dbuf == NULL ||

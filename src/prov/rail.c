@@ -664,7 +664,7 @@ err:
 
 /* FI_OPT_MAX_MSG_SIZE and FI_OPT_MAX_RMA_SIZE: endpoint options of
  * libfabric 2.0 (include/rdma/fi_endpoint.h), absent from older headers;
- * their values there. Asked only of a 2.0 or later library. */
+ * their values there. */
 #ifndef FI_OPT_MAX_MSG_SIZE
 #define TERN__OPT_MAX_MSG_SIZE 12
 #define TERN__OPT_MAX_RMA_SIZE 14
@@ -684,8 +684,7 @@ void tern__prov_rail_limits(const struct tern__prov *p,
 	 * larger of the two (prov/efa/src/efa_prov_info.c): a send of that
 	 * size would be refused. The endpoint knows each. */
 	*msg_p = *rma_p = fi->ep_attr->max_msg_size;
-	if (FI_MAJOR(fi_version()) < 2)
-		return;
+	/* No 1.x library defines these numbers: it answers ENOPROTOOPT. */
 	len = sizeof(v);
 	if (fi_getopt(&r->ep->fid, FI_OPT_ENDPOINT, TERN__OPT_MAX_MSG_SIZE, &v,
 		      &len) == 0 &&

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tern's operations over the fake efa provider's efa-direct fabric (and,
+ * with "efa", over its efa fabric), two ctxs in one process, checking what
+ * tern does with each of efa-direct's rules (docs/efa.md):
+ *   untagged messages, matched by tern, with their immediates;
+ *   a send above the MTU refused at the call (-EMSGSIZE);
+ *   a write longer than max_rdma_size split, completing once, every byte;
+ *   a write with immediate that long refused;
+ *   atomics refused (-TERN_ENOTSUP) on efa-direct, run on efa;
+ *   a queued receive cancelled (no fi_cancel there);
+ *   both ctxs know each other before any RMA (the fake fails an RMA whose
+ *   target lacks its initiator; tern_rules.sh fails on any broken rule).
+ * usage: direct_ops direct|efa
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tern/tern.h>
+
+#define BIG (3u * 1024 * 1024 + 5) /* over the fake's 1 MiB max_rdma_size */
+
+static int failed;
+
+#define CHECK(cond, ...)                                                     \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                        \
+			fputc('\n', stderr);                                 \
+			failed = 1;                                          \
+		}                                                            \
+	} while (0)
+
+static struct tern_ctx *a, *b;
+
+static struct tern_peer *peer_of(struct tern_ctx *x, struct tern_ctx *y)
+{
+	uint8_t card[TERN_CARD_MAX];
+	struct tern_peer *p = NULL;
+	ssize_t len = tern_ctx_card(y, card, sizeof(card));
+
+	if (len < 0 || tern_peer_add(x, card, (size_t)len, &p) != 0) {
+		fprintf(stderr, "peer_add failed\n");
+		exit(1);
+	}
+	return p;
+}
+
+/* Progress both ctxs until @req is done (10 s at most). */
+static void drive(struct tern_req *req)
+{
+	for (long i = 0; i < 10000000 && !req->done; i++) {
+		tern_progress(a);
+		tern_progress(b);
+	}
+	CHECK(req->done, "request never completed");
+}
+
+int main(int argc, char **argv)
+{
+	struct tern_ctx_attr attr = { .provider = "efa" };
+	struct tern_mr *amr, *bmr;
+	struct tern_peer *ab, *ba;
+	struct tern_mr_desc bd;
+	struct tern_ctx_info ia;
+	struct tern_req s, r, w;
+	uint8_t *abuf, *bbuf;
+	int direct, ret;
+
+	if (argc != 2 ||
+	    (strcmp(argv[1], "direct") != 0 && strcmp(argv[1], "efa") != 0)) {
+		fprintf(stderr, "usage: direct_ops direct|efa\n");
+		return 2;
+	}
+	direct = strcmp(argv[1], "direct") == 0;
+	attr.fabric = direct ? "efa-direct" : "efa";
+	if (tern_ctx_open(&attr, &a) != 0 || tern_ctx_open(&attr, &b) != 0) {
+		fprintf(stderr, "cannot open ctxs on efa %s\n", attr.fabric);
+		return 1;
+	}
+	abuf = calloc(1, BIG);
+	bbuf = calloc(1, BIG);
+	if (abuf == NULL || bbuf == NULL ||
+	    tern_mr_reg(a, abuf, BIG, TERN_ACCESS_LOCAL, &amr) != 0 ||
+	    tern_mr_reg(b, bbuf, BIG,
+			TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_WRITE |
+				TERN_ACCESS_REMOTE_ATOMIC,
+			&bmr) != 0 ||
+	    tern_mr_desc(bmr, &bd) != 0) {
+		fprintf(stderr, "setup failed\n");
+		return 1;
+	}
+	/* Both ways before any RMA: a target knows its initiator. */
+	ab = peer_of(a, b);
+	ba = peer_of(b, a);
+	(void)ba;
+
+	tern_ctx_query(a, &ia);
+	CHECK(strcmp(ia.fabric, attr.fabric) == 0, "fabric %s", ia.fabric);
+	if (direct) {
+		CHECK(!ia.tagged, "efa-direct has no tagged messages");
+		CHECK(ia.max_msg_size <= 8928, "max message %llu",
+		      (unsigned long long)ia.max_msg_size);
+		CHECK(ia.max_rma_size == 1024 * 1024, "max RMA %llu",
+		      (unsigned long long)ia.max_rma_size);
+		CHECK(!ia.atomic_fadd, "efa-direct has no atomics");
+	} else {
+		CHECK(ia.tagged && ia.atomic_fadd, "efa has tags and atomics");
+	}
+
+	/* A message with an immediate, matched by tern on efa-direct. */
+	memcpy(abuf, "hello efa", 9);
+	tern_req_init(&r, NULL, NULL);
+	tern_req_init(&s, NULL, NULL);
+	CHECK(tern_recv(b, bmr, bbuf, 64, &r) == 0, "recv");
+	CHECK(tern_send_imm(ab, amr, abuf, 9, 77, &s) == 0, "send");
+	drive(&s);
+	drive(&r);
+	CHECK(r.status == 0 && r.len == 9 && memcmp(bbuf, "hello efa", 9) == 0,
+	      "message: status %d len %zu", r.status, r.len);
+	CHECK((r.flags & TERN_REQ_F_IMM) && r.imm == 77, "imm %llu",
+	      (unsigned long long)r.imm);
+
+	/* Above the MTU: refused at the call, naming no provider error. */
+	if (direct) {
+		tern_req_init(&s, NULL, NULL);
+		ret = tern_send(ab, amr, abuf, ia.max_msg_size + 1, &s);
+		CHECK(ret == -EMSGSIZE, "oversized send: %s",
+		      tern_strerror(ret));
+	}
+
+	/* Longer than one RMA: split, one completion, every byte. */
+	for (size_t i = 0; i < BIG; i++)
+		abuf[i] = (uint8_t)(i * 7 + 3);
+	memset(bbuf, 0, BIG);
+	tern_req_init(&w, NULL, NULL);
+	CHECK(tern_write(ab, amr, abuf, BIG, &bd, 0, &w) == 0, "big write");
+	drive(&w);
+	CHECK(w.status == 0, "big write: %s", tern_strerror(w.status));
+	CHECK(memcmp(abuf, bbuf, BIG) == 0, "big write: bytes differ");
+
+	/* Its immediate could overtake the other parts: refused. */
+	if (direct) {
+		tern_req_init(&w, NULL, NULL);
+		ret = tern_write_imm(ab, amr, abuf, BIG, &bd, 0, 5, &w);
+		CHECK(ret == -EMSGSIZE, "big write_imm: %s",
+		      tern_strerror(ret));
+	}
+	/* A write with immediate, counted at the target. */
+	tern_req_init(&w, NULL, NULL);
+	CHECK(tern_write_imm(ab, amr, abuf, 4096, &bd, 0, 9, &w) == 0,
+	      "write_imm");
+	drive(&w);
+	for (int i = 0; i < 100000 && tern_imm_count(b, 9) == 0; i++)
+		tern_progress(b);
+	CHECK(tern_imm_count(b, 9) == 1, "imm 9 counted %llu times",
+	      (unsigned long long)tern_imm_count(b, 9));
+
+	/* Atomics: none on efa-direct (never emulated), run on efa. */
+	tern_req_init(&w, NULL, NULL);
+	ret = tern_atomic_fetch_add(ab, &bd, 0, 1, &w);
+	if (direct) {
+		CHECK(ret == -TERN_ENOTSUP, "atomic: %s", tern_strerror(ret));
+	} else {
+		CHECK(ret == 0, "atomic: %s", tern_strerror(ret));
+		drive(&w);
+		CHECK(w.status == 0, "atomic: %s", tern_strerror(w.status));
+	}
+
+	/* A queued receive is cancelled (efa-direct has no fi_cancel). */
+	tern_req_init(&r, NULL, NULL);
+	CHECK(tern_recv(b, bmr, bbuf, 64, &r) == 0, "recv 2");
+	tern_progress(b);
+	CHECK(tern_req_cancel(b, &r) == 0, "cancel");
+	drive(&r);
+	CHECK(r.status == -ECANCELED, "cancelled recv: %s",
+	      tern_strerror(r.status));
+
+	tern_ctx_close(a);
+	tern_ctx_close(b);
+	free(abuf);
+	free(bbuf);
+	printf("%s: %s\n", failed ? "FAIL" : "PASS", attr.fabric);
+	return failed;
+}

@@ -37,6 +37,8 @@ vm-check: build
 	ctest --preset dev -L vm
 
 # AddressSanitizer + UBSan build of everything, and every test under it.
+# The Python tests are left out: an interpreter that is not built with
+# ASan cannot load the ASan libtern (its runtime must come first).
 asan-check: deps-check
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan -j $(JOBS)

@@ -570,12 +570,13 @@ class Context:
                  node: Optional[str] = None, domain: Optional[str] = None,
                  domains: Optional[str] = None, flags: int = 0,
                  fabric: Optional[str] = None):
-        if fabric is not None and domain is None:
-            domain = fabric
         attr = ffi.new("struct tern_ctx_attr *")
         keep = []
+        # fabric: libfabric's fabric name; on efa "efa-direct" (the
+        # default where offered) or "efa" (atomics, large messages).
         for k, v in (("provider", provider), ("node", node),
-                     ("domain", domain), ("domains", domains)):
+                     ("domain", domain), ("domains", domains),
+                     ("fabric", fabric)):
             if v is not None:
                 s = ffi.new("char[]", v.encode())
                 keep.append(s)
@@ -594,6 +595,7 @@ class Context:
         info = ffi.new("struct tern_ctx_info *")
         _check(lib.tern_ctx_query(self._ctx, info), "query")
         self.provider = ffi.string(info.provider).decode()
+        self.fabric = ffi.string(info.fabric).decode()
         self.rails = info.rails
         self.has_wait_fd = bool(info.wait_fd)
         self.atomics = bool(info.atomic_fadd)

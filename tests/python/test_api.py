@@ -264,3 +264,12 @@ def test_pip_install_offline():
             capture_output=True, text=True, timeout=60, env=env, cwd=d)
         assert chk.returncode == 0, chk.stderr
         assert chk.stdout.startswith(d), chk.stdout
+
+
+def test_fabric_argument():
+    """fabric= is tern_ctx_attr.fabric: a fabric that is not there is
+    refused with a tern.Error, an existing one is used and reported."""
+    with tern.Context("shm", fabric="shm") as c:
+        assert c.fabric == "shm"
+    with pytest.raises(tern.Error):
+        tern.Context("shm", fabric="no-such-fabric")

@@ -8,16 +8,19 @@ case "${1:-demo}" in
 demo) ;;
 # check: the network-namespace tests need ip, tc (iproute2) and nft; the
 # public headers are compiled as C++ too (g++); the Python package's
-# tests need Debian's cffi, numpy, pytest and torch (no pip)
+# tests need Debian's cffi, numpy, pytest and torch, and pip with
+# setuptools for the offline `pip install ./python` test (no index)
 check) need="$need libcmocka-dev python3 libibverbs-dev iproute2 nftables
-	g++ python3-cffi python3-numpy python3-pytest python3-torch" ;;
+	g++ python3-cffi python3-numpy python3-pytest python3-torch
+	python3-pip python3-setuptools python3-wheel" ;;
 # ci also boots the verbs test guest (make vm-check): qemu, cpio, kmod, and
 # xz-utils to unpack linux-source for soft-iWARP's siw.ko
 # fuzz: make fuzz-check builds with clang and links libFuzzer
 fuzz) need="$need libcmocka-dev python3 libibverbs-dev clang libclang-rt-dev" ;;
 ci) need="$need libcmocka-dev python3 clang libclang-rt-dev clang-format
 	libibverbs-dev iproute2 nftables qemu-system-x86 cpio kmod xz-utils g++
-	python3-cffi python3-numpy python3-pytest python3-torch" ;;
+	python3-cffi python3-numpy python3-pytest python3-torch
+	python3-pip python3-setuptools python3-wheel" ;;
 *) echo "usage: $0 demo|check|fuzz|ci" >&2; exit 2 ;;
 esac
 

@@ -121,8 +121,8 @@ const char *tern__info_unusable(const struct fi_info *fi)
 			return need[i].why;
 	}
 	if (fi->domain_attr->cq_data_size < 4)
-		return "cq_data_size below 4: cannot carry a 4-byte "
-		       "immediate";
+		return "cq_data_size below 4: no room for a 4-byte "
+		       "immediate in remote CQ data";
 	if (fi->src_addrlen > TERN_ADDR_MAX)
 		return "endpoint address longer than tern's cards hold";
 	return NULL;

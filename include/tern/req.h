@@ -209,6 +209,38 @@ TERN_API int tern_read_pieces(struct tern_peer *peer, struct tern_mr *mr,
 			      unsigned int nregions, struct tern_req *req);
 
 /**
+ * tern_write_pieces() with the pieces as three arrays, one per field, all
+ * into one remote region @p rdesc: piece i writes @p lens[i] bytes at
+ * @p loffs[i] of @p mr to @p roffs[i] of @p rdesc. This is the layout a
+ * page list usually has (a KV cache's block offsets, numpy columns), so
+ * nothing is packed into a table first. Checks, completion and flags as
+ * tern_write_pieces(); the arrays and @p rdesc must stay valid until
+ * completion.
+ * @return as tern_write_pieces(); -EINVAL for a NULL array.
+ */
+TERN_API int tern_write_pieces_arrays(struct tern_peer *peer,
+				      struct tern_mr *mr, const uint64_t *loffs,
+				      const uint64_t *roffs,
+				      const uint64_t *lens, size_t n,
+				      const struct tern_mr_desc *rdesc,
+				      uint64_t flags, uint32_t imm,
+				      struct tern_req *req);
+
+/**
+ * tern_read_pieces() with the pieces as three arrays, from one remote
+ * region @p rdesc: piece i reads @p lens[i] bytes at @p roffs[i] of
+ * @p rdesc into @p loffs[i] of @p mr. The arrays and @p rdesc must stay
+ * valid until completion.
+ * @return as tern_read_pieces(); -EINVAL for a NULL array.
+ */
+TERN_API int tern_read_pieces_arrays(struct tern_peer *peer, struct tern_mr *mr,
+				     const uint64_t *loffs,
+				     const uint64_t *roffs,
+				     const uint64_t *lens, size_t n,
+				     const struct tern_mr_desc *rdesc,
+				     struct tern_req *req);
+
+/**
  * Atomically add @p add to the 64-bit word at offset @p roff (8-byte
  * aligned) of the peer's region, which needs TERN_ACCESS_REMOTE_ATOMIC.
  * On completion req->value is the word's value before the add.

@@ -106,20 +106,22 @@ def _buffer(obj: Any):
     return int(ffi.cast("uintptr_t", cbuf)), mv.nbytes, (obj, mv, cbuf), False
 
 
+_REQ_T = ffi.typeof("struct tern_req *")
+
+
 class Request:
     """One operation in flight: wait(), done(), result(), callbacks, await."""
 
     __slots__ = ("_ctx", "_req", "_keep", "_cbs", "_what", "_finished",
-                 "_tab", "__weakref__")
+                 "__weakref__")
 
     def __init__(self, ctx: "Context", what: str, keep: Any = None):
         self._ctx = ctx
         # ffi.new zero-fills: that is what tern_req_init(req, NULL, NULL)
         # sets (no callback, nothing done, no links), without a second
         # C call on every operation.
-        self._req = ffi.new("struct tern_req *")
+        self._req = ffi.new(_REQ_T)
         self._keep = keep
-        self._tab = None  # a pooled piece table, back to the pool at the end
         self._cbs: list = []
         self._what = what
         self._finished = False
@@ -136,9 +138,6 @@ class Request:
         self._finished = True
         self._ctx._inflight.discard(self)
         self._keep = None
-        if self._tab is not None:
-            _table_put(self._tab)
-            self._tab = None
         cbs, self._cbs = self._cbs, []
         for cb in cbs:
             cb(self)
@@ -340,12 +339,23 @@ def _local(region: Region, offset: int, length: Optional[int]):
     return mr, ffi.cast("char *", region.addr) + offset, length
 
 
+_NP = None  # numpy, imported on first use (only batches need it)
+_I64 = None  # its int64 dtype
+
+
 def _i64(a) -> Any:
-    """A contiguous int64 numpy view of a numpy array, torch tensor or list."""
-    import numpy as np
+    """A contiguous int64 numpy view of a numpy array, torch tensor or list:
+    the array itself when it already is one (no call, no copy)."""
+    global _NP, _I64
+    if _NP is None:
+        import numpy
+        _NP, _I64 = numpy, numpy.dtype(numpy.int64)
+    if (type(a) is _NP.ndarray and a.dtype is _I64 and
+            a.flags.c_contiguous):
+        return a
     if hasattr(a, "detach") and hasattr(a, "numpy"):
         a = a.detach().cpu().numpy()
-    return np.ascontiguousarray(a, dtype=np.int64)
+    return _NP.ascontiguousarray(a, dtype=_NP.int64)
 
 
 def _piece_dtype():
@@ -374,10 +384,11 @@ def _fill(t, lo, ro, ln) -> None:
 
 
 def pieces(local_offsets, remote_offsets, lengths) -> Any:
-    """The piece table write_batch() and read_batch() hand to C: a numpy
-    structured array laid out as struct tern_piece (loff, roff, len,
-    region 0, pad 0), built with four vectorised column copies. Build it
-    once and pass it again for a page list that does not change."""
+    """A piece table: a numpy structured array laid out as struct
+    tern_piece (loff, roff, len, region 0, pad 0), built with four
+    vectorised column copies, which write_batch() and read_batch() hand to
+    tern_write_pieces()/tern_read_pieces(). Three arrays cost the same
+    (C takes them as they are); a table is one object to keep."""
     import numpy as np
     global _PIECE_DTYPE
     if _PIECE_DTYPE is None:
@@ -388,25 +399,10 @@ def pieces(local_offsets, remote_offsets, lengths) -> Any:
     return t.view(_PIECE_DTYPE).reshape(n)
 
 
-# Tables write_batch()/read_batch() packed from arrays, by rows (a power of
-# two), free for the next batch: a fresh one costs a page fault per 4 KiB
-# (18,880 pieces: 590 KiB, about 100 us here), more than packing it.
-_TABLES: dict = {}
-_TABLES_KEEP = 2
-_TABLES_MAX_ROWS = 1 << 20
-
-
-def _table_put(buf) -> None:
-    free = _TABLES.setdefault(buf.shape[0], [])
-    if len(free) < _TABLES_KEEP:
-        free.append(buf)
-
-
-def _table(local_offsets, remote_offsets, lengths):
-    """(pooled buffer or None, piece table): a tern.pieces() table as it
-    is, or one packed from arrays into a pooled buffer."""
-    import numpy as np
-    global _PIECE_DTYPE
+def _batch(local_offsets, remote_offsets, lengths):
+    """(table, None) for a tern.pieces() table; (None, arrays) for three
+    offset/length arrays, which C takes as they are
+    (tern_write_pieces_arrays(): nothing is packed)."""
     if remote_offsets is None and lengths is None:
         t = local_offsets
         if (_PIECE_DTYPE is None or getattr(t, "dtype", None) !=
@@ -414,20 +410,23 @@ def _table(local_offsets, remote_offsets, lengths):
                 not t.flags.c_contiguous):
             raise ValueError("tern: pass offsets and lengths, or one "
                              "non-empty table from tern.pieces()")
-        return None, t
-    if _PIECE_DTYPE is None:
-        _PIECE_DTYPE = _piece_dtype()
-    lo, ro, ln, n = _arrays(local_offsets, remote_offsets, lengths)
-    rows = 1 << (n - 1).bit_length()
-    if rows > _TABLES_MAX_ROWS:
-        buf = None
-        t = np.empty((n, 4), np.int64)
-    else:
-        free = _TABLES.get(rows)
-        buf = free.pop() if free else np.empty((rows, 4), np.int64)
-        t = buf[:n]
-    _fill(t, lo, ro, ln)
-    return buf, t.view(_PIECE_DTYPE).reshape(n)
+        return t, None
+    if remote_offsets is None or lengths is None:
+        raise ValueError("tern: pass local_offsets, remote_offsets and "
+                         "lengths together")
+    return None, _arrays(local_offsets, remote_offsets, lengths)
+
+
+_U64A = ffi.typeof("uint64_t[]")
+# cffi's own from_buffer under ffi.from_buffer(), which only adds an
+# argument shuffle: a third of a microsecond per array.
+_from_buffer = getattr(getattr(ffi, "_backend", None), "from_buffer", None)
+
+
+def _u64p(a):
+    if _from_buffer is not None:
+        return _from_buffer(_U64A, a, False)
+    return ffi.from_buffer(_U64A, a)
 
 
 class Peer:
@@ -524,40 +523,50 @@ class Peer:
     def write_batch(self, region: Region, local_offsets, remote,
                     remote_offsets=None, lengths=None,
                     imm: Optional[int] = None) -> Request:
-        """Write many pieces in ONE C call (tern_write_pieces): piece i
-        copies lengths[i] bytes at local_offsets[i] of region to
+        """Write many pieces in ONE C call (tern_write_pieces_arrays):
+        piece i copies lengths[i] bytes at local_offsets[i] of region to
         remote_offsets[i] of the remote descriptor. Offsets and lengths
-        are int64 numpy arrays, torch CPU tensors or sequences; or pass a
-        table from tern.pieces() as local_offsets (and no remote_offsets,
-        lengths), which skips building it. With imm, every piece is a
+        are int64 numpy arrays or torch CPU tensors (handed to C as they
+        are, no copy), or sequences; or pass a table from tern.pieces() as
+        local_offsets (and no remote_offsets, lengths). With imm, every piece is a
         write with immediate (the target counts len(lengths)). One
         request completes when all pieces have, with the first error."""
-        buf, t = _table(local_offsets, remote_offsets, lengths)
+        t, a = _batch(local_offsets, remote_offsets, lengths)
         p = self._h()
         mr = region._h()
         d = _desc(remote)
-        r = Request(self._ctx, "write_batch", (region, d, t))
-        r._tab = buf
-        return r._posted(lib.tern_write_pieces(
-            p, mr, ffi.from_buffer("struct tern_piece[]", t), len(t), d, 1,
-            _PIECES_IMM if imm is not None else 0, imm or 0, r._req))
+        flags = _PIECES_IMM if imm is not None else 0
+        if a is None:
+            r = Request(self._ctx, "write_batch", (region, d, t))
+            return r._posted(lib.tern_write_pieces(
+                p, mr, ffi.from_buffer("struct tern_piece[]", t), len(t),
+                d, 1, flags, imm or 0, r._req))
+        lo, ro, ln, n = a
+        r = Request(self._ctx, "write_batch", (region, d, lo, ro, ln))
+        return r._posted(lib.tern_write_pieces_arrays(
+            p, mr, _u64p(lo), _u64p(ro), _u64p(ln), n, d, flags, imm or 0,
+            r._req))
 
     def read_batch(self, region: Region, local_offsets, remote,
                    remote_offsets=None, lengths=None) -> Request:
-        """Read many pieces in ONE C call (tern_read_pieces): piece i
+        """Read many pieces in ONE C call (tern_read_pieces_arrays): piece i
         copies lengths[i] bytes at remote_offsets[i] of the remote
         descriptor to local_offsets[i] of region. Arrays as for
         write_batch() (or one tern.pieces() table). Reads carry no
         immediate. One request completes when all pieces have."""
-        buf, t = _table(local_offsets, remote_offsets, lengths)
+        t, a = _batch(local_offsets, remote_offsets, lengths)
         p = self._h()
         mr = region._h()
         d = _desc(remote)
-        r = Request(self._ctx, "read_batch", (region, d, t))
-        r._tab = buf
-        return r._posted(lib.tern_read_pieces(
-            p, mr, ffi.from_buffer("struct tern_piece[]", t), len(t), d, 1,
-            r._req))
+        if a is None:
+            r = Request(self._ctx, "read_batch", (region, d, t))
+            return r._posted(lib.tern_read_pieces(
+                p, mr, ffi.from_buffer("struct tern_piece[]", t), len(t),
+                d, 1, r._req))
+        lo, ro, ln, n = a
+        r = Request(self._ctx, "read_batch", (region, d, lo, ro, ln))
+        return r._posted(lib.tern_read_pieces_arrays(
+            p, mr, _u64p(lo), _u64p(ro), _u64p(ln), n, d, r._req))
 
 
 class Context:

@@ -159,6 +159,16 @@ int tern_read_pieces(struct tern_peer *peer, struct tern_mr *mr,
 		     const struct tern_piece *pieces, size_t n,
 		     const struct tern_mr_desc *regions,
 		     unsigned int nregions, struct tern_req *req);
+int tern_write_pieces_arrays(struct tern_peer *peer, struct tern_mr *mr,
+			     const uint64_t *loffs, const uint64_t *roffs,
+			     const uint64_t *lens, size_t n,
+			     const struct tern_mr_desc *rdesc, uint64_t flags,
+			     uint32_t imm, struct tern_req *req);
+int tern_read_pieces_arrays(struct tern_peer *peer, struct tern_mr *mr,
+			    const uint64_t *loffs, const uint64_t *roffs,
+			    const uint64_t *lens, size_t n,
+			    const struct tern_mr_desc *rdesc,
+			    struct tern_req *req);
 int tern_atomic_fetch_add(struct tern_peer *peer,
 			  const struct tern_mr_desc *rdesc, uint64_t roff,
 			  uint64_t add, struct tern_req *req);

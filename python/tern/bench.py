@@ -9,15 +9,17 @@
    (warm), each from the call to its return with every piece checked and
    queued (posting then runs in progress, the same C code for all three),
    and both batches' completion:
-   - C: tern_write_pieces() on a prebuilt struct tern_piece array (the
-     call through cffi, about a microsecond of which is cffi's);
-   - py arrays: peer.write_batch(region, lo, desc, ro, lengths) with int64
-     numpy arrays in (the piece table is packed in the call);
+   - C table: tern_write_pieces() on a prebuilt struct tern_piece array
+     (the call through cffi, about a microsecond of which is cffi's);
+   - C arrays: tern_write_pieces_arrays() on the three int64 arrays;
+   - py arrays: peer.write_batch(region, lo, desc, ro, lengths) with the
+     same int64 numpy arrays (which call tern_write_pieces_arrays());
    - py table: peer.write_batch(region, table, desc) with a prebuilt
-     tern.pieces() table (a page list reused between transfers).
+     tern.pieces() table (which calls tern_write_pieces()).
    Reported: medians over the rounds with 10th-90th percentiles, and the
-   ratio of each round's Python time to the same round's C time (median,
-   10th-90th percentile). The pieces cycle over 64 MiB regions: posting
+   ratio of each round's Python time to the same round's time of the C
+   call it makes (median, 10th-90th percentile); py arrays also against C
+   table. The pieces cycle over 64 MiB regions: posting
    cost does not depend on the addresses.
 2. Bandwidth of 1 MiB writes from Python against `tern bench --sizes 1M`,
    same provider, same shape: the target in another process, window 64,
@@ -78,13 +80,24 @@ def batch(a, b, n, piece, rounds):
         assert ret == 0, ret
         return creqs[k]
 
+    lo_p, ro_p, ln_p = (ffi.from_buffer("uint64_t[]", x)
+                        for x in (lo, ro, ln))
+
+    def c_arrays(k):
+        lib.tern_req_init(creqs[k], ffi.NULL, ffi.NULL)
+        ret = lib.tern_write_pieces_arrays(pmr, amr, lo_p, ro_p, ln_p, n,
+                                           cdesc, 0, 0, creqs[k])
+        assert ret == 0, ret
+        return creqs[k]
+
     def py_arrays(k):
         return peer.write_batch(ra, lo, desc, ro, ln)._req
 
     def py_table(k):
         return peer.write_batch(ra, table, desc)._req
 
-    variants = {"c": c_post, "arrays": py_arrays, "table": py_table}
+    variants = {"c": c_post, "c_arrays": c_arrays, "arrays": py_arrays,
+                "table": py_table}
     t = {}
     for k in variants:
         t[k + "_cold"], t[k + "_warm"], t[k + "_done"] = [], [], []
@@ -113,19 +126,23 @@ def batch(a, b, n, piece, rounds):
     for v in t.values():
         v.clear()
     for i in range(rounds):
-        for k in (("c", "arrays", "table") if i % 2 == 0 else
-                  ("arrays", "table", "c")):
+        for k in (("c", "c_arrays", "arrays", "table") if i % 2 == 0
+                  else ("arrays", "table", "c_arrays", "c")):
             one(k)
     med = statistics.median
     out = {"pieces": n, "piece": piece, "rounds": rounds}
     for k, v in t.items():
         out[k] = (med(v) * 1e3, _pct(v, 0.1) * 1e3, _pct(v, 0.9) * 1e3)
-    for k in ("arrays", "table"):
+    for k, c in RATIOS:
         for m in ("cold", "warm", "done"):
-            r = [p / c for p, c in zip(t[k + "_" + m], t["c_" + m])]
-            out[k + "_" + m + "_ratio"] = (med(r), _pct(r, 0.1),
-                                           _pct(r, 0.9))
+            r = [p / q for p, q in zip(t[k + "_" + m], t[c + "_" + m])]
+            out[k + "/" + c + "_" + m] = (med(r), _pct(r, 0.1),
+                                          _pct(r, 0.9))
     return out
+
+
+# Each Python call against the C call it makes, and arrays against table.
+RATIOS = (("arrays", "c_arrays"), ("table", "c"), ("arrays", "c"))
 
 
 def _target(provider, node, size, q_out, q_in):
@@ -232,15 +249,15 @@ def main():
                         ("done", "both batches completed")):
             print("  %s:" % what)
             for k, name in (("c", "C tern_write_pieces"),
+                            ("c_arrays", "C tern_write_pieces_arrays"),
                             ("arrays", "py write_batch(arrays)"),
                             ("table", "py write_batch(table)")):
                 v = r[k + "_" + m]
-                line = "    %-24s %8.4f [%.4f, %.4f]" % ((name,) + v)
-                if k != "c":
-                    q = r[k + "_" + m + "_ratio"]
-                    line += "   py/C %.3f [%.3f, %.3f] (%+.1f%%)" % (
-                        q + ((q[0] - 1) * 100,))
-                print(line)
+                print("    %-27s %8.4f [%.4f, %.4f]" % ((name,) + v))
+            for k, c in RATIOS:
+                q = r[k + "/" + c + "_" + m]
+                print("    ratio %-6s / %-8s %.3f [%.3f, %.3f] (%+.1f%%)" %
+                      ((k, c) + q + ((q[0] - 1) * 100,)))
     py, cg = [], []
     for _ in range(args.bw_rounds):  # alternating, same provider
         py += bandwidth(args.provider, args.node, 1 << 20, args.iters, 64, 1)

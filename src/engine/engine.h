@@ -65,9 +65,13 @@ struct tern__req_priv {
 			uint64_t operand; /* the add, or the swap */
 			uint64_t compare;
 		} atomic;
-		struct { /* write_pieces, read_pieces */
-			const struct tern_piece *pieces;
+		struct { /* write_pieces, read_pieces (and _arrays) */
+			union {
+				const struct tern_piece *pieces;
+				const uint64_t *loffs; /* arrays */
+			};
 			const struct tern_mr_desc *regions;
+			const uint64_t *roffs, *lens; /* arrays, or NULL */
 			uint32_t nregions;
 			uint16_t with_imm; /* TERN_PIECES_IMM */
 			uint16_t read;	   /* tern_read_pieces() */
@@ -100,6 +104,18 @@ _Static_assert(sizeof(((struct tern__req_priv *)0)->fictx) >=
 
 /* The engine's view of @req's private area: a cast, costs no instruction. */
 #define tern__rp(req) ((struct tern__req_priv *)(void *)(req)->_priv)
+
+/* Piece @i of a batch: from its table, or from the three arrays of
+ * tern_write_pieces_arrays() (region 0). */
+static inline struct tern_piece tern__piece(const struct tern__req_priv *rp,
+					    uint32_t i)
+{
+	if (rp->u.batch.lens == NULL)
+		return rp->u.batch.pieces[i];
+	return (struct tern_piece){ .loff = rp->u.batch.loffs[i],
+				    .roff = rp->u.batch.roffs[i],
+				    .len = rp->u.batch.lens[i] };
+}
 
 /* The request whose private area holds @fictx (a completion's context). */
 static inline struct tern_req *tern__req_of_fictx(void *fictx)
@@ -168,6 +184,11 @@ struct tern_rail {
 	size_t rx_credits;
 	struct tern__reqq txq; /* queued sends/writes, posted in order */
 	struct tern__reqq rxq; /* queued receives */
+	/* The provider refused the last pass's posts from that queue
+	 * (-FI_EAGAIN, nothing went out): the loop may sleep a little
+	 * before trying again rather than spin (loop.c). Cleared by a post
+	 * that goes out and by a newly queued request. */
+	uint8_t tx_refused, rx_refused;
 	size_t addrlen;
 	uint8_t addr[TERN_ADDR_MAX];
 	/* Contexts of the remote CQ data sink receives, when rx_cq_data. */

@@ -429,12 +429,30 @@ static int work_waiting(const struct tern_ctx *ctx)
 
 		/* Untagged, receives wait in tern for a message, not for
 		 * a post (bounce.c). */
-		if ((r->txq.len != 0 && r->tx_credits != 0) ||
-		    (r->rxq.len != 0 && r->rx_credits != 0 && ctx->tagged))
+		if ((r->txq.len != 0 && r->tx_credits != 0 && !r->tx_refused) ||
+		    (r->rxq.len != 0 && r->rx_credits != 0 && ctx->tagged &&
+		     !r->rx_refused))
 			return 1;
 	}
 	return 0;
 }
+
+/* Posts the provider refused wait on it: sleep, but not long (below). */
+static int posts_refused(const struct tern_ctx *ctx)
+{
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		const struct tern_rail *r = &ctx->rails[i];
+
+		if ((r->txq.len != 0 && r->tx_refused) ||
+		    (r->rxq.len != 0 && r->rx_refused))
+			return 1;
+	}
+	return 0;
+}
+
+/* The longest sleep with refused posts queued: what frees them (a
+ * connection set up, a peer's queue drained) need not wake a wait fd. */
+#define TERN__REFUSED_NS 1000000LL
 
 /* The next polling sleep on a provider without wait fds. */
 static uint64_t poll_sleep_ns(struct tern_ctx *ctx)
@@ -464,6 +482,8 @@ int tern__loop_block(struct tern_ctx *ctx, int64_t timeout_ns)
 		t = timeout_ns;
 	if (work_waiting(ctx) || ctx->busy_poll)
 		t = 0;
+	else if ((t < 0 || t > TERN__REFUSED_NS) && posts_refused(ctx))
+		t = TERN__REFUSED_NS;
 	if (t != 0 && ctx->can_wait) {
 		ret = tern__rails_trywait(ctx);
 		if (ret == -EAGAIN)
@@ -649,6 +669,8 @@ int tern_ctx_timeout(const struct tern_ctx *ctx)
 	t = timer_wait_ns(ctx);
 	if (!ctx->can_wait && (t < 0 || t > (int64_t)TERN__POLL_BUSY_NS))
 		t = TERN__POLL_BUSY_NS;
+	if ((t < 0 || t > TERN__REFUSED_NS) && posts_refused(ctx))
+		t = TERN__REFUSED_NS;
 	if (t < 0)
 		return -1;
 	if (t > (int64_t)INT32_MAX * 1000000)

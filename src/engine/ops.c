@@ -133,9 +133,9 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 			  int more)
 {
-	const struct tern_piece *pc =
-		(const struct tern_piece *)tern__rp(req)->u.batch.pieces +
-		tern__rp(req)->next_piece;
+	const struct tern_piece p = tern__piece(tern__rp(req),
+						tern__rp(req)->next_piece);
+	const struct tern_piece *pc = &p;
 	const struct tern_mr_desc *rd =
 		(const struct tern_mr_desc *)tern__rp(req)->u.batch.regions +
 		pc->region;

@@ -159,10 +159,13 @@ static inline void queue_req(struct tern_ctx *ctx, struct tern_req *req)
 	tern__rp(req)->mr->inflight++; /* every queued operation has one */
 	if (tern__rp(req)->peer != NULL)
 		tern__rp(req)->peer->inflight++;
-	if (tern__rp(req)->op == TERN__OP_RECV)
+	if (tern__rp(req)->op == TERN__OP_RECV) {
 		tern__reqq_push(&rail->rxq, req);
-	else
+		rail->rx_refused = 0;
+	} else {
 		tern__reqq_push(&rail->txq, req);
+		rail->tx_refused = 0;
+	}
 }
 
 void tern__queue(struct tern_ctx *ctx, struct tern_req *req)
@@ -244,11 +247,12 @@ static int peer_blocked(struct tern_peer *const *blocked, int n,
  * own order. A refusal with no peer (receives) stops the pass.
  */
 static void post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
-		       struct tern__reqq *q, size_t *credits)
+		       struct tern__reqq *q, size_t *credits, uint8_t *refused)
 {
 	size_t n = TERN_MIN(TERN_MIN(q->len, *credits), ctx->post_batch);
 	struct tern_peer *blocked[TERN__BLOCKED_MAX];
 	struct tern_req *req = q->head;
+	size_t n0 = n;
 	int nblocked = 0;
 
 	/* A batched write counts once in q->len but posts many pieces. */
@@ -298,11 +302,17 @@ static void post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 	refused:
 		/* It stays queued, re-posted on a later pass. */
 		if (tern__rp(req)->peer == NULL ||
-		    nblocked == TERN__BLOCKED_MAX)
+		    nblocked == TERN__BLOCKED_MAX) {
+			nblocked++;
 			break;
+		}
 		blocked[nblocked++] = tern__rp(req)->peer;
 		req = next;
 	}
+	/* Refused and nothing went out: until a completion or a new
+	 * request, retrying at once only spins (a connection that
+	 * tcp;ofi_rxm is still setting up refuses every send). */
+	*refused = nblocked != 0 && n == n0;
 }
 
 void tern__req_abort(struct tern_ctx *ctx, struct tern__reqq *q,
@@ -378,9 +388,11 @@ static inline void post_rail(struct tern_ctx *ctx, struct tern_rail *rail)
 {
 	/* Untagged, receives wait in tern (bounce.c), not the provider. */
 	if (rail->rxq.len != 0 && ctx->tagged)
-		post_queue(ctx, rail, &rail->rxq, &rail->rx_credits);
+		post_queue(ctx, rail, &rail->rxq, &rail->rx_credits,
+			   &rail->rx_refused);
 	if (rail->txq.len != 0)
-		post_queue(ctx, rail, &rail->txq, &rail->tx_credits);
+		post_queue(ctx, rail, &rail->txq, &rail->tx_credits,
+			   &rail->tx_refused);
 }
 
 /* Inlined into tern_progress(): see tern__rail_poll(). */
@@ -826,37 +838,52 @@ int tern_read(struct tern_peer *peer, struct tern_mr *mr, void *buf, size_t len,
 			  req);
 }
 
-/* tern_write_pieces() and tern_read_pieces(): check every piece against
- * both regions, then queue the batch as one request. */
+/* A batch's pieces: a table (tern_write_pieces()), or three arrays
+ * with one region (tern_write_pieces_arrays()). */
+struct pieces_in {
+	const struct tern_piece *pieces;
+	const uint64_t *loffs, *roffs, *lens;
+	const struct tern_mr_desc *regions;
+	unsigned int nregions;
+};
+
+/* tern_write_pieces() and tern_read_pieces() and their _arrays: check
+ * every piece against both regions, then queue the batch as one request. */
 static int pieces_common(struct tern_peer *peer, struct tern_mr *mr,
-			 const struct tern_piece *pieces, size_t n,
-			 const struct tern_mr_desc *regions,
-			 unsigned int nregions, uint64_t flags, uint32_t imm,
-			 int read, struct tern_req *req)
+			 const struct pieces_in *in, size_t n, uint64_t flags,
+			 uint32_t imm, int read, struct tern_req *req)
 {
 	uint32_t right = read ? TERN_MR_DESC_REMOTE_READ
 			      : TERN_MR_DESC_REMOTE_WRITE;
 	uint64_t total = 0;
 	int ret;
 
-	if (peer == NULL || mr == NULL || pieces == NULL || regions == NULL ||
-	    n == 0 || n > UINT32_MAX || nregions == 0 ||
-	    (flags & ~TERN_PIECES_IMM))
+	if (peer == NULL || mr == NULL || in->regions == NULL || n == 0 ||
+	    n > UINT32_MAX || in->nregions == 0 || (flags & ~TERN_PIECES_IMM))
+		return -EINVAL;
+	if (in->pieces == NULL &&
+	    (in->loffs == NULL || in->roffs == NULL || in->lens == NULL))
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
-		const struct tern_piece *pc = &pieces[i];
+		struct tern_piece pc = in->pieces != NULL
+					       ? in->pieces[i]
+					       : (struct tern_piece){
+							 .loff = in->loffs[i],
+							 .roff = in->roffs[i],
+							 .len = in->lens[i]
+						 };
 
-		if (pc->region >= nregions || pc->pad != 0)
+		if (pc.region >= in->nregions || pc.pad != 0)
 			return -EINVAL;
-		ret = remote_check(peer, &regions[pc->region], pc->roff,
-				   pc->len, right);
+		ret = remote_check(peer, &in->regions[pc.region], pc.roff,
+				   pc.len, right);
 		if (ret != 0)
 			return ret;
-		if (pc->len > peer->ctx->max_rma_size)
+		if (pc.len > peer->ctx->max_rma_size)
 			return -EMSGSIZE;
-		if (pc->loff > mr->len || pc->len > mr->len - pc->loff)
+		if (pc.loff > mr->len || pc.len > mr->len - pc.loff)
 			return -TERN_EBOUNDS;
-		total += pc->len;
+		total += pc.len;
 	}
 	/* The staging pipeline (device memory without direct RDMA) carries
 	 * batched writes only. */
@@ -866,9 +893,16 @@ static int pieces_common(struct tern_peer *peer, struct tern_mr *mr,
 	if (ret != 0)
 		return ret;
 	req->len = total;
-	tern__rp(req)->u.batch.pieces = pieces;
-	tern__rp(req)->u.batch.regions = regions;
-	tern__rp(req)->u.batch.nregions = nregions;
+	if (in->pieces != NULL) {
+		tern__rp(req)->u.batch.pieces = in->pieces;
+		tern__rp(req)->u.batch.lens = NULL;
+	} else {
+		tern__rp(req)->u.batch.loffs = in->loffs;
+		tern__rp(req)->u.batch.roffs = in->roffs;
+		tern__rp(req)->u.batch.lens = in->lens;
+	}
+	tern__rp(req)->u.batch.regions = in->regions;
+	tern__rp(req)->u.batch.nregions = in->nregions;
 	tern__rp(req)->u.batch.with_imm = (flags & TERN_PIECES_IMM) != 0;
 	tern__rp(req)->u.batch.read = read != 0;
 	tern__rp(req)->npieces = (uint32_t)n;
@@ -884,8 +918,13 @@ int tern_write_pieces(struct tern_peer *peer, struct tern_mr *mr,
 		      const struct tern_mr_desc *regions, unsigned int nregions,
 		      uint64_t flags, uint32_t imm, struct tern_req *req)
 {
-	return pieces_common(peer, mr, pieces, n, regions, nregions, flags, imm,
-			     0, req);
+	struct pieces_in in = { .pieces = pieces,
+				.regions = regions,
+				.nregions = nregions };
+
+	if (pieces == NULL)
+		return -EINVAL;
+	return pieces_common(peer, mr, &in, n, flags, imm, 0, req);
 }
 
 int tern_read_pieces(struct tern_peer *peer, struct tern_mr *mr,
@@ -893,8 +932,43 @@ int tern_read_pieces(struct tern_peer *peer, struct tern_mr *mr,
 		     const struct tern_mr_desc *regions, unsigned int nregions,
 		     struct tern_req *req)
 {
-	return pieces_common(peer, mr, pieces, n, regions, nregions, 0, 0, 1,
-			     req);
+	struct pieces_in in = { .pieces = pieces,
+				.regions = regions,
+				.nregions = nregions };
+
+	if (pieces == NULL)
+		return -EINVAL;
+	return pieces_common(peer, mr, &in, n, 0, 0, 1, req);
+}
+
+int tern_write_pieces_arrays(struct tern_peer *peer, struct tern_mr *mr,
+			     const uint64_t *loffs, const uint64_t *roffs,
+			     const uint64_t *lens, size_t n,
+			     const struct tern_mr_desc *rdesc, uint64_t flags,
+			     uint32_t imm, struct tern_req *req)
+{
+	struct pieces_in in = { .loffs = loffs,
+				.roffs = roffs,
+				.lens = lens,
+				.regions = rdesc,
+				.nregions = 1 };
+
+	return pieces_common(peer, mr, &in, n, flags, imm, 0, req);
+}
+
+int tern_read_pieces_arrays(struct tern_peer *peer, struct tern_mr *mr,
+			    const uint64_t *loffs, const uint64_t *roffs,
+			    const uint64_t *lens, size_t n,
+			    const struct tern_mr_desc *rdesc,
+			    struct tern_req *req)
+{
+	struct pieces_in in = { .loffs = loffs,
+				.roffs = roffs,
+				.lens = lens,
+				.regions = rdesc,
+				.nregions = 1 };
+
+	return pieces_common(peer, mr, &in, n, 0, 0, 1, req);
 }
 
 static int atomic_common(struct tern_peer *peer,

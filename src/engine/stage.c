@@ -252,7 +252,8 @@ static int chunk_post(struct tern__stage_chunk *ch)
 	struct tern_mr *smr = tern__rp(req)->mr->smr;
 	char *h = shadow(req) + ch->off;
 	const struct tern_mr_desc *rd;
-	const struct tern_piece *pc;
+	struct tern_piece p;
+	const struct tern_piece *pc = &p;
 	const struct tern_mr_desc *regions;
 	int ret;
 
@@ -288,8 +289,7 @@ static int chunk_post(struct tern__stage_chunk *ch)
 			tern__rp(in)->xflags |= TERN__XF_DELIVER;
 		return ret;
 	case TERN__OP_PIECES:
-		pc = (const struct tern_piece *)tern__rp(req)->u.batch.pieces +
-		     ch->idx;
+		p = tern__piece(tern__rp(req), ch->idx);
 		regions = tern__rp(req)->u.batch.regions;
 		if (tern__rp(req)->u.batch.with_imm)
 			return tern_write_imm(peer, smr, h, ch->len,
@@ -387,13 +387,10 @@ static void chunk_start(struct tern__stage *st, struct tern_req *req)
 	ch->idx = i;
 	ch->roff = 0;
 	if (tern__rp(req)->op == TERN__OP_PIECES) {
-		const struct tern_piece *pc = (const struct tern_piece *)
-						      tern__rp(req)
-							      ->u.batch.pieces +
-					      i;
+		const struct tern_piece pc = tern__piece(tern__rp(req), i);
 
-		ch->off = pc->loff;
-		ch->len = pc->len;
+		ch->off = pc.loff;
+		ch->len = pc.len;
 	} else if (tern__rp(req)->op == TERN__OP_SEND ||
 		   tern__rp(req)->op == TERN__OP_SEND_IMM ||
 		   tern__rp(req)->op == TERN__OP_RECV) {

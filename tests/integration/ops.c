@@ -5,7 +5,8 @@
  * process B owns the regions, one or more initiator processes A act on them.
  * Cards and descriptors travel through pipes.
  *
- * usage: ops --provider P [--node ADDR] read|fadd|cswap|sendimm|pieces|access
+ * usage: ops --provider P [--node ADDR]
+ *        read|fadd|cswap|sendimm|pieces|pieces_arrays|access
  * Exit 0 pass, 1 fail, 77 skipped (the provider lacks the capability, as
  * fi_info shows it; the reason is printed).
  */
@@ -674,6 +675,57 @@ static void pieces_target(struct chan *ch, void *arg)
 	free(src);
 }
 
+/* The same pieces through tern_write_pieces_arrays(): one batch of three
+ * arrays per remote region (the arrays name one region each), both out
+ * at once; the target counts 256 immediates as before. */
+static void pieces_as_arrays(struct tern_ctx *ctx, struct tern_peer *peer,
+			     struct tern_mr *mr, const struct tern_piece *pc,
+			     const struct tern_mr_desc *rd, uint64_t total)
+{
+	static uint64_t lo[2][PC_N], ro[2][PC_N], ln[2][PC_N];
+	struct tern_req req[2];
+	size_t n[2] = { 0, 0 };
+
+	for (int i = 0; i < PC_N; i++) {
+		uint32_t r = pc[i].region;
+
+		lo[r][n[r]] = pc[i].loff;
+		ro[r][n[r]] = pc[i].roff;
+		ln[r][n[r]++] = pc[i].len;
+	}
+	tern_req_init(&req[0], NULL, NULL);
+	/* Checked as a table's pieces are: a NULL array, a piece past the
+	 * remote region or past the local one refuse the batch. */
+	CHECK(tern_write_pieces_arrays(peer, mr, lo[0], NULL, ln[0], n[0],
+				       &rd[0], TERN_PIECES_IMM, 0x77,
+				       &req[0]) == -EINVAL,
+	      "NULL roffs not refused");
+	ro[0][3] += PC_REGION;
+	CHECK(tern_write_pieces_arrays(peer, mr, lo[0], ro[0], ln[0], n[0],
+				       &rd[0], TERN_PIECES_IMM, 0x77,
+				       &req[0]) == -TERN_EBOUNDS,
+	      "piece past the remote region not refused");
+	ro[0][3] -= PC_REGION;
+	lo[0][5] += PC_LOCAL;
+	CHECK(tern_write_pieces_arrays(peer, mr, lo[0], ro[0], ln[0], n[0],
+				       &rd[0], TERN_PIECES_IMM, 0x77,
+				       &req[0]) == -TERN_EBOUNDS,
+	      "piece past the local region not refused");
+	lo[0][5] -= PC_LOCAL;
+	for (int r = 0; r < 2; r++) {
+		tern_req_init(&req[r], NULL, NULL);
+		CHECK(tern_write_pieces_arrays(peer, mr, lo[r], ro[r], ln[r],
+					       n[r], &rd[r], TERN_PIECES_IMM,
+					       0x77, &req[r]) == 0,
+		      "post pieces (arrays, region %d)", r);
+	}
+	wait_ok(ctx, &req[0], "pieces (arrays, region 0)");
+	wait_ok(ctx, &req[1], "pieces (arrays, region 1)");
+	CHECK(req[0].len + req[1].len == total,
+	      "batch lengths %zu + %zu, want %llu", req[0].len, req[1].len,
+	      (unsigned long long)total);
+}
+
 static void pieces_initiator(struct chan *ch, void *arg)
 {
 	struct tern_ctx *ctx = open_ctx();
@@ -686,7 +738,6 @@ static void pieces_initiator(struct chan *ch, void *arg)
 	uint64_t total = 0;
 	char c = 'x';
 
-	(void)arg;
 	get_desc(ch->from_b[0], &rd[0]);
 	get_desc(ch->from_b[0], &rd[1]);
 	mt_fill(src, PC_LOCAL, 21);
@@ -700,19 +751,29 @@ static void pieces_initiator(struct chan *ch, void *arg)
 				0x77, &req) == -TERN_EBOUNDS,
 	      "out-of-bounds piece not refused");
 	pc[7].roff -= PC_REGION;
-	tern_req_init(&req, NULL, NULL);
-	CHECK(tern_write_pieces(peer, mr, pc, PC_N, rd, 2, TERN_PIECES_IMM,
-				0x77, &req) == 0,
-	      "post pieces");
-	wait_ok(ctx, &req, "pieces");
-	CHECK(req.len == total, "batch length %zu, want %llu", req.len,
-	      (unsigned long long)total);
+	if (arg != NULL) {
+		pieces_as_arrays(ctx, peer, mr, pc, rd, total);
+	} else {
+		tern_req_init(&req, NULL, NULL);
+		CHECK(tern_write_pieces(peer, mr, pc, PC_N, rd, 2,
+					TERN_PIECES_IMM, 0x77, &req) == 0,
+		      "post pieces");
+		wait_ok(ctx, &req, "pieces");
+		CHECK(req.len == total, "batch length %zu, want %llu", req.len,
+		      (unsigned long long)total);
+	}
 	wait_target(ctx, ch);
 	CHECK(write(ch->to_b[1], &c, 1) == 1, "pipe");
 	tern_peer_remove(peer);
 	tern_mr_close(mr);
 	tern_ctx_close(ctx);
 	free(src);
+}
+
+static void pieces_initiator_arrays(struct chan *ch, void *arg)
+{
+	(void)arg;
+	pieces_initiator(ch, "arrays");
 }
 
 /* --- access rights ------------------------------------------------------ */
@@ -832,7 +893,8 @@ int main(int argc, char **argv)
 	}
 	if (optind + 1 != argc || g_opts.provider == NULL) {
 		fprintf(stderr, "usage: ops --provider P [--node A] "
-				"read|fadd|cswap|sendimm|pieces|access\n");
+				"read|fadd|cswap|sendimm|pieces|pieces_arrays|"
+				"access\n");
 		return 2;
 	}
 	test = argv[optind];
@@ -848,6 +910,8 @@ int main(int argc, char **argv)
 		two_party(&ch, sendimm_target, sendimm_initiator);
 	else if (strcmp(test, "pieces") == 0)
 		two_party(&ch, pieces_target, pieces_initiator);
+	else if (strcmp(test, "pieces_arrays") == 0)
+		two_party(&ch, pieces_target, pieces_initiator_arrays);
 	else if (strcmp(test, "access") == 0)
 		test_access(&ch);
 	else

@@ -241,6 +241,15 @@ def test_failure_errors(prov):
             peer.read_batch(ra, [0, 1], rb.descriptor(), [0], [1])
         with pytest.raises(ValueError):
             peer.write_batch(ra, np.zeros(3, np.int64), rb.descriptor())
+        with pytest.raises(ValueError):  # lengths missing
+            peer.write_batch(ra, [0], rb.descriptor(), [0])
+        with pytest.raises(tern.BoundsError):  # a negative offset
+            peer.write_batch(ra, [-4096], rb.descriptor(), [0], [64])
+        # a strided (non-contiguous) int32 array is converted, not misread
+        lo = np.arange(0, 1024, 256, dtype=np.int32)[::2]
+        assert drive(a, peer.write_batch(ra, lo, rb.descriptor(), lo,
+                                         np.full(2, 64, np.int64)),
+                     other=b) == 128
         # a region registered without remote read refuses read_batch
         wo = b.register(bytearray(4096), access=tern.LOCAL |
                         tern.REMOTE_WRITE)

@@ -45,6 +45,7 @@ struct fill_opts {
 	uint64_t fill_timeout_ms;
 	uint64_t idle_timeout_ms;
 	uint64_t max_clients;
+	uint64_t max_per_client;
 	uint64_t parallel;
 	int once;
 	int quiet;
@@ -56,6 +57,7 @@ static const int serve_keys[] = {
 	CLI_CARD_FILE,
 	CLI_ONCE,
 	CLI_MAX_CLIENTS,
+	CLI_MAX_PER_CLIENT,
 	CLI_PARALLEL,
 	CLI_FILL_TIMEOUT,
 	CLI_IDLE_TIMEOUT,
@@ -102,7 +104,8 @@ static void usage(const struct cli_parser *p, FILE *f)
 			"are\nthen refused).\n\n");
 		cli_opts_help(p, f);
 		fprintf(f,
-			"\nDefaults: --max-clients 256, --parallel 4 (each "
+			"\nDefaults: --max-clients 256, --max-per-client 4, "
+			"--parallel 4 (each "
 			"with a 32 MiB source buffer),\n--fill-timeout "
 			"60000, --idle-timeout 120000.\n%s",
 			limits_help);
@@ -196,6 +199,10 @@ static int parse(int argc, char **argv, struct fill_opts *o)
 		case CLI_MAX_CLIENTS:
 			ret = cli_uint(o->cmd, "--max-clients", optarg, 1,
 				       65536, &o->max_clients);
+			break;
+		case CLI_MAX_PER_CLIENT:
+			ret = cli_uint(o->cmd, "--max-per-client", optarg, 1,
+				       65536, &o->max_per_client);
 			break;
 		case CLI_PARALLEL:
 			ret = cli_uint(o->cmd, "--parallel", optarg, 1, 64,
@@ -295,12 +302,13 @@ static void boot_gone(struct tern_boot_server *b,
 			      "bootstrap connection closed");
 }
 
-static int boot_admit(void *data, const void *card, size_t len)
+static int boot_admit(void *data, const void *card, size_t len,
+		      const void *ticket, size_t ticket_len)
 {
 	struct serve_boot *sb = data;
 
 	return sb->boot != NULL &&
-	       tern_boot_server_has_card(sb->boot, card, len);
+	       tern_boot_server_claim(sb->boot, card, len, ticket, ticket_len);
 }
 
 int cmd_serve(int argc, char **argv)
@@ -353,10 +361,15 @@ int cmd_serve(int argc, char **argv)
 	so.fill_timeout_ms = (int)o.fill_timeout_ms;
 	so.idle_timeout_ms = (int)o.idle_timeout_ms;
 	so.max_sessions = (int)o.max_clients;
+	so.max_per_client = (int)o.max_per_client;
 	so.parallel = (int)o.parallel;
-	if (o.token != NULL) {
+	if (o.listen != NULL) {
+		/* Every CONNECT's ticket claims its handshake (one not
+		 * claimed within claim_ms is closed); with a token, a
+		 * CONNECT without a valid ticket is refused. */
 		so.admit = boot_admit;
 		so.admit_data = &sb;
+		so.admit_required = o.token != NULL;
 	}
 	ret = fill_server_open(ctx, &so, &srv);
 	if (ret != 0) {
@@ -376,6 +389,9 @@ int cmd_serve(int argc, char **argv)
 			.max_conns = (int)(o.max_clients ? o.max_clients
 							 : 256) *
 				     2,
+			/* A welcomed client opens its session at once; one
+			 * that has not within 30 s gives its slot back. */
+			.claim_ms = 30000,
 		};
 		struct tern_boot_info mine = { .card_len = (size_t)len };
 		char why[256];
@@ -451,15 +467,17 @@ int cmd_serve(int argc, char **argv)
  * server) broke, leaving *next at the fill to redo.
  */
 static int run_fills(struct tern_ctx *ctx, const struct fill_opts *o,
-		     const uint8_t *card, size_t card_len, int live_fd,
+		     const uint8_t *card, size_t card_len,
+		     const uint8_t *ticket, size_t ticket_len, int live_fd,
 		     uint64_t seed, uint64_t *next)
 {
 	struct fill_conn *conn;
 	char why[256], s1[32];
 	int ret, failed = 0;
 
-	ret = fill_conn_open(ctx, card, card_len, (int)o->timeout_ms, &conn,
-			     why, sizeof(why));
+	ret = fill_conn_open_ticket(ctx, card, card_len, ticket, ticket_len,
+				    (int)o->timeout_ms, &conn, why,
+				    sizeof(why));
 	if (ret != 0) {
 		cli_err(o->cmd, "%s", why);
 		return ret == -TERN_EREFUSED ? FILLS_FATAL : FILLS_LOST;
@@ -553,7 +571,10 @@ static int boot_round(struct fill_opts *o, const char *addr, uint64_t seed,
 				       ret == -TERN_EVERSION
 			       ? FILLS_FATAL
 			       : FILLS_LOST;
-	ret = run_fills(ctx, o, theirs.card, theirs.card_len, fd, seed, next);
+	/* The welcome's ticket goes back in the CONNECT: a --token server
+	 * admits only the connection that passed the handshake. */
+	ret = run_fills(ctx, o, theirs.card, theirs.card_len, theirs.ticket,
+			theirs.ticket_len, fd, seed, next);
 	tern_ctx_close(ctx);
 	close(fd);
 	return ret;
@@ -667,8 +688,8 @@ int cmd_fill(int argc, char **argv)
 	{
 		uint64_t next = 0;
 
-		ret = run_fills(ctx, &o, card, card_len, -1, fill_seed(&o),
-				&next);
+		ret = run_fills(ctx, &o, card, card_len, NULL, 0, -1,
+				fill_seed(&o), &next);
 	}
 	tern_ctx_close(ctx);
 	return ret != 0 ? 1 : 0;
@@ -736,7 +757,7 @@ int cmd_demo(int argc, char **argv)
 	if (card_len > 0 && open_ctx(&o, &ctx) == 0) {
 		uint64_t next = 0;
 
-		ret = run_fills(ctx, &o, card, (size_t)card_len, -1,
+		ret = run_fills(ctx, &o, card, (size_t)card_len, NULL, 0, -1,
 				fill_seed(&o), &next) != 0;
 		tern_ctx_close(ctx);
 	}

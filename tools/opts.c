@@ -86,6 +86,8 @@ static const struct cli_opt table[] = {
 	    "server: drop a client idle for MS"),
 	OPT("max-clients", CLI_MAX_CLIENTS, required_argument, "N",
 	    "server: clients at once"),
+	OPT("max-per-client", CLI_MAX_PER_CLIENT, required_argument, "N",
+	    "server: sessions one client (card) may hold"),
 	OPT("parallel", CLI_PARALLEL, required_argument, "N",
 	    "fills in flight at once"),
 	OPT("reconnect", CLI_RECONNECT, required_argument, "S",

@@ -228,6 +228,15 @@ int fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
 		   int timeout_ms, struct fill_conn **conn_p, char *why,
 		   size_t whylen)
 {
+	return fill_conn_open_ticket(ctx, card, card_len, NULL, 0, timeout_ms,
+				     conn_p, why, whylen);
+}
+
+int fill_conn_open_ticket(struct tern_ctx *ctx, const void *card,
+			  size_t card_len, const void *ticket,
+			  size_t ticket_len, int timeout_ms,
+			  struct fill_conn **conn_p, char *why, size_t whylen)
+{
 	uint8_t mycard[TERN_CARD_MAX];
 	struct fill_conn *c;
 	struct fill_hdr h;
@@ -281,8 +290,9 @@ int fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
 	mylen = tern_ctx_card(ctx, mycard, sizeof(mycard));
 	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
 		nonce = tern__now_ns();
-	n = fill_connect_encode(SBUF(c), FILL_MSG_MAX, nonce, mycard,
-				(size_t)mylen, c->rdesc);
+	n = fill_connect_encode_ticket(SBUF(c), FILL_MSG_MAX, nonce, mycard,
+				       (size_t)mylen, c->rdesc, ticket,
+				       ticket_len);
 	ret = n < 0 ? (int)n : fill_conn_send_raw(c, SBUF(c), (size_t)n);
 	if (ret != 0) {
 		snprintf(why, whylen, "sending CONNECT: %s%s%s",

@@ -25,10 +25,15 @@ struct fill_server_opts {
 	int parallel;		/* fills written at once; 0 = 4 */
 	FILE *log;		/* one line per event, or NULL */
 	const char *log_prefix; /* put before each line, or NULL */
-	/* Admission: when set, a CONNECT is accepted only if this says
-	 * yes for the client's card (e.g. it passed a token handshake). */
-	int (*admit)(void *data, const void *card, size_t len);
+	/* Admission: a CONNECT's card and ticket (NULL, 0 without one) go
+	 * to admit(), which says whether they match a bootstrap handshake
+	 * (and claims it). With admit_required (a token server) a CONNECT
+	 * it says no to is refused; without, it only claims. */
+	int (*admit)(void *data, const void *card, size_t len,
+		     const void *ticket, size_t ticket_len);
 	void *admit_data;
+	int admit_required;
+	int max_per_client; /* sessions of one client card; 0 = 4 */
 };
 
 struct fill_server_stats {
@@ -85,6 +90,12 @@ struct fill_report {
 int fill_conn_open(struct tern_ctx *ctx, const void *card, size_t card_len,
 		   int timeout_ms, struct fill_conn **conn_p, char *why,
 		   size_t whylen);
+/* The same, handing back a bootstrap WELCOME's ticket (@ticket_len 0 or
+ * FILL_TICKET_LEN): a --token server admits only CONNECTs with one. */
+int fill_conn_open_ticket(struct tern_ctx *ctx, const void *card,
+			  size_t card_len, const void *ticket,
+			  size_t ticket_len, int timeout_ms,
+			  struct fill_conn **conn_p, char *why, size_t whylen);
 /* One verified fill. @return 0, or an error with report->error set. */
 int fill_conn_fill(struct fill_conn *conn, const struct fill_params *p,
 		   struct fill_report *report);

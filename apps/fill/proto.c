@@ -71,10 +71,21 @@ ssize_t fill_connect_encode(void *buf, size_t cap, uint64_t nonce,
 			    const void *card, size_t card_len,
 			    const struct tern_mr_desc *regions)
 {
+	return fill_connect_encode_ticket(buf, cap, nonce, card, card_len,
+					  regions, NULL, 0);
+}
+
+ssize_t fill_connect_encode_ticket(void *buf, size_t cap, uint64_t nonce,
+				   const void *card, size_t card_len,
+				   const struct tern_mr_desc *regions,
+				   const void *ticket, size_t ticket_len)
+{
 	struct tern__wr w, h;
 	ssize_t len;
 
-	if (card_len == 0 || card_len > TERN_CARD_MAX)
+	if (card_len == 0 || card_len > TERN_CARD_MAX ||
+	    (ticket_len != 0 && ticket_len != FILL_TICKET_LEN) ||
+	    (ticket_len != 0 && ticket == NULL))
 		return -EINVAL;
 	if (FILL_HDR + 4 + card_len > cap)
 		return -ENOSPC;
@@ -91,6 +102,12 @@ ssize_t fill_connect_encode(void *buf, size_t cap, uint64_t nonce,
 		if (n < 0)
 			return n;
 		tern__wr_take(&w, (size_t)n);
+	}
+	/* Optional trailer: u16 ticket_len, u16 zero, the ticket. */
+	if (ticket_len != 0) {
+		tern__wr_u16(&w, (uint16_t)ticket_len);
+		tern__wr_u16(&w, 0);
+		tern__wr_bytes(&w, ticket, ticket_len);
 	}
 	len = tern__wr_end(&w);
 	if (len < 0)
@@ -152,6 +169,16 @@ int fill_connect_decode(const void *buf, size_t len, struct fill_connect *c)
 		if (n < 0)
 			return (int)n;
 		tern__rd_take(&r, (size_t)n);
+	}
+	x.ticket = NULL;
+	x.ticket_len = 0;
+	if (tern__rd_ok(&r) && tern__rd_left(&r) != 0) {
+		/* The ticket trailer: exactly u16 16, u16 0, 16 bytes. */
+		x.ticket_len = tern__rd_u16(&r);
+		if (tern__rd_u16(&r) != 0 || x.ticket_len != FILL_TICKET_LEN ||
+		    tern__rd_left(&r) != FILL_TICKET_LEN)
+			return -TERN_EPROTO;
+		x.ticket = tern__rd_take(&r, FILL_TICKET_LEN);
 	}
 	if (!tern__rd_ok(&r) || tern__rd_left(&r) != 0)
 		return -TERN_EPROTO;
@@ -417,4 +444,46 @@ int fill_request_check(const struct fill_request *r,
 		}
 	}
 	return 0;
+}
+
+void fill_connect_why(const void *buf, size_t len, int err, char *why,
+		      size_t whylen)
+{
+	const uint8_t *p = buf;
+	size_t card_len, nreg;
+	uint32_t reserved;
+
+	if (len < FILL_HDR + 4) {
+		snprintf(why, whylen,
+			 "shorter than its header and counts (%d bytes)",
+			 FILL_HDR + 4);
+		return;
+	}
+	reserved = tern__wire_get_u32(p + 12);
+	card_len = tern__wire_get_u16(p + FILL_HDR);
+	nreg = tern__wire_get_u16(p + FILL_HDR + 2);
+	if (tern__wire_get_u32(p + 8) != len)
+		snprintf(why, whylen, "length field says %u bytes; %zu arrived",
+			 tern__wire_get_u32(p + 8), len);
+	else if (reserved != 0)
+		snprintf(why, whylen,
+			 "header's reserved field is 0x%08x; it must be 0",
+			 reserved);
+	else if (card_len == 0 || card_len > TERN_CARD_MAX ||
+		 card_len > len - FILL_HDR - 4)
+		snprintf(why, whylen,
+			 "card_len %zu: must be 1..%d and fit the message",
+			 card_len, TERN_CARD_MAX);
+	else if (nreg != FILL_REGIONS)
+		snprintf(why, whylen,
+			 "nregions %zu: this server takes exactly %d", nreg,
+			 FILL_REGIONS);
+	else if (err == -TERN_EDESC || err == -TERN_EVERSION)
+		snprintf(why, whylen, "region descriptor: %s",
+			 tern_strerror(err));
+	else
+		snprintf(why, whylen,
+			 "bytes after the regions are not a ticket trailer "
+			 "(u16 %d, u16 0, %d bytes)",
+			 FILL_TICKET_LEN, FILL_TICKET_LEN);
 }

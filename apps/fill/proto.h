@@ -43,11 +43,17 @@ struct fill_hdr {
 	uint64_t session;
 };
 
+#define FILL_TICKET_LEN 16 /* TERN_BOOT_TICKET_LEN */
+
 struct fill_connect {
 	uint64_t nonce; /* header session field of a CONNECT */
 	const uint8_t *card;
 	size_t card_len;
 	struct tern_mr_desc regions[FILL_REGIONS];
+	/* The bootstrap WELCOME's ticket, when the client came that way
+	 * (points into the message; ticket_len 0 or FILL_TICKET_LEN). */
+	const uint8_t *ticket;
+	size_t ticket_len;
 };
 
 struct fill_accept {
@@ -84,7 +90,17 @@ int fill_hdr_parse(const void *buf, size_t len, struct fill_hdr *h);
 ssize_t fill_connect_encode(void *buf, size_t cap, uint64_t nonce,
 			    const void *card, size_t card_len,
 			    const struct tern_mr_desc *regions);
+/* The same with the ticket of a bootstrap WELCOME (@ticket_len 0 or
+ * FILL_TICKET_LEN) after the regions. */
+ssize_t fill_connect_encode_ticket(void *buf, size_t cap, uint64_t nonce,
+				   const void *card, size_t card_len,
+				   const struct tern_mr_desc *regions,
+				   const void *ticket, size_t ticket_len);
 int fill_connect_decode(const void *buf, size_t len, struct fill_connect *c);
+/* Why fill_connect_decode() refused @buf with @err, naming the field and
+ * its rule, in @why. */
+void fill_connect_why(const void *buf, size_t len, int err, char *why,
+		      size_t whylen);
 /* The card of a CONNECT of any version (its prefix never changes). */
 int fill_connect_card(const void *buf, size_t len, const uint8_t **card_p,
 		      size_t *card_len_p);

@@ -106,6 +106,9 @@ struct fill_server {
 	int split_imm; /* data first, then zero-length immediates (shm) */
 	struct tern_timer tick;
 	struct fill_server_stats st;
+	uint8_t card[TERN_CARD_MAX]; /* our own: never a client's */
+	size_t card_len;
+	uint64_t unsolicited; /* replies sent to us, never answered */
 	volatile sig_atomic_t *stop;
 	int finished;
 	int err;
@@ -244,6 +247,8 @@ static void reply_error_card(struct fill_server *srv, const void *msg,
 			r = &srv->anon[i];
 	}
 	if (r == NULL || fill_connect_card(msg, len, &card, &card_len) ||
+	    (card_len == srv->card_len &&
+	     memcmp(card, srv->card, card_len) == 0) ||
 	    tern_peer_add(srv->ctx, card, card_len, &peer) != 0) {
 		srv->st.dropped++;
 		slog(srv,
@@ -356,14 +361,24 @@ static void on_connect(struct fill_server *srv, const uint8_t *msg, size_t len)
 	struct fill_accept a;
 	struct session *s = NULL;
 	struct reply *out;
-	char why[160];
+	char why[200];
 	int ret;
 
 	ret = fill_connect_decode(msg, len, &c);
 	if (ret != 0) {
+		char detail[160];
+
+		fill_connect_why(msg, len, ret, detail, sizeof(detail));
 		snprintf(why, sizeof(why), "malformed CONNECT (%zu bytes): %s",
-			 len, tern_strerror(ret));
+			 len, detail);
 		reply_error_card(srv, msg, len, ret, why);
+		return;
+	}
+	/* Our own card: answering it would have us talk to ourselves. */
+	if (c.card_len == srv->card_len &&
+	    memcmp(c.card, srv->card, c.card_len) == 0) {
+		srv->st.dropped++;
+		slog(srv, "dropped a CONNECT carrying this server's own card");
 		return;
 	}
 	for (int i = 0; i < FILL_REGIONS; i++) {
@@ -377,13 +392,45 @@ static void on_connect(struct fill_server *srv, const uint8_t *msg, size_t len)
 			return;
 		}
 	}
+	/* The ticket binds the CONNECT to the handshake that admitted its
+	 * card: a copied card alone is refused on a token server. */
 	if (srv->opts.admit != NULL &&
-	    !srv->opts.admit(srv->opts.admit_data, c.card, c.card_len)) {
+	    !srv->opts.admit(srv->opts.admit_data, c.card, c.card_len, c.ticket,
+			     c.ticket_len) &&
+	    srv->opts.admit_required) {
 		snprintf(why, sizeof(why),
-			 "this server admits only clients that passed its "
-			 "bootstrap handshake (tern fill HOST:PORT --token)");
+			 c.ticket_len == 0
+				 ? "this server admits only clients that "
+				   "passed its bootstrap handshake (tern fill "
+				   "HOST:PORT --token): the CONNECT carries no "
+				   "ticket"
+				 : "the CONNECT's ticket matches no bootstrap "
+				   "handshake of this card (tern fill "
+				   "HOST:PORT --token)");
 		reply_error_card(srv, msg, len, -TERN_EREFUSED, why);
 		return;
+	}
+	/* One client (one card) holds at most max_per_client sessions, so
+	 * one endpoint cannot take every slot. */
+	{
+		int mine = 0;
+
+		for (int i = 0; i < srv->nsess; i++) {
+			struct session *o = &srv->sess[i];
+
+			mine += o->state == S_LIVE &&
+				o->card_len == c.card_len &&
+				memcmp(o->card, c.card, c.card_len) == 0;
+		}
+		if (mine >= srv->opts.max_per_client) {
+			snprintf(why, sizeof(why),
+				 "server busy for this client: it has %d "
+				 "sessions (the limit per client, "
+				 "--max-per-client)",
+				 mine);
+			reply_error_card(srv, msg, len, -EBUSY, why);
+			return;
+		}
 	}
 	for (int i = 0; i < srv->nsess && s == NULL; i++) {
 		if (srv->sess[i].state == S_FREE)
@@ -746,6 +793,11 @@ static void on_message(struct fill_server *srv, const uint8_t *msg, size_t len)
 				 "protocol version %u not supported (this "
 				 "server speaks %u)",
 				 tern__wire_get_u16(msg + 4), FILL_VERSION);
+		else if (len >= FILL_HDR && tern__wire_get_u32(msg + 8) == len)
+			snprintf(why, sizeof(why),
+				 "header's reserved field is 0x%08x; it must "
+				 "be 0",
+				 tern__wire_get_u32(msg + 12));
 		else
 			snprintf(why, sizeof(why),
 				 "malformed message: %zu bytes received, "
@@ -761,6 +813,21 @@ static void on_message(struct fill_server *srv, const uint8_t *msg, size_t len)
 	switch (h.type) {
 	case FILL_CONNECT:
 		on_connect(srv, msg, len);
+		return;
+	case FILL_ACCEPT:
+	case FILL_RESULT:
+	case FILL_ERROR:
+		/* A server's own kinds of message: never answered (an
+		 * answer to an unsolicited reply could start an endless
+		 * exchange, with ourselves or another server). Logged at
+		 * 1, 2, 4, 8... */
+		srv->st.dropped++;
+		srv->unsolicited++;
+		if ((srv->unsolicited & (srv->unsolicited - 1)) == 0)
+			slog(srv,
+			     "dropped a message of type %u (a server's "
+			     "reply; %" PRIu64 " so far)",
+			     h.type, srv->unsolicited);
 		return;
 	case FILL_REQUEST:
 	case FILL_BYE:
@@ -863,6 +930,13 @@ int fill_server_open(struct tern_ctx *ctx, const struct fill_server_opts *opts,
 		srv->opts.max_sessions = 256;
 	if (srv->opts.parallel <= 0)
 		srv->opts.parallel = 4;
+	if (srv->opts.max_per_client <= 0)
+		srv->opts.max_per_client = 4;
+	{
+		ssize_t n = tern_ctx_card(ctx, srv->card, sizeof(srv->card));
+
+		srv->card_len = n > 0 ? (size_t)n : 0;
+	}
 	if (srv->opts.max_sessions > 65536 || srv->opts.parallel > 64) {
 		free(srv);
 		return -EINVAL;

@@ -4,7 +4,10 @@ dict to ranks 1..3 (inference), which verify it. Peers come from
 tern.world.from_store over a torch.distributed Store.
 
     torchrun --nproc-per-node 4 examples/python/weight_broadcast.py
-    # (Debian 12's torchrun is broken on Python 3.11: use --spawn there)
+    # (Debian 13's torch lacks libuv: USE_LIBUV=0 torchrun ...)
+    # (Debian 12's torchrun, torch 1.13, is broken on Python 3.11: use
+    # --spawn there, or start the ranks with RANK, WORLD_SIZE,
+    # MASTER_ADDR, MASTER_PORT set as torchrun would)
     # or, without torchrun (FileStore, torch.multiprocessing):
     PYTHONPATH=python python3 examples/python/weight_broadcast.py --spawn
 """
@@ -62,7 +65,12 @@ if __name__ == "__main__":
                                         nprocs=4)
     else:  # torchrun sets these
         rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-        store = dist.TCPStore(os.environ["MASTER_ADDR"],
-                              int(os.environ["MASTER_PORT"]) + 1, size,
-                              rank == 0)
+        args = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]) + 1,
+                size, rank == 0)
+        try:
+            # The classic store server: Debian 13's torch 2.6 is built
+            # without the libuv one it would pick by default.
+            store = dist.TCPStore(*args, use_libuv=False)
+        except TypeError:  # torch 1.13 (Debian 12) has no such argument
+            store = dist.TCPStore(*args)
         run(rank, size, store)

@@ -25,10 +25,11 @@
 extern "C" {
 #endif
 
-#define TERN_BOOT_VERSION   1
-#define TERN_BOOT_PORT	    7471 /**< used when an address names no port */
-#define TERN_BOOT_DESCS_MAX 8	 /**< descriptors one hello may carry */
-#define TERN_BOOT_TOKEN_MAX 256	 /**< bytes of a token */
+#define TERN_BOOT_VERSION    1
+#define TERN_BOOT_PORT	     7471 /**< used when an address names no port */
+#define TERN_BOOT_DESCS_MAX  8	  /**< descriptors one hello may carry */
+#define TERN_BOOT_TOKEN_MAX  256  /**< bytes of a token */
+#define TERN_BOOT_TICKET_LEN 16	  /**< bytes of a welcome's ticket */
 
 /** What one side tells the other. */
 struct tern_boot_info {
@@ -36,6 +37,12 @@ struct tern_boot_info {
 	size_t card_len;
 	struct tern_mr_desc descs[TERN_BOOT_DESCS_MAX];
 	unsigned int ndesc;
+	/** In a WELCOME: a random secret for this connection alone (0 or
+	 * TERN_BOOT_TICKET_LEN bytes). The client hands it back over the
+	 * fabric (e.g. in its first message), and the server checks it with
+	 * tern_boot_server_claim(): a copied card is not enough. */
+	uint8_t ticket[TERN_BOOT_TICKET_LEN];
+	size_t ticket_len;
 };
 
 /**
@@ -83,6 +90,9 @@ struct tern_boot_server_attr {
 	tern_boot_cb on_gone;	 /**< a client's connection closed later */
 	tern_boot_cb on_refused; /**< a connection was refused and closed */
 	void *data;
+	/** A welcomed client not claimed (tern_boot_server_claim()) within
+	 * this many ms is closed (on_gone says so); 0 = never. */
+	int claim_ms;
 };
 
 /**
@@ -113,6 +123,16 @@ TERN_API void tern_boot_server_stats(const struct tern_boot_server *srv,
 /** Is a client with this card connected (handshake passed, socket open)? */
 TERN_API int tern_boot_server_has_card(const struct tern_boot_server *srv,
 				       const void *card, size_t len);
+
+/**
+ * Does a connected client (handshake passed, socket open) have this card
+ * and this ticket (its WELCOME's, compared in constant time)? If so the
+ * connection is claimed: claim_ms no longer applies to it.
+ * @return 1 (claimed now or before), 0 (no such client).
+ */
+TERN_API int tern_boot_server_claim(struct tern_boot_server *srv,
+				    const void *card, size_t len,
+				    const void *ticket, size_t ticket_len);
 
 /** Close the listener and every connection (no callbacks). */
 TERN_API void tern_boot_server_close(struct tern_boot_server *srv);

@@ -188,6 +188,8 @@ struct tern_boot_info {
 	size_t card_len;
 	struct tern_mr_desc descs[8];
 	unsigned int ndesc;
+	uint8_t ticket[16];
+	size_t ticket_len;
 };
 struct tern_boot_server;
 typedef void (*tern_boot_cb)(struct tern_boot_server *srv,
@@ -202,6 +204,7 @@ struct tern_boot_server_attr {
 	tern_boot_cb on_gone;
 	tern_boot_cb on_refused;
 	void *data;
+	int claim_ms;
 };
 int tern_boot_dial(const char *addr, int timeout_ms, int *fd_p, char *why,
 		   size_t whylen);

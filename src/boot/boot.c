@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -24,6 +25,8 @@
 
 #include "wire.h"
 #include "../core/core.h"
+#include "../wire/card.h"
+#include "../wire/wire.h"
 
 #define ADDR_STR 72 /* "[v6%scope]:port" */
 
@@ -315,6 +318,7 @@ struct bconn {
 	struct tern_timer timer;
 	int fd;
 	int live;
+	int claimed; /* tern_boot_server_claim() found it */
 	size_t have, want;
 	char peer[ADDR_STR];
 	struct tern_boot_info info;
@@ -342,7 +346,8 @@ static void conn_free(struct bconn *c)
 
 	tern_io_stop(&c->io);
 	tern_timer_stop(&c->timer);
-	close(c->fd);
+	if (c->fd >= 0)
+		close(c->fd);
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else
@@ -353,6 +358,24 @@ static void conn_free(struct bconn *c)
 	if (c->live)
 		srv->st.live--;
 	free(c);
+}
+
+/*
+ * Close without a reset: a close with unread bytes in the socket sends a
+ * TCP reset, and the client may then lose the REFUSE just sent. Say we
+ * are done (FIN after the refusal), read what the client already sent
+ * (bounded: a client streaming bytes at us must not hold us), close.
+ */
+static void linger_close(int fd)
+{
+	uint8_t junk[4096];
+
+	shutdown(fd, SHUT_WR);
+	for (int i = 0; i < 16; i++) {
+		if (recv(fd, junk, sizeof(junk), MSG_DONTWAIT) <= 0)
+			break;
+	}
+	close(fd);
 }
 
 static void refuse(struct bconn *c, int code, const char *fmt, ...)
@@ -381,6 +404,8 @@ static void refuse(struct bconn *c, int code, const char *fmt, ...)
 			(void)!send(c->fd, out, (size_t)n,
 				    MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
+	linger_close(c->fd);
+	c->fd = -1;
 	snprintf(line, sizeof(line), "refused %s: %s", c->peer, text);
 	srv->st.refused++;
 	if (srv->attr.on_refused != NULL)
@@ -396,8 +421,23 @@ static void welcome(struct bconn *c)
 	char line[ADDR_STR + 64];
 	ssize_t n;
 
+	/* This connection's ticket: what the client must hand back over the
+	 * fabric for tern_boot_server_claim() (a copied card is not
+	 * enough). Kept in the hello's info, which has no ticket of its
+	 * own. */
+	if (getrandom(c->info.ticket, TERN_BOOT_TICKET_LEN, 0) !=
+	    TERN_BOOT_TICKET_LEN) {
+		refuse(c, EAGAIN, "no random bytes for a ticket: %s",
+		       strerror(errno));
+		return;
+	}
+	c->info.ticket_len = TERN_BOOT_TICKET_LEN;
+	memcpy(srv->mine.ticket, c->info.ticket, TERN_BOOT_TICKET_LEN);
+	srv->mine.ticket_len = TERN_BOOT_TICKET_LEN;
 	n = tern__boot_encode(c->buf, sizeof(c->buf), TERN_BOOT_WELCOME,
 			      &srv->mine, NULL);
+	memset(srv->mine.ticket, 0, TERN_BOOT_TICKET_LEN);
+	srv->mine.ticket_len = 0;
 	/* The welcome is a few KiB on a new connection: it fits the
 	 * socket's buffer, so a client that reads nothing cannot hold us. */
 	if (n < 0 ||
@@ -410,9 +450,59 @@ static void welcome(struct bconn *c)
 	srv->st.live++;
 	srv->st.accepted++;
 	tern_timer_stop(&c->timer);
+	/* A welcomed client that never opens its session must not hold a
+	 * slot: conn_timeout() closes it unless claimed first. */
+	if (srv->attr.claim_ms > 0)
+		tern_timer_start(srv->ctx, &c->timer,
+				 (uint64_t)srv->attr.claim_ms, 0);
 	snprintf(line, sizeof(line), "client %s connected", c->peer);
 	if (srv->attr.on_hello != NULL)
 		srv->attr.on_hello(srv, &c->info, line, srv->attr.data);
+}
+
+/* Every name of a card ends in a NUL within it (a string format). */
+static int names(const struct tern__card *k)
+{
+	for (unsigned int i = 0; i < k->nrails; i++) {
+		if (memchr(k->addrs + i * k->addrlen, 0, k->addrlen) == NULL)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Can this server's fabric ever reach the client's card? Same address
+ * format, and the same address length, except for formats of names
+ * (shm's "fi_shm://PID:0:N"), where a card may be of any length if every
+ * name ends in a NUL. (tern_peer_add() applies the same rule; refusing
+ * here names the reason, where a later CONNECT could only be dropped.)
+ */
+static int card_usable(const struct tern_boot_server *srv,
+		       const struct tern_boot_info *info, char *why,
+		       size_t whylen)
+{
+	struct tern__card mine, theirs;
+	char cwhy[128];
+
+	if (tern__card_parse(srv->mine.card, srv->mine.card_len, &mine, cwhy,
+			     sizeof(cwhy)) != 0 ||
+	    tern__card_parse(info->card, info->card_len, &theirs, cwhy,
+			     sizeof(cwhy)) != 0) {
+		snprintf(why, whylen, "bad card: %s", cwhy);
+		return -TERN_ECARD;
+	}
+	if (theirs.addr_format != mine.addr_format ||
+	    (theirs.addrlen != mine.addrlen &&
+	     !(names(&mine) && names(&theirs)))) {
+		snprintf(why, whylen,
+			 "card of address format %u with %zu-byte addresses: "
+			 "this server's fabric (format %u, %zu bytes) cannot "
+			 "reach it",
+			 theirs.addr_format, theirs.addrlen, mine.addr_format,
+			 mine.addrlen);
+		return -TERN_ECARD;
+	}
+	return 0;
 }
 
 static void on_hello_bytes(struct bconn *c)
@@ -422,6 +512,15 @@ static void on_hello_bytes(struct bconn *c)
 	char why[160];
 	int ret;
 
+	/* The type first: a welcome or a refusal sent to a server is
+	 * answered as what it is, not by what its body breaks. */
+	if (tern__wire_get_u16(c->buf + 6) != TERN_BOOT_HELLO &&
+	    tern__wire_get_u16(c->buf + 4) == TERN_BOOT_VERSION) {
+		refuse(c, -TERN_EPROTO,
+		       "expected a hello (type %d), got type %u",
+		       TERN_BOOT_HELLO, tern__wire_get_u16(c->buf + 6));
+		return;
+	}
 	m = malloc(sizeof(*m));
 	if (m == NULL) {
 		refuse(c, ENOMEM, "out of memory");
@@ -433,6 +532,8 @@ static void on_hello_bytes(struct bconn *c)
 			 m->type);
 		ret = -TERN_EPROTO;
 	}
+	if (ret == 0)
+		ret = card_usable(srv, &m->info, why, sizeof(why));
 	/* A server without a token admits everyone, token or not. */
 	if (ret == 0 && srv->token != NULL &&
 	    !tern__boot_token_eq(m->token, m->token_len, srv->token)) {
@@ -479,7 +580,9 @@ static void conn_io(struct tern_io *io, unsigned int events)
 	if (k < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (k <= 0) {
-		refuse(c, 0, "%s after %zu byte(s), before a whole hello",
+		/* A client that half-closed can still read why. */
+		refuse(c, k == 0 ? -TERN_EPROTO : 0,
+		       "%s after %zu byte(s), before a whole hello",
 		       k == 0 ? "closed" : strerror(errno), c->have);
 		return;
 	}
@@ -501,9 +604,23 @@ static void conn_io(struct tern_io *io, unsigned int events)
 static void conn_timeout(struct tern_timer *t)
 {
 	struct bconn *c = t->data;
+	struct tern_boot_server *srv = c->srv;
+	char why[ADDR_STR + 96];
 
+	if (c->live) {
+		/* Welcomed, never claimed: its slot goes back. */
+		srv->st.gone++;
+		snprintf(why, sizeof(why),
+			 "client %s opened no session within %d ms of its "
+			 "welcome; connection closed",
+			 c->peer, srv->attr.claim_ms);
+		if (srv->attr.on_gone != NULL)
+			srv->attr.on_gone(srv, &c->info, why, srv->attr.data);
+		conn_free(c);
+		return;
+	}
 	refuse(c, ETIMEDOUT, "no hello within %d ms (%zu byte(s) received)",
-	       c->srv->attr.handshake_ms, c->have);
+	       srv->attr.handshake_ms, c->have);
 }
 
 static void listen_io(struct tern_io *io, unsigned int events)
@@ -555,11 +672,28 @@ static void listen_io(struct tern_io *io, unsigned int events)
 		srv->nconns++;
 		tern_timer_init(&c->timer, conn_timeout, c);
 		if (srv->nconns > srv->attr.max_conns) {
-			refuse(c, EBUSY,
-			       "server busy: %d connections (the "
-			       "limit)",
+			/* Full: the oldest connection still without a
+			 * hello makes room (a client says hello at once;
+			 * silent ones must not lock others out). Only
+			 * welcomed ones full: the newcomer is refused. */
+			struct bconn *old = NULL;
+
+			for (struct bconn *o = c->next; o != NULL;
+			     o = o->next) {
+				if (!o->live)
+					old = o;
+			}
+			if (old == NULL) {
+				refuse(c, EBUSY,
+				       "server busy: %d connections (the "
+				       "limit)",
+				       srv->attr.max_conns);
+				continue;
+			}
+			refuse(old, EBUSY,
+			       "server busy: %d connections; the oldest "
+			       "without a hello (this one) makes room",
 			       srv->attr.max_conns);
-			continue;
 		}
 		if (tern_io_start(srv->ctx, &c->io, fd, TERN_IO_READ, conn_io,
 				  c) != 0 ||
@@ -717,6 +851,33 @@ int tern_boot_server_has_card(const struct tern_boot_server *srv,
 		if (c->live && c->info.card_len == len &&
 		    memcmp(c->info.card, card, len) == 0)
 			return 1;
+	}
+	return 0;
+}
+
+int tern_boot_server_claim(struct tern_boot_server *srv, const void *card,
+			   size_t len, const void *ticket, size_t ticket_len)
+{
+	if (srv == NULL || card == NULL || ticket == NULL ||
+	    ticket_len != TERN_BOOT_TICKET_LEN)
+		return 0;
+	for (struct bconn *c = srv->conns; c != NULL; c = c->next) {
+		unsigned int diff = 0;
+
+		if (!c->live || c->info.card_len != len ||
+		    memcmp(c->info.card, card, len) != 0)
+			continue;
+		/* Constant time over the ticket: a guess learns nothing. */
+		for (size_t i = 0; i < TERN_BOOT_TICKET_LEN; i++)
+			diff |= (unsigned int)(c->info.ticket[i] ^
+					       ((const uint8_t *)ticket)[i]);
+		if (diff != 0)
+			continue;
+		if (!c->claimed) {
+			c->claimed = 1;
+			tern_timer_stop(&c->timer);
+		}
+		return 1;
 	}
 	return 0;
 }

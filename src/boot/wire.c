@@ -104,12 +104,16 @@ static int decode_info(const uint8_t *p, size_t n, struct tern__boot_msg *m,
 			 card_len, TERN_CARD_MAX);
 		return -TERN_ECARD;
 	}
-	if (token_len > TERN_BOOT_TOKEN_MAX ||
-	    (m->type == TERN_BOOT_WELCOME && token_len != 0)) {
+	if (m->type == TERN_BOOT_WELCOME && token_len != 0 &&
+	    token_len != TERN_BOOT_TICKET_LEN) {
+		snprintf(why, whylen,
+			 "welcome ticket of %zu bytes (must be 0 or %d)",
+			 token_len, TERN_BOOT_TICKET_LEN);
+		return -TERN_EPROTO;
+	}
+	if (token_len > TERN_BOOT_TOKEN_MAX) {
 		snprintf(why, whylen, "token of %zu bytes (the limit is %d)",
-			 token_len,
-			 m->type == TERN_BOOT_WELCOME ? 0
-						      : TERN_BOOT_TOKEN_MAX);
+			 token_len, TERN_BOOT_TOKEN_MAX);
 		return -TERN_EPROTO;
 	}
 	if (ndesc > TERN_BOOT_DESCS_MAX) {
@@ -134,6 +138,10 @@ static int decode_info(const uint8_t *p, size_t n, struct tern__boot_msg *m,
 	m->info.card_len = card_len;
 	m->token = token_len ? tern__rd_take(&r, token_len) : NULL;
 	m->token_len = token_len;
+	if (m->type == TERN_BOOT_WELCOME && token_len != 0) {
+		memcpy(m->info.ticket, m->token, token_len);
+		m->info.ticket_len = token_len;
+	}
 	for (size_t i = 0; i < ndesc; i++) {
 		ssize_t used = tern_mr_desc_unpack(
 			tern__rd_ptr(&r), tern__rd_left(&r), &m->info.descs[i]);
@@ -241,6 +249,14 @@ ssize_t tern__boot_encode(uint8_t *buf, size_t len, uint16_t type,
 	    (type != TERN_BOOT_HELLO && type != TERN_BOOT_WELCOME) ||
 	    (type == TERN_BOOT_WELCOME && tl != 0))
 		return -EINVAL;
+	/* A welcome's token field carries its ticket. */
+	if (type == TERN_BOOT_WELCOME) {
+		if (info->ticket_len != 0 &&
+		    info->ticket_len != TERN_BOOT_TICKET_LEN)
+			return -EINVAL;
+		token = (const char *)info->ticket;
+		tl = info->ticket_len;
+	}
 	if (len < TERN_BOOT_HDR + BODY_HDR + info->card_len + tl)
 		return -ENOSPC;
 	/* The body first: its length goes into the headers. */

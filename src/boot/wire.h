@@ -6,9 +6,10 @@
  *   header, 16 bytes, little-endian:
  *     u32 magic "TRNB", u16 version, u16 type, u32 body length, u32 zero
  *   HELLO (client) / WELCOME (server) body:
- *     u16 card length (1..TERN_CARD_MAX), u16 token length (0..256; 0 in a
- *     WELCOME), u16 descriptor count (0..8), u16 zero, then the card, the
- *     token, and the descriptors (tern_mr_desc_pack), nothing after.
+ *     u16 card length (1..TERN_CARD_MAX), u16 token length (0..256; in a
+ *     WELCOME 0 or 16: its ticket), u16 descriptor count (0..8), u16 zero,
+ *     then the card, the token (ticket), and the descriptors
+ *     (tern_mr_desc_pack), nothing after.
  *   REFUSE body:
  *     u32 tern error code (positive), u16 text length (0..200), u16 zero,
  *     then the text (printable ASCII).
@@ -60,7 +61,8 @@ ssize_t tern__boot_need(const uint8_t *buf, size_t len, char *why,
 int tern__boot_decode(const uint8_t *buf, size_t len, struct tern__boot_msg *m,
 		      char *why, size_t whylen);
 
-/* HELLO or WELCOME. @return its length, or -ENOSPC / -EINVAL. */
+/* HELLO (with @token) or WELCOME (@token NULL; info->ticket goes in the
+ * token field). @return its length, or -ENOSPC / -EINVAL. */
 ssize_t tern__boot_encode(uint8_t *buf, size_t len, uint16_t type,
 			  const struct tern_boot_info *info, const char *token);
 

@@ -3,11 +3,17 @@
  * A hostile random-fill client. It connects properly, then sends requests a
  * server must refuse: out-of-range page indices, oversized pages, zero
  * pages, a repeated page, truncated and padded messages, a wrong magic, a
- * wrong version, an unknown type, a CONNECT of a future version. Each must
- * be answered with an ERROR whose reason names the problem, and no byte of
- * the client's regions may change. Then a good fill must verify.
+ * wrong version, an unknown type, a CONNECT of a future version, a CONNECT
+ * with 3 regions, a non-zero reserved field. Each must be answered with an
+ * ERROR whose reason names the field, and no byte of the client's regions
+ * may change. A server's kinds of message (ACCEPT, RESULT, ERROR) and a
+ * CONNECT carrying the server's own card must get no answer at all; one
+ * client card gets 4 sessions, not 5. With --addr and --token it first
+ * does the bootstrap handshake: a CONNECT without the WELCOME's ticket, or
+ * with a wrong one, is refused. Then a good fill must verify.
  *
- * usage: hostile --provider P [--node ADDR] CARD-FILE
+ * usage: hostile --provider P [--node ADDR] [--addr HOST:PORT --token T]
+ *        CARD-FILE
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,6 +30,8 @@ struct state {
 	struct fill_conn *conn;
 	uint8_t *msg;
 	uint8_t *reply;
+	uint8_t ticket[TERN_BOOT_TICKET_LEN]; /* with --addr: the WELCOME's */
+	size_t ticket_len;
 	int passed;
 	int failed;
 };
@@ -148,6 +156,153 @@ static void run(struct state *st)
 	tern__wire_put_u32(st->msg + 8, (uint32_t)len - 9);
 	expect_refusal(st, len - 9, "malformed CONNECT",
 		       "CONNECT with a truncated descriptor");
+
+	/* Refusals name the field and its rule. */
+	len = (size_t)fill_connect_encode(st->msg, FILL_MSG_MAX, 1, card,
+					  (size_t)clen,
+					  fill_conn_regions(st->conn));
+	tern__wire_put_u16(st->msg + FILL_HDR + 2, 3);
+	expect_refusal(st, len, "nregions 3", "CONNECT with 3 regions");
+	len = make_fill(st, 4096, 4, idx);
+	tern__wire_put_u32(st->msg + 12, 7);
+	expect_refusal(st, len, "reserved field is 0x00000007",
+		       "FILL with a non-zero reserved field");
+}
+
+/* Send @len bytes of st->msg; the server must not answer in 1 s. */
+static void expect_silence(struct state *st, size_t len, const char *what)
+{
+	char detail[300];
+	ssize_t n;
+	int ret;
+
+	ret = fill_conn_send_raw(st->conn, st->msg, len);
+	if (ret != 0) {
+		snprintf(detail, sizeof(detail), "send: %s",
+			 tern_strerror(ret));
+		check(st, 0, what, detail);
+		return;
+	}
+	n = fill_conn_recv_raw(st->conn, st->reply, FILL_MSG_MAX, 1000);
+	check(st, n == -ETIMEDOUT, what, n >= 0 ? "the server answered" : NULL);
+}
+
+/* A server never answers a server's kind of message, nor a CONNECT that
+ * carries its own card (it would talk to itself for ever). */
+static void run_silence(struct state *st, const uint8_t *scard,
+			size_t scard_len)
+{
+	struct fill_accept a = { .nonce = 1 };
+	struct fill_result r = { .id = 1 };
+	uint64_t sid = fill_conn_session(st->conn);
+	ssize_t n;
+
+	n = fill_accept_encode(st->msg, FILL_MSG_MAX, sid, &a);
+	expect_silence(st, (size_t)n, "an ACCEPT sent to the server");
+	n = fill_result_encode(st->msg, FILL_MSG_MAX, sid, &r);
+	expect_silence(st, (size_t)n, "a RESULT sent to the server");
+	n = fill_error_encode(st->msg, FILL_MSG_MAX, sid, 1, -TERN_EPROTO,
+			      "unexpected message type 2");
+	expect_silence(st, (size_t)n, "an ERROR sent to the server");
+	n = fill_connect_encode(st->msg, FILL_MSG_MAX, 2, scard, scard_len,
+				fill_conn_regions(st->conn));
+	expect_silence(st, (size_t)n,
+		       "a CONNECT carrying the server's own card");
+}
+
+/* One client card holds at most 4 sessions (--max-per-client): with this
+ * connection's, 3 more CONNECTs of our card are accepted and the next is
+ * refused. (Raw messages: the answers come to this connection.) */
+static void run_per_client(struct state *st)
+{
+	uint8_t card[TERN_CARD_MAX];
+	struct fill_accept a;
+	struct fill_error e;
+	char detail[300];
+	ssize_t clen, n;
+	int ok = 1;
+
+	clen = tern_ctx_card(st->ctx, card, sizeof(card));
+	for (int i = 0; i < 4; i++) {
+		n = fill_connect_encode_ticket(
+			st->msg, FILL_MSG_MAX, 100 + (uint64_t)i, card,
+			(size_t)clen, fill_conn_regions(st->conn), st->ticket,
+			st->ticket_len);
+		if (n < 0 || fill_conn_send_raw(st->conn, st->msg, (size_t)n))
+			ok = 0;
+		n = fill_conn_recv_raw(st->conn, st->reply, FILL_MSG_MAX, 5000);
+		if (i < 3) {
+			if (n < 0 ||
+			    fill_accept_decode(st->reply, (size_t)n, &a) ||
+			    a.nonce != 100 + (uint64_t)i) {
+				snprintf(detail, sizeof(detail),
+					 "session %d not accepted", i + 2);
+				ok = 0;
+			}
+			continue;
+		}
+		check(st, ok, "the same client opens sessions 2 to 4",
+		      ok ? NULL : detail);
+		snprintf(detail, sizeof(detail), "%s",
+			 n < 0 ? "no answer"
+			 : fill_error_decode(st->reply, (size_t)n, &e)
+				 ? "not an ERROR"
+				 : e.text);
+		check(st, strstr(detail, "server busy for this client") != NULL,
+		      "its fifth session is refused (--max-per-client 4)",
+		      detail);
+	}
+}
+
+/* --addr HOST:PORT --token T: a token server admits the CONNECT of a
+ * card that passed the handshake only with that handshake's ticket. */
+static void run_ticket(struct state *st, const char *addr, const char *token,
+		       uint8_t *scard, size_t *scard_len)
+{
+	struct tern_boot_info mine = { 0 }, theirs;
+	uint8_t wrong[TERN_BOOT_TICKET_LEN] = { 0 };
+	struct fill_conn *conn;
+	char why[256];
+	ssize_t n;
+	int fd, ret;
+
+	n = tern_ctx_card(st->ctx, mine.card, sizeof(mine.card));
+	mine.card_len = (size_t)n;
+	ret = tern_boot_dial(addr, 5000, &fd, why, sizeof(why));
+	if (ret == 0)
+		ret = tern_boot_hello(fd, token, &mine, &theirs, 5000, why,
+				      sizeof(why));
+	check(st, ret == 0 && theirs.ticket_len == TERN_BOOT_TICKET_LEN,
+	      "the handshake's WELCOME carries a 16-byte ticket",
+	      ret ? why : NULL);
+	if (ret != 0)
+		exit(1);
+	memcpy(scard, theirs.card, theirs.card_len);
+	*scard_len = theirs.card_len;
+	/* What a peer that copied our card would send: no ticket. */
+	ret = fill_conn_open(st->ctx, scard, *scard_len, 10000, &conn, why,
+			     sizeof(why));
+	check(st, ret != 0 && strstr(why, "carries no ticket"),
+	      "an admitted card's CONNECT without the ticket is refused",
+	      ret ? why : "it was accepted");
+	if (ret == 0)
+		fill_conn_close(conn);
+	ret = fill_conn_open_ticket(st->ctx, scard, *scard_len, wrong,
+				    sizeof(wrong), 10000, &conn, why,
+				    sizeof(why));
+	check(st, ret != 0 && strstr(why, "matches no bootstrap handshake"),
+	      "and with a wrong ticket", ret ? why : "it was accepted");
+	if (ret == 0)
+		fill_conn_close(conn);
+	ret = fill_conn_open_ticket(st->ctx, scard, *scard_len, theirs.ticket,
+				    theirs.ticket_len, 10000, &st->conn, why,
+				    sizeof(why));
+	check(st, ret == 0, "with its ticket it is accepted", ret ? why : NULL);
+	memcpy(st->ticket, theirs.ticket, theirs.ticket_len);
+	st->ticket_len = theirs.ticket_len;
+	if (ret != 0)
+		exit(1);
+	/* fd stays open: it is the session's liveness channel. */
 }
 
 int main(int argc, char **argv)
@@ -155,8 +310,11 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "provider", required_argument, NULL, 'p' },
 		{ "node", required_argument, NULL, 'n' },
+		{ "addr", required_argument, NULL, 'a' },
+		{ "token", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *addr = NULL, *token = NULL;
 	struct tern_ctx_attr attr = { 0 };
 	struct fill_params good = {
 		.page_size = 3000,
@@ -171,17 +329,21 @@ int main(int argc, char **argv)
 	FILE *f;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "p:n:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:n:a:t:", opts, NULL)) != -1) {
 		if (c == 'p')
 			attr.provider = optarg;
 		else if (c == 'n')
 			attr.node = optarg;
+		else if (c == 'a')
+			addr = optarg;
+		else if (c == 't')
+			token = optarg;
 		else
 			return 2;
 	}
 	if (optind + 1 != argc) {
 		fprintf(stderr, "usage: hostile --provider P [--node A] "
-				"CARD-FILE\n");
+				"[--addr HOST:PORT --token T] CARD-FILE\n");
 		return 2;
 	}
 	f = fopen(argv[optind], "r");
@@ -201,13 +363,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hostile: ctx: %s\n", tern_strerror(ret));
 		return 1;
 	}
-	ret = fill_conn_open(st.ctx, card, (size_t)card_len, 10000, &st.conn,
-			     why, sizeof(why));
-	if (ret != 0) {
-		fprintf(stderr, "hostile: connect: %s\n", why);
-		return 1;
+	if (addr != NULL) {
+		size_t l;
+
+		run_ticket(&st, addr, token, card, &l);
+		card_len = (ssize_t)l;
+	} else {
+		ret = fill_conn_open(st.ctx, card, (size_t)card_len, 10000,
+				     &st.conn, why, sizeof(why));
+		if (ret != 0) {
+			fprintf(stderr, "hostile: connect: %s\n", why);
+			return 1;
+		}
 	}
 	run(&st);
+	run_silence(&st, card, (size_t)card_len);
+	run_per_client(&st);
 	ret = fill_conn_fill(st.conn, &good, &rep);
 	check(&st, ret == 0 && rep.verified == 3000ULL * 21,
 	      "then a good fill (21 pages of 3000 bytes) verifies",

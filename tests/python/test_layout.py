@@ -23,8 +23,10 @@ FIELDS = {
     "tern_ctx_info": ["provider", "rails", "wait_fd", "hmem",
                       "stage_bytes"],
     "tern_mr_attr": ["buf", "len", "access", "kind", "device", "flags"],
-    "tern_boot_info": ["card", "card_len", "descs", "ndesc"],
-    "tern_boot_server_attr": ["listen", "token", "on_hello", "data"],
+    "tern_boot_info": ["card", "card_len", "descs", "ndesc", "ticket",
+                       "ticket_len"],
+    "tern_boot_server_attr": ["listen", "token", "on_hello", "data",
+                              "claim_ms"],
 }
 
 

@@ -139,6 +139,83 @@ def test_weight_broadcast(prov):
     assert res == {r: True for r in range(size)}
 
 
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                        "..", "examples", "python")
+
+
+def _free_ports():
+    """A port P with P+1 also free (torchrun's store, then the example's)."""
+    import socket
+    for _ in range(50):
+        with socket.socket() as s1, socket.socket() as s2:
+            s1.bind(("127.0.0.1", 0))
+            p = s1.getsockname()[1]
+            try:
+                s2.bind(("127.0.0.1", p + 1))
+            except OSError:
+                continue
+            return p
+    raise AssertionError("no two adjacent free ports on 127.0.0.1")
+
+
+def _check_ranks(outs):
+    for r in range(1, 4):
+        assert "rank %d: state dict verified" % r in outs, outs
+
+
+def test_weight_broadcast_torchrun_env():
+    """The example's torchrun path as torchrun starts it: 4 processes with
+    RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT set, a
+    TCPStore, no --spawn. (Runs where torchrun itself cannot.)"""
+    import subprocess
+    need_torch()
+    port = _free_ports()
+    ps = []
+    for r in range(4):
+        env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r),
+                   WORLD_SIZE="4", LOCAL_WORLD_SIZE="4",
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        ps.append(subprocess.Popen(
+            [sys.executable, os.path.join(EXAMPLES, "weight_broadcast.py")],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True))
+    outs = ""
+    try:
+        for p in ps:
+            out, _ = p.communicate(timeout=180)
+            outs += out
+            assert p.returncode == 0, out
+    finally:
+        for p in ps:
+            if p.poll() is None:
+                p.kill()
+    _check_ranks(outs)
+
+
+def test_weight_broadcast_torchrun():
+    """The example under the real torchrun (torch >= 2: Debian 13)."""
+    import subprocess
+    torch = need_torch()
+    if int(torch.__version__.split(".")[0]) < 2:
+        pytest.skip("torch %s's torchrun fails in its own argument "
+                    "handling on Python 3.11 (elastic/multiprocessing "
+                    "to_map: 'NoneType' object has no attribute 'get') "
+                    "before starting a worker; "
+                    "test_weight_broadcast_torchrun_env runs the same "
+                    "path" % torch.__version__)
+    port = _free_ports()
+    # torchrun's own store: the classic server (USE_LIBUV=0), as Debian
+    # 13's torch lacks libuv.
+    out = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+         "4", "--master-addr", "127.0.0.1", "--master-port", str(port),
+         os.path.join(EXAMPLES, "weight_broadcast.py")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        timeout=300, env=dict(os.environ, USE_LIBUV="0"))
+    assert out.returncode == 0, out.stdout
+    _check_ranks(out.stdout)
+
+
 @pytest.mark.parametrize("prov", PROVS)
 def test_asyncio_server(prov):
     nclients, nwrites = 32, 50

@@ -47,6 +47,7 @@ static void check_info(const struct tern__boot_msg *m, const uint8_t *data,
 	struct tern__card card;
 	char token[TERN_BOOT_TOKEN_MAX + 1], why[256];
 	size_t tl;
+	int welcome;
 	ssize_t n;
 
 	if (m->info.card_len == 0 || m->info.card_len > TERN_CARD_MAX ||
@@ -71,8 +72,17 @@ static void check_info(const struct tern__boot_msg *m, const uint8_t *data,
 	    (tl == m->token_len))
 		abort();
 
+	/* A welcome's token field is its ticket, encoded from info (any
+	 * bytes, NULs too). */
+	welcome = m->type == TERN_BOOT_WELCOME;
+	if (welcome &&
+	    (m->info.ticket_len != m->token_len ||
+	     (m->token_len != 0 && m->token_len != TERN_BOOT_TICKET_LEN)))
+		abort();
+	if (welcome)
+		tl = m->token_len;
 	n = tern__boot_encode(out, sizeof(out), m->type, &m->info,
-			      tl != 0 ? token : NULL);
+			      !welcome && tl != 0 ? token : NULL);
 	if (n < 0)
 		abort();
 	/* One encoding per message: the same bytes, unless the token was
@@ -86,7 +96,9 @@ static void check_info(const struct tern__boot_msg *m, const uint8_t *data,
 	    m2.info.card_len != m->info.card_len ||
 	    memcmp(m2.info.card, m->info.card, m->info.card_len) != 0 ||
 	    m2.info.ndesc != m->info.ndesc || m2.token_len != tl ||
-	    (tl != 0 && memcmp(m2.token, token, tl) != 0))
+	    (tl != 0 &&
+	     memcmp(m2.token, welcome ? m->info.ticket : (const uint8_t *)token,
+		    tl) != 0))
 		abort();
 	for (unsigned int i = 0; i < m->info.ndesc; i++)
 		if (memcmp(&m2.info.descs[i], &m->info.descs[i],

@@ -71,13 +71,17 @@ static void fuzz_connect(const uint8_t *data, size_t size)
 		want(known(ret));
 		return;
 	}
-	n = fill_connect_encode(out, sizeof(out), c.nonce, c.card, c.card_len,
-				c.regions);
+	n = fill_connect_encode_ticket(out, sizeof(out), c.nonce, c.card,
+				       c.card_len, c.regions, c.ticket,
+				       c.ticket_len);
 	want(n >= 0 && (size_t)n == size && memcmp(out, data, size) == 0);
 	want(fill_connect_decode(out, (size_t)n, &c2) == 0);
 	want(c2.nonce == c.nonce && c2.card_len == c.card_len &&
 	     memcmp(c2.card, c.card, c.card_len) == 0 &&
-	     memcmp(c2.regions, c.regions, sizeof(c.regions)) == 0);
+	     memcmp(c2.regions, c.regions, sizeof(c.regions)) == 0 &&
+	     c2.ticket_len == c.ticket_len &&
+	     (c.ticket_len == 0 ||
+	      memcmp(c2.ticket, c.ticket, c.ticket_len) == 0));
 
 	/* The client's regions as the server would use them. */
 	check_target(c.regions, (uint32_t)c.nonce, (uint32_t)(c.nonce >> 32),

@@ -97,17 +97,22 @@ static void peer_cpu(void)
 static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 			const char *mem, int wait_fd, char *hex, size_t hexlen)
 {
-	const char *args[] = {
-		"tern",	       "bench",		 "--listen",
-		"--once",      "--provider",	 prov ? prov : "auto",
-		"--node",      node ? node : "", "--rails",
-		rails,	       "--mem",		 mem,
-		"--card-file", "{path}",	 wait_fd ? "--wait-fd" : NULL,
-		NULL
-	};
+	const char *args[] = { "tern",	  "bench",	 "--listen",
+			       "--once",  "--provider",	 prov ? prov : "auto",
+			       "--rails", rails,	 "--mem",
+			       mem,	  "--card-file", "{path}",
+			       NULL,	  NULL,		 NULL,
+			       NULL };
+	size_t n = 12; /* the first NULL: the optional ones from there */
 	pid_t pid;
 	int fd;
 
+	if (node != NULL) {
+		args[n++] = "--node";
+		args[n++] = node;
+	}
+	if (wait_fd)
+		args[n++] = "--wait-fd";
 	pid = cli_spawn(args, 1, peer_cpu, &fd);
 	if (pid < 0)
 		return -1;
@@ -261,7 +266,7 @@ static int bench_option(struct bench_cli *b, int c, const char *arg)
 		b->prov = strcmp(arg, "auto") ? arg : NULL;
 		break;
 	case CLI_NODE:
-		b->node = arg[0] ? arg : NULL;
+		b->node = arg;
 		break;
 	case CLI_LOG:
 		ret = cli_log("bench", arg);

@@ -329,8 +329,6 @@ int cmd_serve(int argc, char **argv)
 	/* $TERN_TOKEN applies where there is a handshake to check it. */
 	if (o.token == NULL && o.listen != NULL)
 		o.token = cli_token(NULL);
-	else if (o.token != NULL && o.token[0] == '\0')
-		o.token = NULL;
 	if (o.token != NULL && o.listen == NULL) {
 		cli_err("serve", "--token needs --listen (the token is checked "
 				 "in the TCP handshake)");

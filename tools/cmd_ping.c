@@ -42,7 +42,7 @@ static int net_option(struct net_opts *o, int c, const char *arg)
 		o->provider = strcmp(arg, "auto") ? arg : NULL;
 		return 1;
 	case CLI_NODE:
-		o->node = arg[0] ? arg : NULL;
+		o->node = arg;
 		return 1;
 	case CLI_CARD_FILE:
 		o->card_file = arg;
@@ -248,12 +248,12 @@ static pid_t ping_local_peer(const struct net_opts *o, char *hex, size_t len)
 			       "--listen",
 			       "--provider",
 			       o->provider ? o->provider : "auto",
-			       "--node",
-			       o->node ? o->node : "",
 			       "--rails",
 			       o->rails_arg ? o->rails_arg : "1",
 			       "--card-file",
 			       "{path}",
+			       o->node ? "--node" : NULL,
+			       o->node,
 			       NULL };
 	pid_t pid;
 	int fd;
@@ -590,14 +590,14 @@ static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
 				       cardhex,
 				       "--provider",
 				       o->provider ? o->provider : "auto",
-				       "--node",
-				       o->node ? o->node : "",
 				       "--rails",
 				       o->rails_arg ? o->rails_arg : "1",
 				       "--reps",
 				       reps_s,
 				       "--worker-fd",
 				       "{fd}",
+				       o->node ? "--node" : NULL,
+				       o->node,
 				       NULL };
 
 		/* A process of its own: exec'd before touching the fabric. */

@@ -62,6 +62,21 @@ t 2 "needs --listen HOST:PORT" "$TERN" atomic --listen --token x
 for c in info serve fill demo ping atomic bench topo; do
 	t 0 "-h, --help" "$TERN" $c --help
 done
+# No option takes an empty value: each is named and refused up front.
+for c in serve ping atomic bench; do
+	t 2 "--token '': an empty token" "$TERN" $c --listen 127.0.0.1:0 --token ''
+done
+t 2 "--token '': an empty token" "$TERN" fill 127.0.0.1:1 --token ''
+t 2 "--rails '': empty" "$TERN" bench --rails ''
+t 2 "--rails '': empty" "$TERN" ping --rails '' --provider shm
+t 2 "--provider '': empty" "$TERN" info --provider ''
+t 2 "--provider '': empty" "$TERN" info -p ''
+t 2 "--node '': empty" "$TERN" bench --node '' --provider shm
+t 2 "--node '': empty" "$TERN" serve --node ''
+t 2 "--card-file '': empty" "$TERN" fill --card-file ''
+t 2 "--card-file '': empty" "$TERN" ping --card-file ''
+t 2 "--listen '': empty" "$TERN" ping --listen=
+t 2 "--json '': empty" "$TERN" bench --json=
 # --json means the same everywhere: stdout, or =FILE.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -196,11 +196,19 @@ int cli_rails(const char *cmd, const char *val, uint64_t *rails,
 
 /* ---- bootstrap over TCP (tern/boot.h) ------------------------------ */
 
-const char *cli_token(const char *opt)
+int cli_token(const char *cmd, const char *opt, const char **token_p)
 {
 	const char *t = opt != NULL ? opt : getenv("TERN_TOKEN");
+	size_t len = t != NULL ? strlen(t) : 0;
 
-	return t != NULL && t[0] != '\0' ? t : NULL;
+	if (len > TERN_BOOT_TOKEN_MAX) {
+		cli_err(cmd, "%s '%.16s...': %zu bytes, at most %d",
+			opt != NULL ? "--token" : "$TERN_TOKEN", t, len,
+			TERN_BOOT_TOKEN_MAX);
+		return -EINVAL;
+	}
+	*token_p = len > 0 ? t : NULL;
+	return 0;
 }
 
 /* Over tcp a card holds the address the ctx bound: unless the user chose

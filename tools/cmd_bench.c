@@ -505,9 +505,10 @@ int cmd_bench(int argc, char **argv)
 	ret = bench_parse(argc, argv, &b);
 	if (ret == 0)
 		ret = bench_check(&b);
+	if (ret == 0 && cli_token("bench", b.token, &b.token) != 0)
+		ret = 2;
 	if (ret != 0)
 		return ret == 1 ? 0 : 2;
-	b.token = cli_token(b.token);
 	if (b.o.op == BENCH_ATOMIC)
 		b.prov = cli_atomic_provider(b.prov);
 	stop = cli_catch_signals();

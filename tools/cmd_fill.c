@@ -327,16 +327,12 @@ int cmd_serve(int argc, char **argv)
 		return 2;
 	}
 	/* $TERN_TOKEN applies where there is a handshake to check it. */
-	if (o.token == NULL && o.listen != NULL)
-		o.token = cli_token(NULL);
+	if ((o.token != NULL || o.listen != NULL) &&
+	    cli_token("serve", o.token, &o.token) != 0)
+		return 2;
 	if (o.token != NULL && o.listen == NULL) {
 		cli_err("serve", "--token needs --listen (the token is checked "
 				 "in the TCP handshake)");
-		return 2;
-	}
-	if (o.token != NULL && strlen(o.token) > TERN_BOOT_TOKEN_MAX) {
-		cli_err("serve", "--token: at most %d bytes",
-			TERN_BOOT_TOKEN_MAX);
 		return 2;
 	}
 	o.node = cli_listen_node(o.provider, o.node, o.listen, lhost,
@@ -640,12 +636,8 @@ int cmd_fill(int argc, char **argv)
 		cli_err("fill", "unexpected argument '%s'", argv[optind + 1]);
 		return 2;
 	}
-	o.token = cli_token(o.token);
-	if (o.token != NULL && strlen(o.token) > TERN_BOOT_TOKEN_MAX) {
-		cli_err("fill", "--token: at most %d bytes",
-			TERN_BOOT_TOKEN_MAX);
+	if (cli_token("fill", o.token, &o.token) != 0)
 		return 2;
-	}
 	if (optind < argc && o.card_file == NULL &&
 	    tern_boot_is_addr(argv[optind])) {
 		stop_flag = cli_catch_signals();

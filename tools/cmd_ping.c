@@ -97,8 +97,7 @@ static int net_args(struct net_opts *o, int argc, char **argv,
 				"handshake)");
 		return 2;
 	}
-	o->token = cli_token(o->token);
-	return 0;
+	return cli_token(o->cmd, o->token, &o->token) != 0 ? 2 : 0;
 }
 
 static int open_ctx(const struct net_opts *o, uint64_t flags,

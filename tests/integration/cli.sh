@@ -67,6 +67,14 @@ for c in serve ping atomic bench; do
 	t 2 "--token '': an empty token" "$TERN" $c --listen 127.0.0.1:0 --token ''
 done
 t 2 "--token '': an empty token" "$TERN" fill 127.0.0.1:1 --token ''
+# A token is at most 256 bytes (TERN_BOOT_TOKEN_MAX), whichever command.
+long=$(printf '%0257d' 0)
+for c in serve ping atomic bench; do
+	t 2 "--token '0000.*257 bytes, at most 256" "$TERN" $c --listen 127.0.0.1:0 --token "$long"
+done
+t 2 "257 bytes, at most 256" "$TERN" fill 127.0.0.1:1 --token "$long"
+t 2 "TERN_TOKEN '0000.*257 bytes" env TERN_TOKEN="$long" "$TERN" bench 127.0.0.1:1
+t 1 "connecting to 127.0.0.1:1" "$TERN" bench 127.0.0.1:1 --token "${long#0}"
 t 2 "--rails '': empty" "$TERN" bench --rails ''
 t 2 "--rails '': empty" "$TERN" ping --rails '' --provider shm
 t 2 "--provider '': empty" "$TERN" info --provider ''

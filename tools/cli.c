@@ -317,29 +317,36 @@ int cli_boot_serve(const char *cmd, struct tern_ctx *ctx, const char *listen,
 int cli_sizes(const char *cmd, const char *list, uint64_t max, uint64_t *sizes,
 	      size_t cap, size_t *n_p)
 {
-	char *copy = strdup(list), *save = NULL, *tok;
+	char one[64];
+	const char *p = list;
 	size_t n = 0;
-	int ret = 0;
 
-	if (copy == NULL)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok != NULL && ret == 0;
-	     tok = strtok_r(NULL, ",", &save)) {
-		if (n == cap) {
-			cli_err(cmd, "--sizes: at most %zu sizes", cap);
-			ret = -EINVAL;
-			break;
+	/* Every element is a size: "8,,64" and "," are typos, not lists
+	 * that skip the empty ones. */
+	for (;;) {
+		size_t len = strcspn(p, ",");
+
+		if (len == 0 || len >= sizeof(one)) {
+			cli_err(cmd, "--sizes '%s': size %zu is %s", list,
+				n + 1, len == 0 ? "empty" : "too long");
+			return -EINVAL;
 		}
-		ret = cli_size(cmd, "--sizes", tok, 1, max, &sizes[n++]);
+		if (n == cap) {
+			cli_err(cmd, "--sizes '%s': at most %zu sizes", list,
+				cap);
+			return -EINVAL;
+		}
+		memcpy(one, p, len);
+		one[len] = '\0';
+		if (cli_size(cmd, "--sizes", one, 1, max, &sizes[n]) != 0)
+			return -EINVAL;
+		n++;
+		if (p[len] == '\0')
+			break;
+		p += len + 1;
 	}
-	free(copy);
-	if (ret == 0 && n == 0) {
-		cli_err(cmd, "--sizes '%s': an empty list", list);
-		ret = -EINVAL;
-	}
-	if (ret == 0)
-		*n_p = n;
-	return ret;
+	*n_p = n;
+	return 0;
 }
 
 pid_t cli_spawn(const char *const *args, int quiet, void (*in_child)(void),

@@ -85,6 +85,12 @@ t 2 "--card-file '': empty" "$TERN" fill --card-file ''
 t 2 "--card-file '': empty" "$TERN" ping --card-file ''
 t 2 "--listen '': empty" "$TERN" ping --listen=
 t 2 "--json '': empty" "$TERN" bench --json=
+# A size list has no empty element (a typo, not a shorter list).
+t 2 "--sizes '8,,64': size 2 is empty" "$TERN" ping --sizes 8,,64 --provider shm
+t 2 "--sizes ',': size 1 is empty" "$TERN" bench --sizes ,
+t 2 "--sizes '64,': size 2 is empty" "$TERN" bench --sizes 64,
+t 2 "--sizes '': empty" "$TERN" bench --sizes ''
+t 2 "--sizes 'x': expected a size" "$TERN" bench --sizes 8,x
 # --json means the same everywhere: stdout, or =FILE.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

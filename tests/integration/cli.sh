@@ -99,6 +99,14 @@ t 0 '"provider": "shm"' "$TERN" info --provider shm -j
 	grep -q '"provider": "shm"' "$tmp/i.json" && echo "ok: info --json=FILE" ||
 	{ echo "not ok: info --json=FILE wrote no JSON"; fail=1; }
 t 1 "No such file" "$TERN" info --json="$tmp/no/such/dir.json"
+# bench makes its files before anything runs (the peer here is never
+# reached), and a write that fails fails the command.
+t 1 "--json=$tmp/no/x.json: No such file" "$TERN" bench 127.0.0.1:1 --json="$tmp/no/x.json"
+t 1 "--csv $tmp/no/x.csv: No such file" "$TERN" bench 127.0.0.1:1 --csv "$tmp/no/x.csv"
+t 1 "--plot $tmp/no/x.svg: No such file" "$TERN" bench 127.0.0.1:1 --plot "$tmp/no/x.svg"
+t 1 "--csv /dev/full: writing it: No space" "$TERN" bench --provider shm --sizes 8 --iters 5 --csv /dev/full
+t 1 "--json=/dev/full: writing it: No space" "$TERN" bench --provider shm --sizes 8 --iters 5 --json=/dev/full
+t 2 "--csv x.csv: a --listen peer has no results" "$TERN" bench --listen --csv x.csv
 # shm offers FI_HMEM in Debian's build, but tern stages GPU buffers there.
 t 0 "GPU buffers    staged" "$TERN" info --provider shm
 # tern ping with no peer starts a local one, as tern bench does.

@@ -20,6 +20,10 @@ t 0 "usage: tern" "$TERN" --help
 t 2 "usage: tern" "$TERN"
 t 2 "unknown command" "$TERN" frobnicate
 t 0 "libfabric" "$TERN" version
+t 2 "tern version: unknown option '--bogus'" "$TERN" version --bogus
+t 2 "tern version: unexpected argument 'extra'" "$TERN" version extra
+t 2 "tern --version: unexpected argument 'x'" "$TERN" --version x
+t 0 "usage: tern version" "$TERN" version --help
 for c in info serve fill demo ping atomic bench topo; do
 	t 0 "usage: tern $c" "$TERN" $c --help
 done

@@ -387,6 +387,11 @@ pid_t cli_spawn(const char *const *args, int quiet, void (*in_child)(void),
 			dup2(devnull, 1);
 		if (in_child != NULL)
 			in_child();
+		/* A bad $TERN_LOG is named by this process (the library
+		 * reads it once): not again by each child. */
+		if (getenv("TERN_LOG") != NULL &&
+		    tern_log_parse_level(getenv("TERN_LOG")) < 0)
+			unsetenv("TERN_LOG");
 		/* A real second process: this binary, exec'd afresh. */
 		execv("/proc/self/exe", (char *const *)argv);
 		fprintf(stderr, "tern: exec /proc/self/exe: %s\n",

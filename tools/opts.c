@@ -323,7 +323,7 @@ static const char *const env_help[][2] = {
 	  "bootstrap shared secret when --token is not given (empty: none)" },
 	{ "TERN_FI_API",
 	  "libfabric API version to ask for (default: negotiated)" },
-	{ "TERN_LOG", "none, warn (default), info, debug" },
+	{ "TERN_LOG", "none, warn (default), info, debug (else warned)" },
 	{ "TERN_POST_BATCH", "operations posted per rail per pass (32)" },
 	{ "TERN_BUSY_POLL", "1: never sleep while waiting" },
 	{ "TERN_POLL_MAX_US", "longest idle sleep without a wait fd" },

@@ -37,6 +37,15 @@ t 0 "\"libfabric_api\": \"$run\"" "$TERN" info --json --provider shm
 t 0 '"libfabric_api": "1.12"' env TERN_FI_API=1.12 "$TERN" info --json --provider shm
 t 0 "ignoring TERN_FI_API=9.x" env TERN_FI_API=9.x "$TERN" info --provider shm
 t 0 "API 1.12" env TERN_FI_API=1.12 "$TERN" version
+# A bad TERN_LOG is named once (not by each process) and warn is kept, as
+# a bad TERN_FI_API is; --log with a bad level is a usage error.
+t 0 "TERN_LOG=loud: not a log level (none, warn, info, debug" env TERN_LOG=loud "$TERN" version
+n=$(TERN_LOG=loud "$TERN" ping --provider shm --sizes 8 --iters 5 --warmup 1 2>&1 >/dev/null |
+	grep -c "TERN_LOG=loud: not a log level")
+[ "$n" -eq 1 ] && echo "ok: a bad TERN_LOG is named once with a local peer" ||
+	{ echo "not ok: a bad TERN_LOG named $n times with a local peer"; fail=1; }
+t 0 "tern info: libfabric" env TERN_LOG=info "$TERN" version
+t 2 "--log 'loud': expected none" "$TERN" ping --log loud
 t 2 "not hex" "$TERN" fill zzzz --provider shm
 t 2 "no server card" "$TERN" fill --provider shm
 t 1 "server card unusable" "$TERN" fill 00112233 --provider shm

@@ -211,6 +211,22 @@ int cli_token(const char *cmd, const char *opt, const char **token_p)
 	return 0;
 }
 
+int cli_addr_check(const char *cmd, const char *what, const char *addr)
+{
+	char host[256], port[8], why[384];
+
+	if (addr == NULL ||
+	    tern__boot_split(addr, host, sizeof(host), port, sizeof(port), why,
+			     sizeof(why)) == 0)
+		return 0;
+	/* The reason names the address where it is about its syntax. */
+	if (strstr(why, addr) != NULL)
+		cli_err(cmd, "%s %s", what, why);
+	else
+		cli_err(cmd, "%s '%s': %s", what, addr, why);
+	return -EINVAL;
+}
+
 /* Over tcp a card holds the address the ctx bound: unless the user chose
  * one (--node, $TERN_NODE), bind where the bootstrap traffic goes. */
 static int tcp_like(const char *prov)

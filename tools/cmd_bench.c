@@ -370,6 +370,10 @@ static int bench_check(const struct bench_cli *b)
 				 "checked in the TCP handshake)");
 		return 2;
 	}
+	if (cli_addr_check("bench", "--listen", b->listen_addr) != 0 ||
+	    (b->peer != NULL && tern_boot_is_addr(b->peer) &&
+	     cli_addr_check("bench", "peer", b->peer) != 0))
+		return 2;
 	if (b->peer_mem_s != NULL && (b->listen || b->peer != NULL)) {
 		cli_err("bench", "--peer-mem sets the local peer's memory: a "
 				 "--listen peer takes its own --mem");

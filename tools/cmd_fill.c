@@ -327,6 +327,8 @@ int cmd_serve(int argc, char **argv)
 		return 2;
 	}
 	/* $TERN_TOKEN applies where there is a handshake to check it. */
+	if (cli_addr_check("serve", "--listen", o.listen) != 0)
+		return 2;
 	if ((o.token != NULL || o.listen != NULL) &&
 	    cli_token("serve", o.token, &o.token) != 0)
 		return 2;
@@ -640,6 +642,8 @@ int cmd_fill(int argc, char **argv)
 		return 2;
 	if (optind < argc && o.card_file == NULL &&
 	    tern_boot_is_addr(argv[optind])) {
+		if (cli_addr_check("fill", "peer", argv[optind]) != 0)
+			return 2;
 		stop_flag = cli_catch_signals();
 		return fill_by_addr(&o, argv[optind]);
 	}

@@ -97,6 +97,11 @@ static int net_args(struct net_opts *o, int argc, char **argv,
 				"handshake)");
 		return 2;
 	}
+	if (cli_addr_check(o->cmd, "--listen", o->listen) != 0 ||
+	    (*peer_p != NULL && o->card_file == NULL &&
+	     tern_boot_is_addr(*peer_p) &&
+	     cli_addr_check(o->cmd, "peer", *peer_p) != 0))
+		return 2;
 	return cli_token(o->cmd, o->token, &o->token) != 0 ? 2 : 0;
 }
 

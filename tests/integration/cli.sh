@@ -98,6 +98,15 @@ t 2 "--card-file '': empty" "$TERN" fill --card-file ''
 t 2 "--card-file '': empty" "$TERN" ping --card-file ''
 t 2 "--listen '': empty" "$TERN" ping --listen=
 t 2 "--json '': empty" "$TERN" bench --json=
+# A HOST:PORT that is not one is a usage error before anything runs; one
+# nobody listens at is named with the reason.
+t 2 "peer '127.0.0.1:99999': port '99999' is not a number" "$TERN" atomic 127.0.0.1:99999
+t 2 "peer 'zz:zz': port 'zz'" "$TERN" ping zz:zz
+t 2 "peer '\[::1': expected \[IPV6\]:PORT" "$TERN" fill '[::1'
+t 2 "--listen '127.0.0.1:x': port 'x'" "$TERN" serve --listen 127.0.0.1:x
+t 2 "--listen '1.2.3.4:abc': port 'abc'" "$TERN" bench --listen 1.2.3.4:abc
+t 1 "connecting to 127.0.0.1:1: Connection refused" "$TERN" atomic 127.0.0.1:1 --provider shm
+t 2 "'abc' is neither the hex card" "$TERN" atomic abc
 # A size list has no empty element (a typo, not a shorter list).
 t 2 "--sizes '8,,64': size 2 is empty" "$TERN" ping --sizes 8,,64 --provider shm
 t 2 "--sizes ',': size 1 is empty" "$TERN" bench --sizes ,

@@ -395,11 +395,16 @@ int cmd_serve(int argc, char **argv)
 		       o.node && strncmp(o.node, "127.", 4) == 0 ? " --node "
 								 : "",
 		       o.node && strncmp(o.node, "127.", 4) == 0 ? o.node : "");
+	/* The address bound, with the port the kernel picked for :0; on
+	 * every address (":PORT") the client names the host. */
 	if (sb.boot != NULL)
 		printf("listen: %s (TCP bootstrap%s)\n"
 		       "run:  tern fill %s%s --provider %s%s\n",
 		       baddr, o.token ? "; token required" : "",
-		       o.listen[0] == ':' ? "HOST" : "", o.listen,
+		       o.listen[0] == ':' ? "HOST" : "",
+		       o.listen[0] == ':' && strrchr(baddr, ':') != NULL
+			       ? strrchr(baddr, ':')
+			       : baddr,
 		       short_provider(ci.provider),
 		       o.token ? " --token ..." : "");
 	printf("serving random-fill requests%s; Ctrl-C to stop\n",

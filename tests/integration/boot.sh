@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The TCP bootstrap on one host: tern serve/bench/ping/atomic --listen on a port
-# the kernel picks (:0), clients by HOST:PORT; tokens; IPv6 loopback.
+# The TCP bootstrap on one host: tern serve/bench/ping/atomic --listen on a
+# port the kernel picks (:0), clients by HOST:PORT; tokens; IPv6 loopback.
 set -u
 prov=$1
 dir=$(mktemp -d)
@@ -34,6 +34,9 @@ start() {
 }
 
 start serve 127.0.0.1:0 serve --token t0ken
+grep -q "^run:  tern fill $addr " "$dir/serve.log" &&
+	echo "ok: serve suggests the port it bound ($addr), not :0" ||
+	{ cat "$dir/serve.log"; bad "serve's run: line does not name $addr"; }
 "$TERN" fill "$addr" --provider "$prov" --token t0ken --count 2 --pages 4 >"$dir/fill.log" 2>&1 &&
 	grep -q "2 of 2 fill(s) verified" "$dir/fill.log" &&
 	echo "ok: fill $addr over $prov" || { cat "$dir/fill.log"; bad "fill by address"; }

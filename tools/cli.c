@@ -196,11 +196,35 @@ int cli_rails(const char *cmd, const char *val, uint64_t *rails,
 
 /* ---- bootstrap over TCP (tern/boot.h) ------------------------------ */
 
-const char *cli_token(const char *opt)
+int cli_token(const char *cmd, const char *opt, const char **token_p)
 {
 	const char *t = opt != NULL ? opt : getenv("TERN_TOKEN");
+	size_t len = t != NULL ? strlen(t) : 0;
 
-	return t != NULL && t[0] != '\0' ? t : NULL;
+	if (len > TERN_BOOT_TOKEN_MAX) {
+		cli_err(cmd, "%s '%.16s...': %zu bytes, at most %d",
+			opt != NULL ? "--token" : "$TERN_TOKEN", t, len,
+			TERN_BOOT_TOKEN_MAX);
+		return -EINVAL;
+	}
+	*token_p = len > 0 ? t : NULL;
+	return 0;
+}
+
+int cli_addr_check(const char *cmd, const char *what, const char *addr)
+{
+	char host[256], port[8], why[384];
+
+	if (addr == NULL ||
+	    tern__boot_split(addr, host, sizeof(host), port, sizeof(port), why,
+			     sizeof(why)) == 0)
+		return 0;
+	/* The reason names the address where it is about its syntax. */
+	if (strstr(why, addr) != NULL)
+		cli_err(cmd, "%s %s", what, why);
+	else
+		cli_err(cmd, "%s '%s': %s", what, addr, why);
+	return -EINVAL;
 }
 
 /* Over tcp a card holds the address the ctx bound: unless the user chose
@@ -309,29 +333,36 @@ int cli_boot_serve(const char *cmd, struct tern_ctx *ctx, const char *listen,
 int cli_sizes(const char *cmd, const char *list, uint64_t max, uint64_t *sizes,
 	      size_t cap, size_t *n_p)
 {
-	char *copy = strdup(list), *save = NULL, *tok;
+	char one[64];
+	const char *p = list;
 	size_t n = 0;
-	int ret = 0;
 
-	if (copy == NULL)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok != NULL && ret == 0;
-	     tok = strtok_r(NULL, ",", &save)) {
-		if (n == cap) {
-			cli_err(cmd, "--sizes: at most %zu sizes", cap);
-			ret = -EINVAL;
-			break;
+	/* Every element is a size: "8,,64" and "," are typos, not lists
+	 * that skip the empty ones. */
+	for (;;) {
+		size_t len = strcspn(p, ",");
+
+		if (len == 0 || len >= sizeof(one)) {
+			cli_err(cmd, "--sizes '%s': size %zu is %s", list,
+				n + 1, len == 0 ? "empty" : "too long");
+			return -EINVAL;
 		}
-		ret = cli_size(cmd, "--sizes", tok, 1, max, &sizes[n++]);
+		if (n == cap) {
+			cli_err(cmd, "--sizes '%s': at most %zu sizes", list,
+				cap);
+			return -EINVAL;
+		}
+		memcpy(one, p, len);
+		one[len] = '\0';
+		if (cli_size(cmd, "--sizes", one, 1, max, &sizes[n]) != 0)
+			return -EINVAL;
+		n++;
+		if (p[len] == '\0')
+			break;
+		p += len + 1;
 	}
-	free(copy);
-	if (ret == 0 && n == 0) {
-		cli_err(cmd, "--sizes '%s': an empty list", list);
-		ret = -EINVAL;
-	}
-	if (ret == 0)
-		*n_p = n;
-	return ret;
+	*n_p = n;
+	return 0;
 }
 
 pid_t cli_spawn(const char *const *args, int quiet, void (*in_child)(void),
@@ -372,6 +403,11 @@ pid_t cli_spawn(const char *const *args, int quiet, void (*in_child)(void),
 			dup2(devnull, 1);
 		if (in_child != NULL)
 			in_child();
+		/* A bad $TERN_LOG is named by this process (the library
+		 * reads it once): not again by each child. */
+		if (getenv("TERN_LOG") != NULL &&
+		    tern_log_parse_level(getenv("TERN_LOG")) < 0)
+			unsetenv("TERN_LOG");
 		/* A real second process: this binary, exec'd afresh. */
 		execv("/proc/self/exe", (char *const *)argv);
 		fprintf(stderr, "tern: exec /proc/self/exe: %s\n",

@@ -79,8 +79,14 @@ int cli_open_ctx(const char *cmd, const struct tern_ctx_attr *attr,
 /* ---- bootstrap over TCP ---- */
 struct tern_boot_info;
 struct tern_boot_server;
-/* --token, else $TERN_TOKEN; NULL when neither (or empty). */
-const char *cli_token(const char *opt);
+/* --token @opt, else $TERN_TOKEN, into *token_p: NULL when neither (or
+ * an empty $TERN_TOKEN). @return 0, or -EINVAL for one longer than
+ * TERN_BOOT_TOKEN_MAX (said why). */
+int cli_token(const char *cmd, const char *opt, const char **token_p);
+/* Is @addr (NULL: nothing to check) a HOST:PORT tern can dial or bind?
+ * @what names it in the message ("peer", "--listen"). @return 0, or
+ * -EINVAL (said why): a usage error, before anything runs. */
+int cli_addr_check(const char *cmd, const char *what, const char *addr);
 /* The node a server listening on @listen should bind over tcp (its host,
  * when it names one and the user chose none), else @node. */
 /* The provider for a command that runs atomics: efa on its efa fabric

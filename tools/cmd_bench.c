@@ -50,21 +50,54 @@ static void usage(const struct cli_parser *p, FILE *f)
 		"on tcp the target's poll rate moves write bandwidth).\n");
 }
 
-static int write_file(const char *path, const struct bench_report *r,
-		      int (*fn)(FILE *, const struct bench_report *))
+/* --json=FILE, --csv FILE, --plot FILE: opened (made) before anything
+ * runs, so that a path that cannot be written fails at once instead of
+ * after the whole run. */
+enum { OUT_JSON, OUT_CSV, OUT_PLOT, OUT_N };
+
+/* As typed, up to the file name. */
+static const char *const out_flag[OUT_N] = { "--json=", "--csv ", "--plot " };
+
+/* Open every output in @paths into @f. @return 0 or -errno (said why;
+ * none left open). */
+static int open_outputs(const char *const *paths, FILE **f)
 {
-	FILE *f = fopen(path, "w");
+	for (int i = 0; i < OUT_N; i++) {
+		f[i] = paths[i] != NULL ? fopen(paths[i], "w") : NULL;
+		if (paths[i] != NULL && f[i] == NULL) {
+			int ret = -errno;
+
+			cli_err("bench", "%s%s: %s", out_flag[i], paths[i],
+				strerror(errno));
+			while (i-- > 0) {
+				if (f[i] != NULL)
+					fclose(f[i]);
+				f[i] = NULL;
+			}
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* Write @r with @fn into *@f (when open) and close it. @return 0 or a
+ * negative errno (said, with the file's name). */
+static int write_output(FILE **f, const char *path, const char *flag,
+			const struct bench_report *r,
+			int (*fn)(FILE *, const struct bench_report *))
+{
 	int ret;
 
-	if (f == NULL) {
-		cli_err("bench", "%s: %s", path, strerror(errno));
-		return -errno;
-	}
-	ret = fn(f, r);
-	if (fclose(f) != 0 && ret == 0)
-		ret = -EIO;
+	if (*f == NULL)
+		return 0;
+	ret = fn(*f, r);
+	errno = 0;
+	if (fclose(*f) != 0 && ret == 0)
+		ret = errno > 0 ? -errno : -EIO;
+	*f = NULL;
 	if (ret != 0)
-		cli_err("bench", "writing %s: %s", path, strerror(-ret));
+		cli_err("bench", "%s%s: writing it: %s", flag, path,
+			strerror(-ret));
 	return ret;
 }
 
@@ -97,17 +130,22 @@ static void peer_cpu(void)
 static pid_t spawn_peer(const char *prov, const char *node, const char *rails,
 			const char *mem, int wait_fd, char *hex, size_t hexlen)
 {
-	const char *args[] = {
-		"tern",	       "bench",		 "--listen",
-		"--once",      "--provider",	 prov ? prov : "auto",
-		"--node",      node ? node : "", "--rails",
-		rails,	       "--mem",		 mem,
-		"--card-file", "{path}",	 wait_fd ? "--wait-fd" : NULL,
-		NULL
-	};
+	const char *args[] = { "tern",	  "bench",	 "--listen",
+			       "--once",  "--provider",	 prov ? prov : "auto",
+			       "--rails", rails,	 "--mem",
+			       mem,	  "--card-file", "{path}",
+			       NULL,	  NULL,		 NULL,
+			       NULL };
+	size_t n = 12; /* the first NULL: the optional ones from there */
 	pid_t pid;
 	int fd;
 
+	if (node != NULL) {
+		args[n++] = "--node";
+		args[n++] = node;
+	}
+	if (wait_fd)
+		args[n++] = "--wait-fd";
 	pid = cli_spawn(args, 1, peer_cpu, &fd);
 	if (pid < 0)
 		return -1;
@@ -155,6 +193,7 @@ struct bench_cli {
 	const char *prov, *node, *peer, *json, *csv, *plot, *card_file;
 	const char *listen_addr, *token, *domains, *peer_mem_s;
 	struct bench_mem peer_mem;
+	FILE *out[OUT_N];
 	char rails_s[TERN_MAX_RAILS * 64];
 	uint64_t rails;
 	int listen, once, have_warm, pin, wait_fd, json_stdout;
@@ -261,7 +300,7 @@ static int bench_option(struct bench_cli *b, int c, const char *arg)
 		b->prov = strcmp(arg, "auto") ? arg : NULL;
 		break;
 	case CLI_NODE:
-		b->node = arg[0] ? arg : NULL;
+		b->node = arg;
 		break;
 	case CLI_LOG:
 		ret = cli_log("bench", arg);
@@ -331,6 +370,10 @@ static int bench_check(const struct bench_cli *b)
 				 "checked in the TCP handshake)");
 		return 2;
 	}
+	if (cli_addr_check("bench", "--listen", b->listen_addr) != 0 ||
+	    (b->peer != NULL && tern_boot_is_addr(b->peer) &&
+	     cli_addr_check("bench", "peer", b->peer) != 0))
+		return 2;
 	if (b->peer_mem_s != NULL && (b->listen || b->peer != NULL)) {
 		cli_err("bench", "--peer-mem sets the local peer's memory: a "
 				 "--listen peer takes its own --mem");
@@ -339,6 +382,17 @@ static int bench_check(const struct bench_cli *b)
 	if (b->json_stdout && b->listen) {
 		cli_err("bench", "--json without a file prints the results: "
 				 "a --listen peer has none");
+		return 2;
+	}
+	if (b->listen && (b->json != NULL || b->csv != NULL || b->plot)) {
+		cli_err("bench",
+			"%s %s: a --listen peer has no results to write",
+			b->json	 ? "--json"
+			: b->csv ? "--csv"
+				 : "--plot",
+			b->json	 ? b->json
+			: b->csv ? b->csv
+				 : b->plot);
 		return 2;
 	}
 	return 0;
@@ -421,7 +475,7 @@ static int bench_measure(struct bench_cli *b, struct tern_ctx *ctx,
 {
 	struct bench_report *rep = calloc(1, sizeof(*rep));
 	char why[256] = "";
-	int ret;
+	int ret, out_ret = 0;
 
 	if (rep == NULL)
 		return -ENOMEM;
@@ -442,12 +496,20 @@ static int bench_measure(struct bench_cli *b, struct tern_ctx *ctx,
 			bench_write_json(stdout, rep);
 		else
 			bench_print_table(stdout, rep);
-		if (b->json != NULL)
-			write_file(b->json, rep, bench_write_json);
-		if (b->csv != NULL)
-			write_file(b->csv, rep, bench_write_csv);
-		if (b->plot != NULL)
-			write_file(b->plot, rep, bench_write_svg);
+	}
+	/* Nothing measured: the files are closed empty (close_outputs). */
+	if (rep->npoints > 0) {
+		static int (*const fn[OUT_N])(FILE *,
+					      const struct bench_report *) = {
+			bench_write_json, bench_write_csv, bench_write_svg
+		};
+		const char *path[OUT_N] = { b->json, b->csv, b->plot };
+
+		for (int i = 0; i < OUT_N; i++) {
+			if (write_output(&b->out[i], path[i], out_flag[i], rep,
+					 fn[i]) != 0)
+				out_ret = -EIO;
+		}
 	}
 	if (peer_gone) {
 		cli_err("bench", "peer gone: it closed its bootstrap "
@@ -457,7 +519,7 @@ static int bench_measure(struct bench_cli *b, struct tern_ctx *ctx,
 		cli_err("bench", "%s", why[0] ? why : tern_strerror(ret));
 	}
 	free(rep);
-	return ret;
+	return ret != 0 ? ret : out_ret != 0 ? -EIO : 0;
 }
 
 /* Start `tern bench --listen --once` as a second process; its card hex
@@ -485,6 +547,16 @@ static pid_t bench_local_peer(const struct bench_cli *b, struct tern_ctx *ctx,
 	return pid;
 }
 
+/* Close what bench_measure did not write (a run that stopped early). */
+static void close_outputs(struct bench_cli *b)
+{
+	for (int i = 0; i < OUT_N; i++) {
+		if (b->out[i] != NULL)
+			fclose(b->out[i]);
+		b->out[i] = NULL;
+	}
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	struct bench_cli b;
@@ -500,15 +572,21 @@ int cmd_bench(int argc, char **argv)
 	ret = bench_parse(argc, argv, &b);
 	if (ret == 0)
 		ret = bench_check(&b);
+	if (ret == 0 && cli_token("bench", b.token, &b.token) != 0)
+		ret = 2;
 	if (ret != 0)
 		return ret == 1 ? 0 : 2;
-	b.token = cli_token(b.token);
+	if (open_outputs((const char *const[]){ b.json, b.csv, b.plot },
+			 b.out) != 0)
+		return 1;
 	if (b.o.op == BENCH_ATOMIC)
 		b.prov = cli_atomic_provider(b.prov);
 	stop = cli_catch_signals();
 	bench_stop = stop;
-	if (bench_open(&b, &ctx, &theirs, &boot_fd) != 0)
+	if (bench_open(&b, &ctx, &theirs, &boot_fd) != 0) {
+		close_outputs(&b);
 		return 1;
+	}
 	/* It spins while it measures (the engine switches busy polling on
 	 * around runs), and sleeps between them. */
 	tern_ctx_set_busy_poll(ctx, 0);
@@ -534,6 +612,7 @@ int cmd_bench(int argc, char **argv)
 			peer_pid = bench_local_peer(&b, ctx, hex, sizeof(hex));
 			if (peer_pid < 0) {
 				tern_ctx_close(ctx);
+				close_outputs(&b);
 				return 1;
 			}
 			b.peer = hex;
@@ -559,5 +638,6 @@ int cmd_bench(int argc, char **argv)
 		close(boot_fd);
 	if (peer_pid > 0)
 		cli_reap(peer_pid, 5000);
+	close_outputs(&b);
 	return ret == 0 ? 0 : 1;
 }

@@ -335,18 +335,14 @@ int cmd_serve(int argc, char **argv)
 		return 2;
 	}
 	/* $TERN_TOKEN applies where there is a handshake to check it. */
-	if (o.token == NULL && o.listen != NULL)
-		o.token = cli_token(NULL);
-	else if (o.token != NULL && o.token[0] == '\0')
-		o.token = NULL;
+	if (cli_addr_check("serve", "--listen", o.listen) != 0)
+		return 2;
+	if ((o.token != NULL || o.listen != NULL) &&
+	    cli_token("serve", o.token, &o.token) != 0)
+		return 2;
 	if (o.token != NULL && o.listen == NULL) {
 		cli_err("serve", "--token needs --listen (the token is checked "
 				 "in the TCP handshake)");
-		return 2;
-	}
-	if (o.token != NULL && strlen(o.token) > TERN_BOOT_TOKEN_MAX) {
-		cli_err("serve", "--token: at most %d bytes",
-			TERN_BOOT_TOKEN_MAX);
 		return 2;
 	}
 	o.node = cli_listen_node(o.provider, o.node, o.listen, lhost,
@@ -415,11 +411,16 @@ int cmd_serve(int argc, char **argv)
 		       o.node && strncmp(o.node, "127.", 4) == 0 ? " --node "
 								 : "",
 		       o.node && strncmp(o.node, "127.", 4) == 0 ? o.node : "");
+	/* The address bound, with the port the kernel picked for :0; on
+	 * every address (":PORT") the client names the host. */
 	if (sb.boot != NULL)
 		printf("listen: %s (TCP bootstrap%s)\n"
 		       "run:  tern fill %s%s --provider %s%s\n",
 		       baddr, o.token ? "; token required" : "",
-		       o.listen[0] == ':' ? "HOST" : "", o.listen,
+		       o.listen[0] == ':' ? "HOST" : "",
+		       o.listen[0] == ':' && strrchr(baddr, ':') != NULL
+			       ? strrchr(baddr, ':')
+			       : baddr,
 		       short_provider(ci.provider),
 		       o.token ? " --token ..." : "");
 	printf("serving random-fill requests%s; Ctrl-C to stop\n",
@@ -663,14 +664,12 @@ int cmd_fill(int argc, char **argv)
 		cli_err("fill", "unexpected argument '%s'", argv[optind + 1]);
 		return 2;
 	}
-	o.token = cli_token(o.token);
-	if (o.token != NULL && strlen(o.token) > TERN_BOOT_TOKEN_MAX) {
-		cli_err("fill", "--token: at most %d bytes",
-			TERN_BOOT_TOKEN_MAX);
+	if (cli_token("fill", o.token, &o.token) != 0)
 		return 2;
-	}
 	if (optind < argc && o.card_file == NULL &&
 	    tern_boot_is_addr(argv[optind])) {
+		if (cli_addr_check("fill", "peer", argv[optind]) != 0)
+			return 2;
 		stop_flag = cli_catch_signals();
 		return fill_by_addr(&o, argv[optind]);
 	}

@@ -42,7 +42,7 @@ static int net_option(struct net_opts *o, int c, const char *arg)
 		o->provider = strcmp(arg, "auto") ? arg : NULL;
 		return 1;
 	case CLI_NODE:
-		o->node = arg[0] ? arg : NULL;
+		o->node = arg;
 		return 1;
 	case CLI_CARD_FILE:
 		o->card_file = arg;
@@ -97,8 +97,12 @@ static int net_args(struct net_opts *o, int argc, char **argv,
 				"handshake)");
 		return 2;
 	}
-	o->token = cli_token(o->token);
-	return 0;
+	if (cli_addr_check(o->cmd, "--listen", o->listen) != 0 ||
+	    (*peer_p != NULL && o->card_file == NULL &&
+	     tern_boot_is_addr(*peer_p) &&
+	     cli_addr_check(o->cmd, "peer", *peer_p) != 0))
+		return 2;
+	return cli_token(o->cmd, o->token, &o->token) != 0 ? 2 : 0;
 }
 
 static int open_ctx(const struct net_opts *o, uint64_t flags,
@@ -248,12 +252,12 @@ static pid_t ping_local_peer(const struct net_opts *o, char *hex, size_t len)
 			       "--listen",
 			       "--provider",
 			       o->provider ? o->provider : "auto",
-			       "--node",
-			       o->node ? o->node : "",
 			       "--rails",
 			       o->rails_arg ? o->rails_arg : "1",
 			       "--card-file",
 			       "{path}",
+			       o->node ? "--node" : NULL,
+			       o->node,
 			       NULL };
 	pid_t pid;
 	int fd;
@@ -590,14 +594,14 @@ static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
 				       cardhex,
 				       "--provider",
 				       o->provider ? o->provider : "auto",
-				       "--node",
-				       o->node ? o->node : "",
 				       "--rails",
 				       o->rails_arg ? o->rails_arg : "1",
 				       "--reps",
 				       reps_s,
 				       "--worker-fd",
 				       "{fd}",
+				       o->node ? "--node" : NULL,
+				       o->node,
 				       NULL };
 
 		/* A process of its own: exec'd before touching the fabric. */

@@ -497,10 +497,6 @@ int cmd_topo(int argc, char **argv)
 	while ((c = cli_getopt(&cp, argc, argv)) != -1) {
 		switch (c) {
 		case 'x':
-			if (optarg[0] == '\0') {
-				cli_err("topo", "--xml needs a file name");
-				return 2;
-			}
 			s.xml = optarg;
 			break;
 		case 'k':

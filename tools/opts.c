@@ -229,6 +229,24 @@ int cli_getopt(struct cli_parser *p, int argc, char **argv)
 			o && o->arg ? o->arg : "an argument");
 		return '?';
 	}
+	/* No option takes an empty value: --token '' would serve without a
+	 * token, --rails '' mean one rail, --provider '' any provider. */
+	if (c != 'h' && optarg != NULL && optarg[0] == '\0') {
+		const struct cli_opt *o = cli_opt_find(c);
+		const char *what = o && o->arg ? o->arg : "a value";
+		size_t len;
+
+		what += strspn(what, "[=");
+		len = strcspn(what, "]");
+		if (c == CLI_TOKEN)
+			cli_err(p->cmd,
+				"--token '': an empty token; give the "
+				"shared secret, or no --token for none");
+		else
+			cli_err(p->cmd, "--%s '': empty, expected %.*s",
+				o ? o->name : "?", (int)len, what);
+		return '?';
+	}
 	if (c == CLI_LISTEN && optarg == NULL && optind < argc &&
 	    argv[optind][0] != '-' && tern_boot_is_addr(argv[optind]))
 		optarg = argv[optind++]; /* "--listen HOST:PORT" */
@@ -303,10 +321,10 @@ static const char *const env_help[][2] = {
 	{ "TERN_NODE", "address or interface to bind when none is given" },
 	{ "TERN_DOMAINS", "rails on these domains (comma-separated) or gpu=N" },
 	{ "TERN_TOPO_XML", "machine map for gpu=N from this hwloc XML file" },
-	{ "TERN_TOKEN", "bootstrap shared secret when --token is not given" },
+	{ "TERN_TOKEN", "bootstrap secret if no --token (empty: none)" },
 	{ "TERN_FI_API",
 	  "libfabric API version to ask for (default: negotiated)" },
-	{ "TERN_LOG", "none, warn (default), info, debug" },
+	{ "TERN_LOG", "none, warn (default), info, debug (else warned)" },
 	{ "TERN_POST_BATCH", "operations posted per rail per pass (32)" },
 	{ "TERN_BUSY_POLL", "1: never sleep while waiting" },
 	{ "TERN_POLL_MAX_US", "longest idle sleep without a wait fd" },

@@ -56,6 +56,23 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "version") == 0 ||
 	    strcmp(argv[1], "--version") == 0) {
+		if (argc > 2 && (strcmp(argv[2], "--help") == 0 ||
+				 strcmp(argv[2], "-h") == 0)) {
+			printf("usage: tern version\n\nPrint tern's version, "
+			       "the running libfabric's, the API version\n"
+			       "asked for ($TERN_FI_API) and the one tern "
+			       "was built with.\n");
+			return 0;
+		}
+		if (argc > 2) {
+			fprintf(stderr,
+				"tern %s: %s '%s' (see tern version --help)\n",
+				argv[1],
+				argv[2][0] == '-' ? "unknown option"
+						  : "unexpected argument",
+				argv[2]);
+			return 2;
+		}
 		printf("tern %s (libfabric %s at run time, API %s, built "
 		       "with %s)\n",
 		       tern_version(), tern_fabric_version(),

@@ -33,9 +33,16 @@ int tern_log_parse_level(const char *s)
 enum tern_log_level tern_log_get_level(void)
 {
 	if (log_level < 0) {
-		int l = tern_log_parse_level(getenv("TERN_LOG"));
+		const char *env = tern__env_str("TERN_LOG");
+		int l = env != NULL ? tern_log_parse_level(env) : -EINVAL;
 
 		log_level = l < 0 ? TERN_LOG_WARN : l;
+		/* A bad value is named once, and the default kept (as
+		 * TERN_FI_API's). The level is set first: this logs. */
+		if (env != NULL && l < 0)
+			tern_warn("TERN_LOG=%.64s: not a log level (none, "
+				  "warn, info, debug, or 0 to 3); using warn",
+				  env);
 	}
 	return (enum tern_log_level)log_level;
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The TCP bootstrap on one host: tern serve/bench/ping --listen on a port
-# the kernel picks (:0), clients by HOST:PORT; tokens; IPv6 loopback.
+# The TCP bootstrap on one host: tern serve/bench/ping/atomic --listen on a
+# port the kernel picks (:0), clients by HOST:PORT; tokens; IPv6 loopback.
 set -u
 prov=$1
 dir=$(mktemp -d)
@@ -34,6 +34,9 @@ start() {
 }
 
 start serve 127.0.0.1:0 serve --token t0ken
+grep -q "^run:  tern fill $addr " "$dir/serve.log" &&
+	echo "ok: serve suggests the port it bound ($addr), not :0" ||
+	{ cat "$dir/serve.log"; bad "serve's run: line does not name $addr"; }
 "$TERN" fill "$addr" --provider "$prov" --token t0ken --count 2 --pages 4 >"$dir/fill.log" 2>&1 &&
 	grep -q "2 of 2 fill(s) verified" "$dir/fill.log" &&
 	echo "ok: fill $addr over $prov" || { cat "$dir/fill.log"; bad "fill by address"; }
@@ -57,6 +60,21 @@ start bench 127.0.0.1:0 bench
 start ping '[::1]:0' ping
 "$TERN" ping "$addr" --provider "$prov" --iters 50 --sizes 8 >"$dir/p.log" 2>&1 &&
 	echo "ok: ping $addr (IPv6 bootstrap)" || { cat "$dir/p.log"; bad "ping over IPv6 bootstrap"; }
+
+# tern atomic by HOST:PORT, as ping and bench (over tcp it runs on
+# tcp;ofi_rxm: native tcp has no atomics), with a token; a wrong one is
+# refused before any atomic runs.
+start atomic 127.0.0.1:0 atomic --token s3cret
+"$TERN" atomic "$addr" --provider "$prov" --token s3cret --clients 2 --reps 50 \
+	>"$dir/a.log" 2>&1 && grep -q "atomic: OK" "$dir/a.log" &&
+	echo "ok: atomic $addr with a token" || { cat "$dir/a.log"; bad "atomic by address"; }
+if "$TERN" atomic "$addr" --provider "$prov" --token nope --clients 1 --reps 5 \
+	>"$dir/a_bad.log" 2>&1; then
+	bad "atomic: a wrong token was accepted"
+else
+	grep -q "wrong token" "$dir/a_bad.log" && echo "ok: atomic: wrong token refused" ||
+		{ cat "$dir/a_bad.log"; bad "atomic: no reason given for the refusal"; }
+fi
 
 # A client with a token is welcome at a server that asks for none, and
 # $TERN_TOKEN does not upset commands without a handshake.

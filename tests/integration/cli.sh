@@ -20,6 +20,10 @@ t 0 "usage: tern" "$TERN" --help
 t 2 "usage: tern" "$TERN"
 t 2 "unknown command" "$TERN" frobnicate
 t 0 "libfabric" "$TERN" version
+t 2 "tern version: unknown option '--bogus'" "$TERN" version --bogus
+t 2 "tern version: unexpected argument 'extra'" "$TERN" version extra
+t 2 "tern --version: unexpected argument 'x'" "$TERN" --version x
+t 0 "usage: tern version" "$TERN" version --help
 for c in info serve fill demo ping atomic bench topo; do
 	t 0 "usage: tern $c" "$TERN" $c --help
 done
@@ -33,6 +37,15 @@ t 0 "\"libfabric_api\": \"$run\"" "$TERN" info --json --provider shm
 t 0 '"libfabric_api": "1.12"' env TERN_FI_API=1.12 "$TERN" info --json --provider shm
 t 0 "ignoring TERN_FI_API=9.x" env TERN_FI_API=9.x "$TERN" info --provider shm
 t 0 "API 1.12" env TERN_FI_API=1.12 "$TERN" version
+# A bad TERN_LOG is named once (not by each process) and warn is kept, as
+# a bad TERN_FI_API is; --log with a bad level is a usage error.
+t 0 "TERN_LOG=loud: not a log level (none, warn, info, debug" env TERN_LOG=loud "$TERN" version
+n=$(TERN_LOG=loud "$TERN" ping --provider shm --sizes 8 --iters 5 --warmup 1 2>&1 >/dev/null |
+	grep -c "TERN_LOG=loud: not a log level")
+[ "$n" -eq 1 ] && echo "ok: a bad TERN_LOG is named once with a local peer" ||
+	{ echo "not ok: a bad TERN_LOG named $n times with a local peer"; fail=1; }
+t 0 "tern info: libfabric" env TERN_LOG=info "$TERN" version
+t 2 "--log 'loud': expected none" "$TERN" ping --log loud
 t 2 "not hex" "$TERN" fill zzzz --provider shm
 t 2 "no server card" "$TERN" fill --provider shm
 t 1 "server card unusable" "$TERN" fill 00112233 --provider shm
@@ -62,6 +75,44 @@ t 2 "needs --listen HOST:PORT" "$TERN" atomic --listen --token x
 for c in info serve fill demo ping atomic bench topo; do
 	t 0 "-h, --help" "$TERN" $c --help
 done
+# No option takes an empty value: each is named and refused up front.
+for c in serve ping atomic bench; do
+	t 2 "--token '': an empty token" "$TERN" $c --listen 127.0.0.1:0 --token ''
+done
+t 2 "--token '': an empty token" "$TERN" fill 127.0.0.1:1 --token ''
+# A token is at most 256 bytes (TERN_BOOT_TOKEN_MAX), whichever command.
+long=$(printf '%0257d' 0)
+for c in serve ping atomic bench; do
+	t 2 "--token '0000.*257 bytes, at most 256" "$TERN" $c --listen 127.0.0.1:0 --token "$long"
+done
+t 2 "257 bytes, at most 256" "$TERN" fill 127.0.0.1:1 --token "$long"
+t 2 "TERN_TOKEN '0000.*257 bytes" env TERN_TOKEN="$long" "$TERN" bench 127.0.0.1:1
+t 1 "connecting to 127.0.0.1:1" "$TERN" bench 127.0.0.1:1 --token "${long#0}"
+t 2 "--rails '': empty" "$TERN" bench --rails ''
+t 2 "--rails '': empty" "$TERN" ping --rails '' --provider shm
+t 2 "--provider '': empty" "$TERN" info --provider ''
+t 2 "--provider '': empty" "$TERN" info -p ''
+t 2 "--node '': empty" "$TERN" bench --node '' --provider shm
+t 2 "--node '': empty" "$TERN" serve --node ''
+t 2 "--card-file '': empty" "$TERN" fill --card-file ''
+t 2 "--card-file '': empty" "$TERN" ping --card-file ''
+t 2 "--listen '': empty" "$TERN" ping --listen=
+t 2 "--json '': empty" "$TERN" bench --json=
+# A HOST:PORT that is not one is a usage error before anything runs; one
+# nobody listens at is named with the reason.
+t 2 "peer '127.0.0.1:99999': port '99999' is not a number" "$TERN" atomic 127.0.0.1:99999
+t 2 "peer 'zz:zz': port 'zz'" "$TERN" ping zz:zz
+t 2 "peer '\[::1': expected \[IPV6\]:PORT" "$TERN" fill '[::1'
+t 2 "--listen '127.0.0.1:x': port 'x'" "$TERN" serve --listen 127.0.0.1:x
+t 2 "--listen '1.2.3.4:abc': port 'abc'" "$TERN" bench --listen 1.2.3.4:abc
+t 1 "connecting to 127.0.0.1:1: Connection refused" "$TERN" atomic 127.0.0.1:1 --provider shm
+t 2 "'abc' is neither the hex card" "$TERN" atomic abc
+# A size list has no empty element (a typo, not a shorter list).
+t 2 "--sizes '8,,64': size 2 is empty" "$TERN" ping --sizes 8,,64 --provider shm
+t 2 "--sizes ',': size 1 is empty" "$TERN" bench --sizes ,
+t 2 "--sizes '64,': size 2 is empty" "$TERN" bench --sizes 64,
+t 2 "--sizes '': empty" "$TERN" bench --sizes ''
+t 2 "--sizes 'x': expected a size" "$TERN" bench --sizes 8,x
 # --json means the same everywhere: stdout, or =FILE.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -70,6 +121,14 @@ t 0 '"provider": "shm"' "$TERN" info --provider shm -j
 	grep -q '"provider": "shm"' "$tmp/i.json" && echo "ok: info --json=FILE" ||
 	{ echo "not ok: info --json=FILE wrote no JSON"; fail=1; }
 t 1 "No such file" "$TERN" info --json="$tmp/no/such/dir.json"
+# bench makes its files before anything runs (the peer here is never
+# reached), and a write that fails fails the command.
+t 1 "--json=$tmp/no/x.json: No such file" "$TERN" bench 127.0.0.1:1 --json="$tmp/no/x.json"
+t 1 "--csv $tmp/no/x.csv: No such file" "$TERN" bench 127.0.0.1:1 --csv "$tmp/no/x.csv"
+t 1 "--plot $tmp/no/x.svg: No such file" "$TERN" bench 127.0.0.1:1 --plot "$tmp/no/x.svg"
+t 1 "--csv /dev/full: writing it: No space" "$TERN" bench --provider shm --sizes 8 --iters 5 --csv /dev/full
+t 1 "--json=/dev/full: writing it: No space" "$TERN" bench --provider shm --sizes 8 --iters 5 --json=/dev/full
+t 2 "--csv x.csv: a --listen peer has no results" "$TERN" bench --listen --csv x.csv
 # shm offers FI_HMEM in Debian's build, but tern stages GPU buffers there.
 t 0 "GPU buffers    staged" "$TERN" info --provider shm
 # tern ping with no peer starts a local one, as tern bench does.

@@ -70,7 +70,7 @@ t 1 "cannot read /nonexistent.xml: No such file" \
 	"$TERN" topo --xml /nonexistent.xml
 t 1 "cannot read /: Is a directory" "$TERN" topo --xml /
 t 1 "is not an hwloc XML topology" "$TERN" topo --xml "$0"
-t 2 "needs a file name" "$TERN" topo --xml ""
+t 2 "--xml '': empty, expected FILE" "$TERN" topo --xml ""
 t 2 "expected auto, efa, mlx, rdma or all" "$TERN" topo --nics foo
 t 2 "unexpected argument" "$TERN" topo extra
 [ $fail -eq 0 ] && echo "PASS: topo"

@@ -3,10 +3,11 @@
 # The command line: help, versions, errors users hit first.
 set -u
 fail=0
-t() { # t EXPECTED-RC PATTERN CMD...
+t() { # t EXPECTED-RC PATTERN CMD... (a server that should have been
+	# refused but serves is stopped: rc 124)
 	want=$1 pat=$2
 	shift 2
-	out=$("$@" 2>&1)
+	out=$(timeout 20 "$@" 2>&1)
 	rc=$?
 	if [ $rc -ne "$want" ] || ! printf '%s' "$out" | grep -q -- "$pat"; then
 		echo "not ok: $* (rc $rc, want $want, pattern '$pat')"

@@ -4,7 +4,8 @@ dict to ranks 1..3 (inference), which verify it. Peers come from
 tern.world.from_store over a torch.distributed Store.
 
     torchrun --nproc-per-node 4 examples/python/weight_broadcast.py
-    # (Debian 13's torch lacks libuv: USE_LIBUV=0 torchrun ...)
+    # (Debian 13's torch lacks libuv, which its torchrun requires: start
+    # the ranks with the variables set there too)
     # (Debian 12's torchrun, torch 1.13, is broken on Python 3.11: use
     # --spawn there, or start the ranks with RANK, WORLD_SIZE,
     # MASTER_ADDR, MASTER_PORT set as torchrun would)

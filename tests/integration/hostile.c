@@ -49,6 +49,20 @@ static void check(struct state *st, int ok, const char *what,
 	fflush(stdout);
 }
 
+/* Send @len bytes of st->msg; a failed send fails @what. */
+static int send_or_fail(struct state *st, size_t len, const char *what)
+{
+	char detail[300];
+	int ret = fill_conn_send_raw(st->conn, st->msg, len);
+
+	if (ret != 0) {
+		snprintf(detail, sizeof(detail), "send: %s",
+			 tern_strerror(ret));
+		check(st, 0, what, detail);
+	}
+	return ret;
+}
+
 /* Send @len bytes of st->msg; expect an ERROR whose text has @needle. */
 static void expect_refusal(struct state *st, size_t len, const char *needle,
 			   const char *what)
@@ -59,13 +73,8 @@ static void expect_refusal(struct state *st, size_t len, const char *needle,
 	ssize_t n;
 	int ret;
 
-	ret = fill_conn_send_raw(st->conn, st->msg, len);
-	if (ret != 0) {
-		snprintf(detail, sizeof(detail), "send: %s",
-			 tern_strerror(ret));
-		check(st, 0, what, detail);
+	if (send_or_fail(st, len, what) != 0)
 		return;
-	}
 	n = fill_conn_recv_raw(st->conn, st->reply, FILL_MSG_MAX, 5000);
 	if (n < 0) {
 		snprintf(detail, sizeof(detail), "no reply: %s",
@@ -172,17 +181,10 @@ static void run(struct state *st)
 /* Send @len bytes of st->msg; the server must not answer in 1 s. */
 static void expect_silence(struct state *st, size_t len, const char *what)
 {
-	char detail[300];
 	ssize_t n;
-	int ret;
 
-	ret = fill_conn_send_raw(st->conn, st->msg, len);
-	if (ret != 0) {
-		snprintf(detail, sizeof(detail), "send: %s",
-			 tern_strerror(ret));
-		check(st, 0, what, detail);
+	if (send_or_fail(st, len, what) != 0)
 		return;
-	}
 	n = fill_conn_recv_raw(st->conn, st->reply, FILL_MSG_MAX, 1000);
 	check(st, n == -ETIMEDOUT, what, n >= 0 ? "the server answered" : NULL);
 }

@@ -53,8 +53,7 @@ static void check_info(const struct tern__boot_msg *m, const uint8_t *data,
 	if (m->info.card_len == 0 || m->info.card_len > TERN_CARD_MAX ||
 	    m->info.ndesc > TERN_BOOT_DESCS_MAX ||
 	    m->token_len > TERN_BOOT_TOKEN_MAX ||
-	    (m->token_len == 0) != (m->token == NULL) ||
-	    (m->type == TERN_BOOT_WELCOME && m->token_len != 0))
+	    (m->token_len == 0) != (m->token == NULL))
 		abort();
 	if (m->token != NULL &&
 	    (m->token < data || m->token + m->token_len > data + size))

@@ -127,6 +127,13 @@ static void gen_boot(struct gen *g)
 	info.ndesc = 2;
 	n = tern__boot_encode(buf, sizeof(buf), TERN_BOOT_WELCOME, &info, NULL);
 	put_file(g, "fuzz_boot", "welcome-2desc", buf, n);
+	/* A welcome with its ticket (any bytes, NULs too). */
+	for (unsigned int i = 0; i < TERN_BOOT_TICKET_LEN; i++)
+		info.ticket[i] = (uint8_t)(i * 37);
+	info.ticket_len = TERN_BOOT_TICKET_LEN;
+	n = tern__boot_encode(buf, sizeof(buf), TERN_BOOT_WELCOME, &info, NULL);
+	put_file(g, "fuzz_boot", "welcome-ticket", buf, n);
+	info.ticket_len = 0;
 	/* A card of 4 rails of 24-byte addresses. */
 	info.card_len = make_card(info.card, 4, 24);
 	info.ndesc = 1;

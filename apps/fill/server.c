@@ -391,6 +391,17 @@ static void on_connect(struct fill_server *srv, const uint8_t *msg, size_t len)
 			reply_error_card(srv, msg, len, -TERN_EREFUSED, why);
 			return;
 		}
+		/* Every fill writes: a region the client did not open to
+		 * remote writes would fail each one. */
+		if (!(c.regions[i].flags & TERN_MR_DESC_REMOTE_WRITE)) {
+			snprintf(why, sizeof(why),
+				 "region %d: its descriptor grants no remote "
+				 "write (flags 0x%x); register it with "
+				 "TERN_ACCESS_REMOTE_WRITE",
+				 i, c.regions[i].flags);
+			reply_error_card(srv, msg, len, -TERN_EACCESS, why);
+			return;
+		}
 	}
 	/* The ticket binds the CONNECT to the handshake that admitted its
 	 * card: a copied card alone is refused on a token server. */

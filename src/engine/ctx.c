@@ -80,6 +80,9 @@ static void rail_close(struct tern_rail *r)
 	tern__prov_rail_close(&r->prov);
 	free(r->slots);
 	free(r->free_slots);
+	free(r->sync_ring);
+	r->sync_ring = NULL;
+	r->sync_n = 0;
 	r->slots = NULL;
 	r->slots_span = 0;
 	r->free_slots = NULL;
@@ -129,6 +132,20 @@ static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 		goto err_close;
 	}
 	r->slots_span = (ctx->tx_size + nbounce) * sizeof(*r->slots);
+	if (tern__prov_sync_rma(&r->prov)) {
+		/* One entry per credit (ops.c: tern__sync_push()). */
+		size_t cap = 1;
+
+		while (cap < ctx->tx_size)
+			cap <<= 1;
+		r->sync_ring = calloc(cap, sizeof(*r->sync_ring));
+		if (r->sync_ring == NULL) {
+			ret = -ENOMEM;
+			goto err_close;
+		}
+		r->sync_mask = (uint32_t)(cap - 1);
+		r->sync_head = 0;
+	}
 	for (r->nfree = 0; r->nfree < ctx->tx_size; r->nfree++)
 		r->free_slots[r->nfree] = (uint32_t)(ctx->tx_size - 1 -
 						     r->nfree);

@@ -199,6 +199,13 @@ struct tern_rail {
 	uint32_t nfree;
 	uint64_t *scratch; /* 3 words per slot, registered as ctx->scratch_mr */
 	uint64_t orphan_errs; /* completion errors that name no request */
+	/* On a sync_rma rail (src/prov/prov.h): the contexts of the writes
+	 * and reads that may complete inside their post, in post order,
+	 * until their completions come. A failure that comes back with no
+	 * context is the oldest's (ops.c). NULL when not needed, or once
+	 * completions came out of that order. */
+	void **sync_ring;
+	uint32_t sync_mask, sync_head, sync_n;
 };
 
 struct tern_peer {
@@ -381,6 +388,8 @@ static inline uint64_t tern__raddr(const struct tern_mr_desc *d, uint64_t off)
 }
 
 /* Posting and completions over src/prov/ (ops.c, post.h). */
+/* A sync_rma rail's write or read @context went to the provider. */
+void tern__sync_push(struct tern_rail *rail, void *context);
 int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more);
 /* What one tern__prov_cq_read() gave (@ret entries of @ent, or its
  * error), as tern__cqe in @cqe (as many as @ent). @return how many, or

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
@@ -160,6 +161,8 @@ int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 			     tern__rp(req)->imm, slot->fictx, flags);
 	if (ret != 0)
 		tern__slot_free(rail, slot);
+	else
+		tern__sync_note(rail, slot->fictx, flags);
 	return post_result(rail, req, ret);
 }
 
@@ -221,6 +224,84 @@ static void repost_sink(struct tern_rail *rail, void *op_context)
 	}
 }
 
+/*
+ * Attributing the failures of synchronous RMA (src/prov/quirks.c: shm's
+ * fast RMA on libfabric 1.17 to 2.4). Such a write or read completes
+ * inside its post: its success entry, or its failure with no context,
+ * is in the CQ before anything posted after it can add one. So while
+ * every write and read noted here completes in the order posted, a
+ * failure with no context is the oldest's. Should one ever complete out
+ * of that order (shm without process_vm_writev completes them later, in
+ * the peer's time), order says nothing any more: the ring is dropped, and
+ * such failures are counted as before, never guessed.
+ */
+void tern__sync_push(struct tern_rail *rail, void *context)
+{
+	if (rail->sync_n > rail->sync_mask) {
+		/* More out than credits: cannot be; stop rather than
+		 * overwrite. */
+		tern_warn("rail %u: %u writes and reads out at once, past "
+			  "its credits: no longer attributing failures that "
+			  "name no request",
+			  rail->idx, rail->sync_n);
+		free(rail->sync_ring);
+		rail->sync_ring = NULL;
+		rail->sync_n = 0;
+		return;
+	}
+	rail->sync_ring[(rail->sync_head + rail->sync_n) & rail->sync_mask] =
+		context;
+	rail->sync_n++;
+}
+
+static void *sync_pop(struct tern_rail *rail)
+{
+	void *context = rail->sync_ring[rail->sync_head];
+
+	rail->sync_head = (rail->sync_head + 1) & rail->sync_mask;
+	rail->sync_n--;
+	return context;
+}
+
+/* Would tern__sync_note() have noted the operation of @cqe? */
+static int sync_noted(const struct tern__cqe *cqe)
+{
+	const struct tern__req_priv *rp;
+
+	if (cqe->req == NULL)
+		return 0;
+	rp = tern__rp(cqe->req);
+	if (rp->xflags & TERN__XF_DELIVER)
+		return 0;
+	if (cqe->slot == NULL)
+		return rp->op == TERN__OP_WRITE || rp->op == TERN__OP_READ;
+	/* A striped chunk (posted without flags), or a batch's piece. */
+	if (rp->sop != 0)
+		return 1;
+	return rp->op == TERN__OP_PIECES && !rp->u.batch.with_imm;
+}
+
+/* @op_context (decoded into @cqe) completed on a rail with noted ones
+ * out. */
+static __attribute__((noinline)) void sync_done(struct tern_rail *rail,
+						void *op_context,
+						const struct tern__cqe *cqe)
+{
+	if (rail->sync_ring[rail->sync_head] == op_context) {
+		sync_pop(rail);
+		return;
+	}
+	if (!sync_noted(cqe))
+		return;
+	tern_info("rail %u: writes and reads complete out of post order: "
+		  "failures that name no request are counted, no longer "
+		  "attributed",
+		  rail->idx);
+	free(rail->sync_ring);
+	rail->sync_ring = NULL;
+	rail->sync_n = 0;
+}
+
 static inline int is_sink(struct tern_rail *rail, void *op_context)
 {
 	/* NULL, or anything below, wraps to a huge offset. */
@@ -232,12 +313,21 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 {
 	struct tern__prov_cqerr err;
 	struct tern_req *req;
-	int ret;
+	int ret, attributed = 0;
 
 	ret = tern__prov_cq_readerr(&rail->prov, rail->idx, &err);
 	if (ret <= 0)
 		return ret;
-	if (err.context == NULL || is_sink(rail, err.context)) {
+	if (err.context == NULL && err.tx_orphan && rail->sync_n != 0) {
+		/* A write or read that failed inside its post: the oldest
+		 * noted (tern__sync_push()). */
+		err.context = sync_pop(rail);
+		attributed = 1;
+		snprintf(err.text, sizeof(err.text),
+			 "rail %u: %s: the peer's memory at that address "
+			 "could not be reached",
+			 rail->idx, err.what);
+	} else if (err.context == NULL || is_sink(rail, err.context)) {
 		/* Logged at 1, 2, 4, 8... so a burst cannot flood the log
 		 * (shm 1.17 reports failed writes to a dead process so). */
 		rail->orphan_errs++;
@@ -256,6 +346,8 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 		.len = err.len,
 	};
 	decode_ctx(rail, err.context, cqe);
+	if (rail->sync_n != 0 && !attributed)
+		sync_done(rail, err.context, cqe);
 	req = cqe->req;
 	if (req == NULL) /* a message buffer's: bounce.c reports it */
 		return 1;
@@ -308,6 +400,8 @@ int tern__rail_reap(struct tern_rail *rail, const struct tern__prov_cqent *ent,
 			.imm_data = (flags & TERN__CQ_IMM) != 0,
 		};
 		decode_ctx(rail, op_context, &cqe[got]);
+		if (tern_unlikely(rail->sync_n != 0))
+			sync_done(rail, op_context, &cqe[got]);
 		got++;
 	}
 	return (int)got;

@@ -16,19 +16,34 @@
 int tern__post_failed(struct tern_rail *rail, struct tern_req *req,
 		      ssize_t ret);
 
+/* A write or read @context posted with @flags went out: on a rail whose
+ * provider may complete it inside the post (engine.h: sync_ring), note
+ * it. One test of a field elsewhere. */
+static inline void tern__sync_note(struct tern_rail *rail, void *context,
+				   uint64_t flags)
+{
+	if (tern_unlikely(rail->sync_ring != NULL) &&
+	    !(flags & (TERN__PF_IMM | TERN__PF_DELIVER)))
+		tern__sync_push(rail, context);
+}
+
 static inline __attribute__((always_inline)) ssize_t tern__post_rma(
 	struct tern_rail *rail, struct tern_req *req, void *buf, size_t len,
 	uint64_t raddr, uint64_t rkey, void *context, uint64_t flags)
 {
 	struct tern__req_priv *rp = tern__rp(req);
+	ssize_t ret;
 
 	if (rp->xflags & TERN__XF_DELIVER)
 		flags |= TERN__PF_DELIVER;
-	return tern__prov_rma(
+	ret = tern__prov_rma(
 		&rail->prov,
 		rp->op == TERN__OP_READ || rp->sop == TERN__OP_READ, buf, len,
 		rp->mr->desc[rail->idx], rp->peer->fiaddr[rail->idx], raddr,
 		rkey, rp->imm, context, flags);
+	if (tern_likely(ret == 0))
+		tern__sync_note(rail, context, flags);
+	return ret;
 }
 
 /* tern__rail_post(), with writes and reads inline. */

@@ -162,6 +162,11 @@ int tern__prov_cq_readerr(struct tern__prov_rail *r, unsigned int idx,
 	out->status = tern__err_from_fi(err.err);
 	out->prov_errno = err.prov_errno;
 	out->what = fi_strerror(err.err);
+	/* A receive's or a target's error carries FI_RECV or FI_REMOTE_*;
+	 * a transmit's never does (fi_cq(3)). */
+	out->tx_orphan = err.op_context == NULL &&
+			 !(err.flags &
+			   (FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE));
 	snprintf(out->text, sizeof(out->text), "rail %u: %s%s%s", idx,
 		 fi_strerror(err.err), err.prov_errno ? ": " : "",
 		 err.prov_errno ? fi_cq_strerror(r->cq, err.prov_errno,

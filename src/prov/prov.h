@@ -41,6 +41,10 @@ struct tern__prov_rail {
 	/* Repair the CQ entries of a libfabric that mislabels them
 	 * (quirks.c): set by tern__prov_rail_open() */
 	int fix_rx_flags;
+	/* Some RMA completes inside the post, and its failure comes back
+	 * with no context: shm's fast RMA on libfabric 1.17 to 2.4
+	 * (quirks.c). Set by tern__prov_rail_open(). */
+	int sync_rma;
 	/* shm on libfabric 2.x: 1 while its AV entries are tracked so that
 	 * no endpoint of this process closes under another's AV entry,
 	 * 2 once closed (shmpark.c) */
@@ -128,6 +132,14 @@ void tern__prov_rail_close_ep(struct tern__prov_rail *r);
 void tern__prov_rail_close(struct tern__prov_rail *r);
 /* Does a rail on @fi need its CQ entries repaired (quirks.c)? */
 int tern__prov_quirk_rx_flags(const struct fi_info *fi);
+/* Does a rail on @fi lose the context of a failed synchronous RMA? */
+int tern__prov_quirk_sync_rma(const struct fi_info *fi);
+/* Does @r's provider complete some writes and reads inside the post and
+ * report their failures with no context, in post order (quirks.c)? */
+static inline int tern__prov_sync_rma(const struct tern__prov_rail *r)
+{
+	return r->sync_rma;
+}
 /* shm endpoints kept open while this process addresses them (shmpark.c):
  * wanted on @fi? Track open rail @r (its address @addr), an AV insert, a
  * removal (which does the fi_av_remove), a close (before the endpoint's),
@@ -185,6 +197,9 @@ struct tern__prov_cqerr {
 	int status;	  /* tern error code */
 	int prov_errno;	  /* the provider's own */
 	const char *what; /* libfabric's text alone (static) */
+	/* No context, and the flags of a transmit: on a sync_rma rail, the
+	 * failure of a write or read that completed inside its post. */
+	int tx_orphan;
 	/* "rail IDX: " libfabric's text, then the provider's */
 	char text[TERN_REQ_ERRMSG_LEN];
 };

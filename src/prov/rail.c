@@ -643,6 +643,7 @@ again:
 	if (ret != 0)
 		goto err;
 	r->fix_rx_flags = tern__prov_quirk_rx_flags(fi);
+	r->sync_rma = tern__prov_quirk_sync_rma(fi);
 	what = "fi_getname";
 	ret = fi_getname(&r->ep->fid, addr, addrlen_p);
 	if (ret != 0)

@@ -10,13 +10,16 @@
  * CONNECT carrying the server's own card must get no answer at all; one
  * client card gets 4 sessions, not 5. With --addr and --token it first
  * does the bootstrap handshake: a CONNECT without the WELCOME's ticket, or
- * with a wrong one, is refused. Then a good fill must verify.
+ * with a wrong one, is refused. Over shm, 12 sessions whose regions name
+ * unmapped memory each get a failed RESULT at once. Then a good fill must
+ * verify.
  *
  * usage: hostile --provider P [--node ADDR] [--addr HOST:PORT --token T]
  *        CARD-FILE
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +175,18 @@ static void run(struct state *st)
 					  fill_conn_regions(st->conn));
 	tern__wire_put_u16(st->msg + FILL_HDR + 2, 3);
 	expect_refusal(st, len, "nregions 3", "CONNECT with 3 regions");
+	{
+		struct tern_mr_desc ro[FILL_REGIONS];
+
+		memcpy(ro, fill_conn_regions(st->conn), sizeof(ro));
+		ro[1].flags &= ~(uint32_t)TERN_MR_DESC_REMOTE_WRITE;
+		len = (size_t)fill_connect_encode(st->msg, FILL_MSG_MAX, 1,
+						  card, (size_t)clen, ro);
+		expect_refusal(st, len,
+			       "region 1: its descriptor grants no "
+			       "remote write",
+			       "CONNECT with a region closed to writes");
+	}
 	len = make_fill(st, 4096, 4, idx);
 	tern__wire_put_u32(st->msg + 12, 7);
 	expect_refusal(st, len, "reserved field is 0x00000007",
@@ -254,6 +269,126 @@ static void run_per_client(struct state *st)
 		      "its fifth session is refused (--max-per-client 4)",
 		      detail);
 	}
+}
+
+/*
+ * Sessions whose regions name memory the client never mapped (shm): each
+ * FILL's writes fail. Every one must be answered at once with a RESULT
+ * naming the failure, never left to --fill-timeout, and however many
+ * there are (more than the server has writers), others are still served.
+ * Each of 4 fresh ctxs (4 cards) opens its own session and 3 more whose
+ * CONNECT declares the regions at an unmapped address.
+ */
+#define UNMAPPED_CTXS 4
+#define UNMAPPED_BASE 0x10000ULL
+
+static void unmapped_fill(struct state *st, struct fill_conn *conn,
+			  const uint8_t *card, size_t card_len, uint64_t nonce,
+			  int *ok, char *detail, size_t dlen)
+{
+	struct tern_mr_desc bad[FILL_REGIONS];
+	struct fill_request r = {
+		.id = (uint32_t)nonce,
+		.page_size = 1 << 20,
+		.seed = 3,
+		.page_count = 1,
+	};
+	uint32_t idx[1] = { 0 };
+	struct fill_result res;
+	struct fill_error e;
+	struct fill_hdr h;
+	uint64_t t0;
+	ssize_t n;
+
+	memcpy(bad, fill_conn_regions(conn), sizeof(bad));
+	for (int i = 0; i < FILL_REGIONS; i++)
+		bad[i].base = UNMAPPED_BASE;
+	n = fill_connect_encode(st->msg, FILL_MSG_MAX, nonce, card, card_len,
+				bad);
+	if (n < 0 || fill_conn_send_raw(conn, st->msg, (size_t)n) != 0) {
+		snprintf(detail, dlen, "sending CONNECT %" PRIu64, nonce);
+		*ok = 0;
+		return;
+	}
+	n = fill_conn_recv_raw(conn, st->reply, FILL_MSG_MAX, 5000);
+	if (n < 0 || fill_hdr_parse(st->reply, (size_t)n, &h) != 0 ||
+	    h.type != FILL_ACCEPT) {
+		snprintf(detail, dlen, "CONNECT %" PRIu64 " not accepted",
+			 nonce);
+		*ok = 0;
+		return;
+	}
+	n = fill_request_encode(st->msg, FILL_MSG_MAX, h.session, &r, idx);
+	t0 = tern__now_ns();
+	if (n < 0 || fill_conn_send_raw(conn, st->msg, (size_t)n) != 0) {
+		snprintf(detail, dlen, "sending FILL %u", r.id);
+		*ok = 0;
+		return;
+	}
+	/* Well inside hostile.sh's --fill-timeout 2000. */
+	n = fill_conn_recv_raw(conn, st->reply, FILL_MSG_MAX, 1500);
+	if (n < 0) {
+		snprintf(detail, dlen, "FILL %u: no answer in 1.5 s", r.id);
+		*ok = 0;
+	} else if (fill_result_decode(st->reply, (size_t)n, &res) == 0) {
+		if (res.status == 0 || res.id != r.id) {
+			snprintf(detail, dlen,
+				 "FILL %u: RESULT id %u status %d", r.id,
+				 res.id, res.status);
+			*ok = 0;
+		} else if (nonce == 300) {
+			printf("# FILL into unmapped memory: RESULT %s after "
+			       "%.1f ms\n",
+			       tern_strerror(res.status),
+			       (double)(tern__now_ns() - t0) / 1e6);
+		}
+	} else if (fill_error_decode(st->reply, (size_t)n, &e) == 0) {
+		snprintf(detail, dlen, "FILL %u: ERROR %s", r.id, e.text);
+		*ok = 0;
+	} else {
+		snprintf(detail, dlen, "FILL %u: an answer of neither kind",
+			 r.id);
+		*ok = 0;
+	}
+}
+
+static void run_unmapped(struct state *st, const struct tern_ctx_attr *attr,
+			 const uint8_t *scard, size_t scard_len)
+{
+	char detail[300] = "";
+	int ok = 1;
+
+	for (int c = 0; c < UNMAPPED_CTXS && ok; c++) {
+		uint8_t card[TERN_CARD_MAX];
+		struct fill_conn *conn;
+		struct tern_ctx *ctx;
+		char why[256];
+		ssize_t clen;
+
+		if (tern_ctx_open(attr, &ctx) != 0) {
+			snprintf(detail, sizeof(detail), "ctx %d", c);
+			ok = 0;
+			break;
+		}
+		clen = tern_ctx_card(ctx, card, sizeof(card));
+		if (fill_conn_open(ctx, scard, scard_len, 10000, &conn, why,
+				   sizeof(why)) != 0) {
+			snprintf(detail, sizeof(detail), "connect: %s", why);
+			ok = 0;
+			tern_ctx_close(ctx);
+			break;
+		}
+		for (int i = 0; i < 3 && ok; i++)
+			unmapped_fill(st, conn, card, (size_t)clen,
+				      300 + 10 * (uint64_t)c + (uint64_t)i, &ok,
+				      detail, sizeof(detail));
+		fill_conn_close(conn);
+		tern_ctx_close(ctx);
+	}
+	check(st, ok,
+	      "12 fills into unmapped memory each get a failed RESULT at "
+	      "once",
+	      ok ? NULL : detail);
 }
 
 /* --addr HOST:PORT --token T: a token server admits the CONNECT of a
@@ -381,6 +516,11 @@ int main(int argc, char **argv)
 	run(&st);
 	run_silence(&st, card, (size_t)card_len);
 	run_per_client(&st);
+	/* Over tcp the client's provider refuses such writes after the
+	 * server's local completion: nothing the server can see. */
+	if (addr == NULL && attr.provider != NULL &&
+	    strcmp(attr.provider, "shm") == 0)
+		run_unmapped(&st, &attr, card, (size_t)card_len);
 	ret = fill_conn_fill(st.conn, &good, &rep);
 	check(&st, ret == 0 && rep.verified == 3000ULL * 21,
 	      "then a good fill (21 pages of 3000 bytes) verifies",

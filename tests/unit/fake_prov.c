@@ -324,6 +324,7 @@ int tern__prov_cq_readerr(struct tern__prov_rail *rail, unsigned int idx,
 		.status = c->err.status,
 		.prov_errno = c->err.prov_errno,
 		.what = "fake completion error",
+		.tx_orphan = c->err.tx_orphan,
 	};
 	/* The provider's own text only where it gave an errno. */
 	if (c->err.prov_errno != 0)

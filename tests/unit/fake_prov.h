@@ -53,6 +53,7 @@ struct fake_cqe {
 		int status; /* a tern error code */
 		int prov_errno;
 		size_t len;
+		int tx_orphan; /* no context, a transmit's flags */
 	} err;
 };
 

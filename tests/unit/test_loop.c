@@ -119,6 +119,7 @@ static int teardown(void **state)
 	for (unsigned int r = 0; r < FAKE_RAILS; r++) {
 		free(e->ctx->rails[r].slots);
 		free(e->ctx->rails[r].free_slots);
+		free(e->ctx->rails[r].sync_ring);
 	}
 	free(e->ctx);
 	free(e);
@@ -545,6 +546,101 @@ static void test_completion_error_provider(void **state)
 	assert_int_equal(e->peer.inflight, 0);
 	assert_int_equal(tern_progress(e->ctx), 0);
 	assert_int_equal(w.calls, 1);
+}
+
+/* A failure with no context and a transmit's flags, as shm's fast RMA
+ * reports one (libfabric 1.17 to 2.4). */
+static void cq_tx_orphan(void)
+{
+	struct fake_cqe c = {
+		.is_err = 1,
+		.err = { .status = -TERN_EPROV,
+			 .prov_errno = 5,
+			 .tx_orphan = 1 },
+	};
+
+	fake_cq_push(0, &c);
+}
+
+/* What rail_open() does on a sync_rma rail. */
+static void sync_rail(struct env *e)
+{
+	struct tern_rail *rail = &e->ctx->rails[0];
+
+	rail->sync_ring = calloc(8, sizeof(*rail->sync_ring));
+	assert_non_null(rail->sync_ring);
+	rail->sync_mask = 7;
+}
+
+/* Writes that complete inside their post come back in post order: a
+ * failure with no context is the oldest outstanding one's, and only
+ * plain writes and reads are counted among them. */
+static void test_sync_rma_attributes_failures(void **state)
+{
+	struct env *e = *state;
+	struct tern_rail *rail = &e->ctx->rails[0];
+	struct tracked w[3], wi;
+
+	sync_rail(e);
+	for (unsigned int i = 0; i < 3; i++)
+		assert_int_equal(write_nth(e, &w[i], i), 0);
+	track_init(&wi);
+	assert_int_equal(tern_write_imm(&e->peer, &e->mr, e->buf, 64, &e->rdesc,
+					0, 9, &wi.req),
+			 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fake_count(FOP_WRITE), 4);
+	assert_int_equal(rail->sync_n, 3); /* not the one with an imm */
+	cq_ok(ctx_of(&w[0]), 64, 0, 0);
+	cq_tx_orphan();
+	cq_ok(ctx_of(&w[2]), 64, 0, 0);
+	cq_ok(ctx_of(&wi), 64, 0, 0);
+	while (tern_progress(e->ctx) > 0)
+		;
+	assert_int_equal(w[0].calls, 1);
+	assert_int_equal(w[0].status, 0);
+	assert_int_equal(w[1].calls, 1);
+	assert_int_equal(w[1].status, -TERN_EPROV);
+	assert_non_null(strstr(w[1].req.errmsg, "could not be reached"));
+	assert_int_equal(w[2].status, 0);
+	assert_int_equal(wi.status, 0);
+	assert_int_equal(rail->sync_n, 0);
+	assert_int_equal(rail->orphan_errs, 0);
+	assert_int_equal(rail->tx_credits, 8);
+	assert_int_equal(e->peer.inflight, 0);
+	/* With none outstanding, such a failure names nothing: counted. */
+	cq_tx_orphan();
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(rail->orphan_errs, 1);
+	assert_non_null(rail->sync_ring);
+}
+
+/* Once a noted write completes out of post order, order proves nothing:
+ * the ring is dropped, and a failure with no context is only counted. */
+static void test_sync_rma_out_of_order_stops(void **state)
+{
+	struct env *e = *state;
+	struct tern_rail *rail = &e->ctx->rails[0];
+	struct tracked w[2];
+
+	sync_rail(e);
+	for (unsigned int i = 0; i < 2; i++)
+		assert_int_equal(write_nth(e, &w[i], i), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(rail->sync_n, 2);
+	cq_ok(ctx_of(&w[1]), 64, 0, 0);
+	cq_tx_orphan();
+	while (tern_progress(e->ctx) > 0)
+		;
+	assert_null(rail->sync_ring);
+	assert_int_equal(rail->sync_n, 0);
+	assert_int_equal(w[1].status, 0);
+	assert_int_equal(w[0].calls, 0); /* still the provider's */
+	assert_int_equal(rail->orphan_errs, 1);
+	cq_ok(ctx_of(&w[0]), 64, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(w[0].status, 0);
+	assert_int_equal(rail->tx_credits, 8);
 }
 
 /* A completed request is posted again without tern_req_init(): the post
@@ -2201,6 +2297,8 @@ int main(void)
 		T(test_completion_success_once),
 		T(test_completion_recv_len_and_imm),
 		T(test_completion_error_provider),
+		T(test_sync_rma_attributes_failures),
+		T(test_sync_rma_out_of_order_stops),
 		T(test_request_reposted_as_is),
 		T(test_completion_error_codes),
 		T(test_completion_recv_truncated),

@@ -456,6 +456,37 @@ int cmd_serve(int argc, char **argv)
 	return ret == 0 ? 0 : 1;
 }
 
+/* Would --pages of --page-size fit one fill and our regions? Checked
+ * before connecting; a server may still take less (its ACCEPT says). */
+static int fill_shape_check(const struct fill_opts *o)
+{
+	uint64_t fit = 2 * fill_region_pages(FILL_REGION_SIZE,
+					     (uint32_t)o->page_size);
+	char s1[32], s2[32], s3[32];
+
+	tern_format_size(o->page_size, s1, sizeof(s1));
+	if (o->page_size * o->pages > FILL_MAX_BYTES) {
+		cli_err(o->cmd,
+			"--pages %" PRIu64 " of --page-size %s: %s in one "
+			"fill; the protocol's limit is %s",
+			o->pages, s1,
+			tern_format_size(o->page_size * o->pages, s2,
+					 sizeof(s2)),
+			tern_format_size(FILL_MAX_BYTES, s3, sizeof(s3)));
+		return -EINVAL;
+	}
+	if (o->pages > fit) {
+		cli_err(o->cmd,
+			"--pages %" PRIu64 " of --page-size %s: the client's "
+			"two regions of %s hold %" PRIu64 " such pages",
+			o->pages, s1,
+			tern_format_size(FILL_REGION_SIZE, s2, sizeof(s2)),
+			fit);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* run_fills/boot_round: a count of fills that failed their check, ORed
  * with why they stopped early. */
 #define FILLS_COUNT ((1 << 20) - 1)
@@ -642,8 +673,8 @@ static int fill_by_addr(struct fill_opts *o, const char *addr)
 		fflush(stdout);
 	}
 	printf("%s: %" PRIu64 " of %" PRIu64 " fill(s) verified; %" PRIu64
-	       " failed their check; %" PRIu64 " not done; %" PRIu64
-	       " reconnect(s)\n",
+	       " failed (refused, or their check); %" PRIu64
+	       " not done; %" PRIu64 " reconnect(s)\n",
 	       o->cmd, next - bad, o->count, bad, o->count - next, redials);
 	return bad == 0 && next == o->count ? 0 : 1;
 }
@@ -664,7 +695,8 @@ int cmd_fill(int argc, char **argv)
 		cli_err("fill", "unexpected argument '%s'", argv[optind + 1]);
 		return 2;
 	}
-	if (cli_token("fill", o.token, &o.token) != 0)
+	if (cli_token("fill", o.token, &o.token) != 0 ||
+	    fill_shape_check(&o) != 0)
 		return 2;
 	if (optind < argc && o.card_file == NULL &&
 	    tern_boot_is_addr(argv[optind])) {
@@ -713,6 +745,8 @@ int cmd_demo(int argc, char **argv)
 		cli_err("demo", "unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
+	if (fill_shape_check(&o) != 0)
+		return 2;
 	if (o.node == NULL && strncmp(o.provider, "tcp", 3) == 0)
 		o.node = "127.0.0.1";
 	stop_flag = cli_catch_signals();

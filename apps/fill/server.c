@@ -396,8 +396,8 @@ static void on_connect(struct fill_server *srv, const uint8_t *msg, size_t len)
 		if (!(c.regions[i].flags & TERN_MR_DESC_REMOTE_WRITE)) {
 			snprintf(why, sizeof(why),
 				 "region %d: its descriptor grants no remote "
-				 "write (flags 0x%x); register it with "
-				 "TERN_ACCESS_REMOTE_WRITE",
+				 "write (flags 0x%x); register it for "
+				 "remote writes",
 				 i, c.regions[i].flags);
 			reply_error_card(srv, msg, len, -TERN_EACCESS, why);
 			return;

@@ -55,7 +55,10 @@ t 2 "expected a size" "$TERN" fill 00 --page-size 17M
 t 2 "expected an integer" "$TERN" fill 00 --pages 0
 t 2 "expected an integer" "$TERN" fill 00 --pages 100000
 t 1 "not available" "$TERN" serve --provider nosuch
-t 1 "do not fit" "$TERN" demo --page-size 16M --pages 3
+# A fill that cannot fit is refused before connecting, naming the limit.
+t 2 "48 MiB in one fill; the protocol's limit is 32 MiB" "$TERN" demo --page-size 16M --pages 3
+t 2 "48 MiB in one fill" "$TERN" fill 00 --page-size 16M --pages 3
+t 2 "two regions of 16 MiB hold 2 such pages" "$TERN" fill 00 --page-size 10M --pages 3
 
 # One grammar (docs/cli.md): a letter means one thing everywhere; an old
 # spelling is refused with the new one, never reinterpreted.

@@ -38,7 +38,9 @@ vm-check: build
 
 # AddressSanitizer + UBSan build of everything, and every test under it.
 # The Python tests are left out: an interpreter that is not built with
-# ASan cannot load the ASan libtern (its runtime must come first).
+# ASan cannot load the ASan libtern (its runtime must come first). So is
+# the soak: its RSS and CPU bounds mean nothing under ASan, and 32 clients
+# under ASan would overload two cores (its hostile client runs here too).
 asan-check: deps-check
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan -j $(JOBS)

@@ -38,7 +38,7 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 if [ "$(id -u)" -ne 0 ]; then
 	echo "tern needs these packages:$missing" >&2
-	echo "run as root:  apt-get update && apt-get install -y$missing" >&2
+	echo "run as root:  apt-get update && apt-get install -y --no-install-recommends$missing" >&2
 	exit 1
 fi
 echo "installing:$missing"

@@ -17,6 +17,7 @@ int cmd_ping(int argc, char **argv);
 int cmd_atomic(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_topo(int argc, char **argv);
+int cmd_counters(int argc, char **argv);
 
 /* Print "tern CMD: msg" to stderr. */
 void cli_err(const char *cmd, const char *fmt, ...)

@@ -77,7 +77,8 @@ static const struct cli_opt table[] = {
 	    "bytes per page"),
 	OPT("pages", CLI_PAGES, required_argument, "N", "pages per fill"),
 	OPT("seed", 'S', required_argument, "N", "seed (default: random)"),
-	OPT("count", 'c', required_argument, "N", "fills"),
+	OPT("count", 'c', required_argument, "N",
+	    "how many: fills (fill, demo), intervals (counters)"),
 	OPT("timeout", CLI_TIMEOUT, required_argument, "MS",
 	    "give up a connect or a reply after MS"),
 	OPT("fill-timeout", CLI_FILL_TIMEOUT, required_argument, "MS",
@@ -103,6 +104,13 @@ static const struct cli_opt table[] = {
 	OPT("nics", 'k', required_argument, "KIND",
 	    "NICs to map GPUs to: auto (the kind with the most NICs), efa, "
 	    "mlx, rdma (others), all"),
+	OPT("interval", CLI_INTERVAL, required_argument, "S",
+	    "seconds between two readings (default 1; 0: absolute values "
+	    "once)"),
+	OPT("root", CLI_ROOT, required_argument, "DIR",
+	    "read DIR/sys instead of /sys (default $TERN_COUNTERS_ROOT)"),
+	OPT("device", CLI_DEVICE, required_argument, "NAME,...",
+	    "only these RDMA devices (default: all)"),
 	OPT("help", 'h', no_argument, NULL, "this text"),
 };
 
@@ -339,6 +347,7 @@ static const char *const env_help[][2] = {
 	  "bench: A,B runs this process on A, the peer on B" },
 	{ "TERN_BENCH_TARGET_PAUSE",
 	  "bench: target pauses after empty passes" },
+	{ "TERN_COUNTERS_ROOT", "tern counters: read DIR/sys instead of /sys" },
 	{ "TERN_FAKE_CUDA", "tests: N fake CUDA devices instead of libcuda" },
 	{ "TERN_FAKE_CUDA_FAIL", "tests: the K-th fake copy fails" },
 };

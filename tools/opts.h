@@ -42,6 +42,9 @@ enum cli_key {
 	CLI_CLIENTS,
 	CLI_WORKER_FD,
 	CLI_FABRIC,
+	CLI_INTERVAL,
+	CLI_ROOT,
+	CLI_DEVICE,
 };
 
 struct cli_opt {

@@ -25,6 +25,8 @@ static const struct {
 	{ "atomic", cmd_atomic, "remote fetch-add / compare-swap demo" },
 	{ "bench", cmd_bench, "bandwidth, message rate, latency percentiles" },
 	{ "topo", cmd_topo, "GPUs, RDMA NICs, NUMA nodes, cores: the map" },
+	{ "counters", cmd_counters,
+	  "RDMA NIC counters over an interval, with what each means" },
 };
 
 static void usage(FILE *f)

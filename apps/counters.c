@@ -340,7 +340,10 @@ static void read_driver(const char *devdir, char *out, size_t len)
 		return;
 	link[n] = '\0';
 	base = strrchr(link, '/');
-	snprintf(out, len, "%s", base != NULL ? base + 1 : link);
+	/* A driver name longer than @out is no driver we know: none. */
+	if (snprintf(out, len, "%s", base != NULL ? base + 1 : link) >=
+	    (int)len)
+		out[0] = '\0';
 }
 
 /* Is @name one of the comma-separated @list? */

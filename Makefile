@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# Two commands do everything on a fresh Debian/Ubuntu machine:
+# Two commands do everything on a fresh Debian/Ubuntu machine (run.sh
+# installs make first where it is missing, then runs these):
 #   make demo    install what is missing, build, run the random-fill demo
 #   make check   install what is missing, build (warnings are errors), test
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)

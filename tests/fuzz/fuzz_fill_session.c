@@ -161,8 +161,10 @@ struct fz {
 
 static struct fz F;
 
-/* The ticket the last client's CONNECTs must carry (FS_REG_TICKET). */
+/* The ticket the last client's CONNECTs must carry (FS_REG_TICKET), and
+ * one that is not it. */
 static const uint8_t ticket[FILL_TICKET_LEN] = { 1, 2, 3 };
+static const uint8_t ticket_bad[FILL_TICKET_LEN] = { 1, 2, 4 };
 
 #define trace(...)                                    \
 	do {                                          \
@@ -963,7 +965,9 @@ static void op_connect(struct input *in, int c, int batch, int variant)
 	}
 	n = fill_connect_encode_ticket(
 		F.out, sizeof(F.out), ++F.nonce, cp, cp_len, regions,
-		reg == FS_REG_TICKET ? ticket : NULL,
+		reg != FS_REG_TICKET ? NULL
+		: variant	     ? ticket_bad
+				     : ticket,
 		reg == FS_REG_TICKET ? sizeof(ticket) : 0);
 	want(n > 0, "encoding a CONNECT");
 	trace("op %d: CONNECT card %d regions %d\n", F.op, card, reg);

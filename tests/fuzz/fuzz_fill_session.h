@@ -32,7 +32,7 @@ enum fs_kind {
 	 * the sender's memory (offsets and lengths in KiB, clipped to it).
 	 * mode bits 0-1, the card: FS_CARD_*; bits 2-4 the regions:
 	 * FS_REG_*; the variant bit picks the region FS_REG_NOWRITE and
-	 * FS_REG_HUGE change. */
+	 * FS_REG_HUGE change, or the wrong ticket. */
 	FS_CONNECT = 0,
 	/* sel, psize, count, flags, id, then count indices (one byte each,
 	 * two with FS_FILL_IDX16): a FILL; psize indexes fs_page_sizes. */
@@ -75,7 +75,7 @@ enum fs_regions {
 	FS_REG_HUGE = 5,     /* one region over FILL_MAX_REGION: refused */
 	FS_REG_UNMAPPED = 6, /* both at an address nothing is mapped at */
 	/* plain, with the bootstrap ticket the server's admission wants
-	 * of the last client (and only of it) */
+	 * of the last client (and only of it); the variant bit: another */
 	FS_REG_TICKET = 7,
 };
 

@@ -359,8 +359,11 @@ static void gen_session(struct gen *g)
 	connect(&q, 0, 0, FS_REG_HUGE << 2);
 	connect(&q, 0, 0, FS_CARD_SERVER);
 	connect(&q, 0, 0, FS_CARD_CUT);
-	/* The last client's card without its ticket, then with it. */
+	/* The last client's card without its ticket, with another, then
+	 * with it. */
 	op(&q, FS_CONNECT, 2, 0, 5, FS_CARD_OWN, 0, 32, 32, 32);
+	op(&q, FS_CONNECT, 2, 0x80, 5, FS_CARD_OWN | FS_REG_TICKET << 2, 0, 32,
+	   32, 32);
 	connect(&q, 1, 0, FS_CARD_NEXT);
 	fill(&q, 1, 0, FS_SEL_BOGUS, 1, 0, 1);
 	put_seq(g, "connect-refusals", &q);

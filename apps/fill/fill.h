@@ -47,6 +47,8 @@ struct fill_server_stats {
 	uint64_t peak_active; /* most sessions connected at once */
 	uint64_t stalled;     /* fills abandoned after fill_timeout_ms */
 	uint64_t failed;      /* fills whose writes failed */
+	uint64_t active;      /* sessions connected now */
+	uint64_t expired;     /* sessions ended after idle_timeout_ms */
 };
 
 int fill_server_open(struct tern_ctx *ctx, const struct fill_server_opts *opts,

@@ -346,6 +346,7 @@ static void idle_expired(struct tern_timer *t)
 {
 	struct session *s = t->data;
 
+	s->srv->st.expired++;
 	session_end(s->srv, s, "idle timeout");
 }
 
@@ -1063,6 +1064,7 @@ void fill_server_stats(const struct fill_server *srv,
 		       struct fill_server_stats *st)
 {
 	*st = srv->st;
+	st->active = srv->live;
 }
 
 static int server_busy(const struct fill_server *srv)

@@ -3,9 +3,11 @@
  * Writes the fuzzers' seed corpus: a few well-formed messages of each
  * kind, made by tern's own encoders. The corpus in tests/fuzz/corpus/ is
  * what this program writes (the CTest fuzz_corpus checks it):
- *   gen_corpus DIR    writes DIR/fuzz_boot/, DIR/fuzz_desc/, DIR/fuzz_fill/
+ *   gen_corpus DIR    writes DIR/fuzz_boot/, DIR/fuzz_desc/, DIR/fuzz_fill/,
+ *                     DIR/fuzz_fill_session/
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "wire/card.h"
 #include "core/core.h"
 #include "apps/fill/proto.h"
+#include "fuzz_fill_session.h"
 
 struct gen {
 	const char *dir;
@@ -245,6 +248,219 @@ static void gen_fill(struct gen *g)
 	put_file(g, "fuzz_fill", "bye", buf, n);
 }
 
+/* A sequence of fuzz_fill_session operations (fuzz_fill_session.h). */
+struct seq {
+	uint8_t b[512];
+	size_t n;
+};
+
+/* Operation @kind from @client, its @nargs argument bytes after it. */
+static void op(struct seq *q, int kind, int client, int flags, int nargs, ...)
+{
+	va_list ap;
+
+	if (q->n + 1 + (size_t)nargs > sizeof(q->b))
+		abort();
+	q->b[q->n++] = (uint8_t)(kind | client << 4 | flags);
+	va_start(ap, nargs);
+	for (int i = 0; i < nargs; i++)
+		q->b[q->n++] = (uint8_t)va_arg(ap, int);
+	va_end(ap);
+}
+
+static void byte(struct seq *q, int b)
+{
+	if (q->n == sizeof(q->b))
+		abort();
+	q->b[q->n++] = (uint8_t)b;
+}
+
+/* A CONNECT of two regions of 32 KiB (card and regions as @mode); the
+ * last client's card with plain regions carries the ticket it needs. */
+static void connect(struct seq *q, int client, int flags, int mode)
+{
+	int card = mode & 3;
+
+	if (mode >> 2 == FS_REG_PLAIN &&
+	    ((card == FS_CARD_OWN && client == FS_CLIENTS - 1) ||
+	     (card == FS_CARD_NEXT && client == FS_CLIENTS - 2)))
+		mode |= FS_REG_TICKET << 2;
+	op(q, FS_CONNECT, client, flags, 5, mode, 0, 32, 32, 32);
+}
+
+/* A FILL of @count pages of 4096 bytes (fs_page_sizes[9]): 0, 2, 4... */
+static void fill(struct seq *q, int client, int flags, int sel, int count,
+		 int fflags, int id)
+{
+	op(q, FS_FILL, client, flags, 5, sel, 9, count, fflags, id);
+	for (int k = 0; k < count; k++)
+		byte(q, 2 * k); /* one index byte each */
+}
+
+static void bye(struct seq *q, int client, int flags, int sel)
+{
+	op(q, FS_BYE, client, flags, 2, sel, 0);
+}
+
+static void put_seq(struct gen *g, const char *name, const struct seq *q)
+{
+	put_file(g, "fuzz_fill_session", name, q->b, (ssize_t)q->n);
+}
+
+static void gen_session(struct gen *g)
+{
+	struct seq q = { .n = 0 };
+
+	/* One session's life. */
+	connect(&q, 0, 0, FS_CARD_OWN);
+	fill(&q, 0, 0, 0, 4, 0, 7);
+	bye(&q, 0, 0, 0);
+	put_seq(g, "connect-fill-bye", &q);
+
+	/* Two sessions per card, then room again after a BYE. */
+	q.n = 0;
+	for (int i = 0; i < 3; i++)
+		connect(&q, 0, 0, FS_CARD_OWN);
+	fill(&q, 0, 0, 0, 2, 0, 1);
+	fill(&q, 0, 0, 1, 2, 0, 2);
+	bye(&q, 0, 0, 0);
+	connect(&q, 0, 0, FS_CARD_OWN);
+	put_seq(g, "per-client-limit", &q);
+
+	/* Four sessions in all; a client gone frees its two. */
+	q.n = 0;
+	for (int c = 0; c < FS_CLIENTS; c++) {
+		connect(&q, c, 0, FS_CARD_OWN);
+		connect(&q, c, 0, FS_CARD_OWN);
+	}
+	op(&q, FS_GONE, 1, 0, 0);
+	connect(&q, 2, 0, FS_CARD_OWN);
+	fill(&q, 2, 0, 4, 3, 0, 9);
+	put_seq(g, "session-limit", &q);
+
+	/* Fills at once: two writers, a queue, one at a time per session,
+	 * a BYE while its fill waits. */
+	q.n = 0;
+	for (int c = 0; c < FS_CLIENTS; c++)
+		connect(&q, c, 0, FS_CARD_OWN);
+	fill(&q, 0, FS_BATCH, 0, 8, 0, 1);
+	fill(&q, 1, FS_BATCH, 1, 8, 0, 2);
+	fill(&q, 2, FS_BATCH, 2, 8, 0, 3);
+	fill(&q, 0, FS_BATCH, 0, 2, 0, 4);
+	bye(&q, 2, FS_BATCH, 2);
+	op(&q, FS_PUMP, 0, 0, 0);
+	fill(&q, 1, 0, 1, 1, 0, 5);
+	put_seq(g, "batched-fills", &q);
+
+	/* CONNECTs the server refuses or never answers. */
+	q.n = 0;
+	connect(&q, 0, 0, FS_REG_NOWRITE << 2);
+	connect(&q, 0, 0x80, FS_REG_NOWRITE << 2);
+	connect(&q, 0, 0, FS_REG_HUGE << 2);
+	connect(&q, 0, 0, FS_CARD_SERVER);
+	connect(&q, 0, 0, FS_CARD_CUT);
+	/* The last client's card without its ticket, with another, then
+	 * with it. */
+	op(&q, FS_CONNECT, 2, 0, 5, FS_CARD_OWN, 0, 32, 32, 32);
+	op(&q, FS_CONNECT, 2, 0x80, 5, FS_CARD_OWN | FS_REG_TICKET << 2, 0, 32,
+	   32, 32);
+	connect(&q, 1, 0, FS_CARD_NEXT);
+	fill(&q, 1, 0, FS_SEL_BOGUS, 1, 0, 1);
+	put_seq(g, "connect-refusals", &q);
+
+	/* FILLs the server refuses, of a live session. */
+	q.n = 0;
+	connect(&q, 0, 0, FS_CARD_OWN);
+	fill(&q, 0, 0, 0, 2, FS_FILL_IDXHIGH, 1);
+	fill(&q, 0, 0, 0, 0, 0, 2);
+	op(&q, FS_FILL, 0, 0, 7, 0, 9, 2, 0, 3, 5, 5); /* a page twice */
+	op(&q, FS_FILL, 0, 0, 6, 0, 13, 1, 0, 4, 0);   /* page size 0 */
+	op(&q, FS_FILL, 0, 0, 6, 0, 15, 1, 0, 5, 0);   /* 16 MiB + 1 */
+	fill(&q, 0, 0, 0, 1, FS_FILL_COUNTBAD, 6);
+	fill(&q, 0, 0, 0, 1, FS_FILL_SHORT, 7);
+	fill(&q, 0, 0, 0, 1, FS_FILL_PAD, 8);
+	fill(&q, 0, 0, 0, 1, FS_FILL_RESERVED | FS_FILL_VERSION, 9);
+	fill(&q, 0, 0, 0, 1, FS_FILL_TYPE, 10);
+	fill(&q, 0, 0, 0, 1, 0, 11);
+	put_seq(g, "fill-refusals", &q);
+
+	/* Regions at unmapped memory: the writes fail. */
+	q.n = 0;
+	connect(&q, 0, 0, FS_REG_UNMAPPED << 2);
+	fill(&q, 0, 0, 0, 2, 0, 1);
+	fill(&q, 0, 0, 0, 2, 0, 2);
+	connect(&q, 0, 0, FS_CARD_OWN);
+	put_seq(g, "unmapped", &q);
+
+	/* A server's messages, garbage, a header of every type. */
+	q.n = 0;
+	connect(&q, 0, 0, FS_CARD_OWN);
+	for (int which = 0; which < 3; which++) {
+		op(&q, FS_SERVER_KIND, 0, 0, 2, 0, which);
+		op(&q, FS_SERVER_KIND, 1, 0, 2, FS_SEL_BOGUS, which);
+	}
+	op(&q, FS_RAW, 0, 0, 5, 4, 'T', 'R', 'F', 'L');
+	for (int type = 0; type <= 7; type++)
+		op(&q, FS_HEADER, 0, FS_BATCH, 3, type, 0, 0);
+	bye(&q, 0, 0, 0);
+	put_seq(g, "server-kinds", &q);
+
+	/* A CONNECT again: as it was, changed, cut, longer. */
+	q.n = 0;
+	connect(&q, 0, 0, FS_CARD_OWN);
+	op(&q, FS_RESEND, 0, 0, 3, 0, 0, 3);
+	op(&q, FS_RESEND, 0, 0, 3, 4, 1, 0);
+	op(&q, FS_RESEND, 1, 0, 3, 30, 0, 1);
+	op(&q, FS_RESEND, 2, 0, 3, 8, 0, 2);
+	put_seq(g, "resend", &q);
+
+	/* Another client uses a session's id: the server knows sessions
+	 * by id alone. */
+	q.n = 0;
+	connect(&q, 0, 0, FS_CARD_OWN);
+	connect(&q, 2, 0, FS_CARD_NEXT);
+	fill(&q, 1, 0, 0, 3, 0, 1);
+	fill(&q, 2, 0, 1, 3, 0, 2);
+	bye(&q, 2, 0, 0);
+	bye(&q, 0, 0, 1);
+	put_seq(g, "foreign-id", &q);
+
+	/* Sessions idle too long end; their ids are then unknown. */
+	q.n = 0;
+	connect(&q, 0, 0, FS_CARD_OWN);
+	connect(&q, 1, 0, FS_CARD_OWN);
+	fill(&q, 1, FS_BATCH, 1, 4, 0, 1);
+	op(&q, FS_IDLE, 0, 0, 1, FS_IDLE_MAGIC);
+	fill(&q, 0, 0, 0, 1, 0, 2);
+	connect(&q, 0, 0, FS_CARD_OWN);
+	put_seq(g, "idle", &q);
+
+	/* Four fills at once on two writers: two wait in line. */
+	q.n = 0;
+	for (int c = 0; c < 2; c++) {
+		connect(&q, c, 0, FS_CARD_OWN);
+		connect(&q, c, 0, FS_CARD_OWN);
+	}
+	for (int i = 0; i < 4; i++)
+		fill(&q, i % 2, FS_BATCH, i, 8, 0, 1 + i);
+	bye(&q, 1, FS_BATCH, 3);
+	put_seq(g, "queue", &q);
+
+	/* A fill and two refusals at once: the session's two replies are
+	 * out when its RESULT is due; then the same at unmapped memory,
+	 * whose failed fill ends the session. */
+	q.n = 0;
+	connect(&q, 0, 0, FS_CARD_OWN);
+	connect(&q, 1, 0, FS_REG_UNMAPPED << 2);
+	for (int s = 0; s < 2; s++) {
+		fill(&q, s, FS_BATCH, s, 8, 0, 1);
+		fill(&q, s, FS_BATCH, s, 1, FS_FILL_PAD, 2);
+		fill(&q, s, FS_BATCH, s, 1, FS_FILL_PAD, 3);
+		op(&q, FS_PUMP, 0, 0, 0);
+	}
+	put_seq(g, "reply-flood", &q);
+}
+
 int main(int argc, char **argv)
 {
 	struct gen g = { 0 };
@@ -261,5 +477,6 @@ int main(int argc, char **argv)
 	gen_boot(&g);
 	gen_desc(&g);
 	gen_fill(&g);
+	gen_session(&g);
 	return g.failed;
 }

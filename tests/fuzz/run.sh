@@ -1,9 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Fuzz each parser for a bounded time, all at once, each on a copy of its
-# seed corpus (tests/fuzz/corpus/ is never written). Fails when any fuzzer
-# finds a crash, a leak, undefined behaviour or a hang; the input that did
-# it lands in BUILD/fuzz/NAME/crashes/ (README.md here).
+# Fuzz each parser, and the fill server's sessions, for a bounded time, all
+# at once, each on a copy of its seed corpus (tests/fuzz/corpus/ is never
+# written). Fails when any fuzzer finds a crash, a leak, undefined
+# behaviour or a hang; the input that did it lands in
+# BUILD/fuzz/NAME/crashes/ (README.md here).
 # usage: tests/fuzz/run.sh BUILD SECONDS [FUZZER...]
 set -eu
 if [ $# -lt 2 ]; then
@@ -14,7 +15,7 @@ build=$1
 secs=$2
 shift 2
 src=$(cd "$(dirname "$0")" && pwd)
-[ $# -gt 0 ] || set -- fuzz_boot fuzz_desc fuzz_fill
+[ $# -gt 0 ] || set -- fuzz_boot fuzz_desc fuzz_fill fuzz_fill_session
 
 jobs=""
 for f in "$@"; do

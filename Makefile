@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PROVIDER ?= shm
 
 .PHONY: all demo check build build-release asan-check format format-check \
-	clean deps-demo deps-check vm-check fuzz-check
+	clean deps-demo deps-check deps-install install vm-check fuzz-check
 
 all: build
 
@@ -15,6 +15,8 @@ deps-demo:
 	@sh scripts/deps.sh demo
 deps-check:
 	@sh scripts/deps.sh check
+deps-install:
+	@sh scripts/deps.sh install
 
 build-release: deps-demo
 	cmake --preset release >/dev/null
@@ -22,6 +24,18 @@ build-release: deps-demo
 
 demo: build-release
 	./build-release/tern demo --provider $(PROVIDER)
+
+# The CLI, libtern.so (soname libtern.so.0), the headers, tern.pc, the CMake
+# package (find_package(tern): tern::tern) and the man pages, from the
+# release build, under PREFIX; DESTDIR stages them elsewhere (packaging).
+# Installing into the system's library path refreshes ld.so's cache.
+PREFIX ?= /usr/local
+install: deps-install
+	cmake --preset release -DCMAKE_INSTALL_PREFIX="$(PREFIX)" >/dev/null
+	cmake --build --preset release -j $(JOBS)
+	DESTDIR="$(DESTDIR)" cmake --install build-release
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ] && \
+	    command -v ldconfig >/dev/null; then ldconfig; fi
 
 build: deps-check
 	cmake --preset dev >/dev/null

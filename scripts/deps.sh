@@ -1,18 +1,24 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Install what tern needs from Debian/Ubuntu packages, or say exactly what
-# to run. usage: scripts/deps.sh demo|check|fuzz|ci
+# to run. usage: scripts/deps.sh demo|install|check|fuzz|ci
 set -eu
 need="gcc make cmake pkg-config libfabric-dev libhwloc-dev"
 case "${1:-demo}" in
 demo) ;;
+# install (make install): the man pages are rendered by scdoc, and their
+# section 3 made from the headers by python3 (docs/man/)
+install) need="$need scdoc python3" ;;
 # check: the network-namespace tests need ip, tc (iproute2) and nft; the
 # public headers are compiled as C++ too (g++); the Python package's
 # tests need Debian's cffi, numpy, pytest and torch, and pip with
-# setuptools for the offline `pip install ./python` test (no index)
+# setuptools for the offline `pip install ./python` test (no index); the
+# man pages are rendered (scdoc) and checked with groff and man
+# (groff-base, man-db)
 check) need="$need libcmocka-dev python3 libibverbs-dev iproute2 nftables
 	g++ python3-cffi python3-numpy python3-pytest python3-torch
-	python3-pip python3-setuptools python3-wheel" ;;
+	python3-pip python3-setuptools python3-wheel scdoc groff-base
+	man-db" ;;
 # ci also boots the verbs test guest (make vm-check): qemu, cpio, kmod, and
 # xz-utils to unpack linux-source for soft-iWARP's siw.ko
 # fuzz: make fuzz-check builds with clang and links libFuzzer
@@ -20,8 +26,9 @@ fuzz) need="$need libcmocka-dev python3 libibverbs-dev clang libclang-rt-dev" ;;
 ci) need="$need libcmocka-dev python3 clang libclang-rt-dev clang-format
 	libibverbs-dev iproute2 nftables qemu-system-x86 cpio kmod xz-utils g++
 	python3-cffi python3-numpy python3-pytest python3-torch
-	python3-pip python3-setuptools python3-wheel" ;;
-*) echo "usage: $0 demo|check|fuzz|ci" >&2; exit 2 ;;
+	python3-pip python3-setuptools python3-wheel scdoc groff-base
+	man-db" ;;
+*) echo "usage: $0 demo|install|check|fuzz|ci" >&2; exit 2 ;;
 esac
 
 missing=""

@@ -117,6 +117,8 @@ struct tern_boot_server_stats {
 	uint64_t gone;
 	uint64_t live;
 };
+
+/** Copy @p srv's counters into @p st. */
 TERN_API void tern_boot_server_stats(const struct tern_boot_server *srv,
 				     struct tern_boot_server_stats *st);
 

@@ -83,6 +83,10 @@ struct tern_timer {
 	} _priv;
 };
 
+/**
+ * Prepare @p timer for its first tern_timer_start(): sets its callback and
+ * data; the timer is inactive. Not on an active timer (stop it first).
+ */
 TERN_API void tern_timer_init(struct tern_timer *timer, tern_timer_cb cb,
 			      void *data);
 

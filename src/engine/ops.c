@@ -226,7 +226,7 @@ static void repost_sink(struct tern_rail *rail, void *op_context)
 
 /*
  * Attributing the failures of synchronous RMA (src/prov/quirks.c: shm's
- * fast RMA on libfabric 1.17 to 2.4). Such a write or read completes
+ * fast RMA on libfabric 1.17). Such a write or read completes
  * inside its post: its success entry, or its failure with no context,
  * is in the CQ before anything posted after it can add one. So while
  * every write and read noted here completes in the order posted, a

@@ -42,7 +42,7 @@ struct tern__prov_rail {
 	 * (quirks.c): set by tern__prov_rail_open() */
 	int fix_rx_flags;
 	/* Some RMA completes inside the post, and its failure comes back
-	 * with no context: shm's fast RMA on libfabric 1.17 to 2.4
+	 * with no context: shm's fast RMA on libfabric 1.17
 	 * (quirks.c). Set by tern__prov_rail_open(). */
 	int sync_rma;
 	/* shm on libfabric 2.x: 1 while its AV entries are tracked so that

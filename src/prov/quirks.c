@@ -60,15 +60,15 @@ void tern__prov_fix_rx_flags(struct tern__prov_cqent *ent, size_t n)
  * or delivery complete, while process_vm_readv/writev reaches the peer)
  * copies inside fi_writemsg()/fi_readmsg() and writes its completion to
  * the CQ then and there. When the copy fails (an address the peer's
- * process has not mapped), libfabric 1.17.0 to 2.4.x writes the error to
- * the receive CQ with no op_context and returns 0 from the post: the
+ * process has not mapped, a peer gone), libfabric 1.17 writes the error
+ * to the receive CQ with no op_context and returns 0 from the post: the
  * operation's own context never comes back (smr_generic_rma() in
- * prov/shm/src/smr_rma.c). 2.5.0 changed that: the error entry is still
- * written without a context, but the post returns -FI_EAGAIN, so the
- * operation stays queued and is cancellable.
+ * prov/shm/src/smr_rma.c). From 1.18 such a post returns -FI_EAGAIN
+ * instead (2.5 and later also write a context-less error entry): the
+ * operation stays queued, is retried, and is cancellable.
  *
- * On the releases that lose the context, the engine attributes such an
- * error to its operation by order (tern__prov_rail.sync_rma; engine/ops.c).
+ * On 1.17 the engine attributes such an error to its operation by order
+ * (tern__prov_rail.sync_rma; engine/ops.c).
  */
 int tern__prov_quirk_sync_rma(const struct fi_info *fi)
 {
@@ -78,5 +78,5 @@ int tern__prov_quirk_sync_rma(const struct fi_info *fi)
 	    fi->fabric_attr->prov_name == NULL ||
 	    strcmp(fi->fabric_attr->prov_name, "shm") != 0)
 		return 0;
-	return FI_MAJOR(v) == 1 || (FI_MAJOR(v) == 2 && FI_MINOR(v) < 5);
+	return FI_MAJOR(v) == 1 && FI_MINOR(v) < 18;
 }

@@ -526,10 +526,19 @@ int main(int argc, char **argv)
 	run_silence(&st, card, (size_t)card_len);
 	run_per_client(&st);
 	/* Over tcp the client's provider refuses such writes after the
-	 * server's local completion: nothing the server can see. */
+	 * server's local completion: nothing the server can see. From
+	 * libfabric 1.18 shm refuses the post: the fill waits for
+	 * --fill-timeout, then the session ends and the writer is freed. */
 	if (addr == NULL && attr.provider != NULL &&
-	    strcmp(attr.provider, "shm") == 0)
+	    strcmp(attr.provider, "shm") == 0 &&
+	    strncmp(tern_fabric_version(), "1.17", 4) == 0)
 		run_unmapped(&st, &attr, card, (size_t)card_len);
+	else if (addr == NULL && attr.provider != NULL &&
+		 strcmp(attr.provider, "shm") == 0)
+		printf("# fills into unmapped memory: not run on libfabric "
+		       "%s, whose shm refuses such writes: they end at "
+		       "--fill-timeout (docs/testing.md)\n",
+		       tern_fabric_version());
 	ret = fill_conn_fill(st.conn, &good, &rep);
 	check(&st, ret == 0 && rep.verified == 3000ULL * 21,
 	      "then a good fill (21 pages of 3000 bytes) verifies",

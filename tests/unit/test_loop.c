@@ -549,7 +549,7 @@ static void test_completion_error_provider(void **state)
 }
 
 /* A failure with no context and a transmit's flags, as shm's fast RMA
- * reports one (libfabric 1.17 to 2.4). */
+ * reports one (libfabric 1.17). */
 static void cq_tx_orphan(void)
 {
 	struct fake_cqe c = {

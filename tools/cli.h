@@ -18,6 +18,7 @@ int cmd_atomic(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_topo(int argc, char **argv);
 int cmd_counters(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 /* Print "tern CMD: msg" to stderr. */
 void cli_err(const char *cmd, const char *fmt, ...)

@@ -108,9 +108,14 @@ static const struct cli_opt table[] = {
 	    "seconds between two readings (default 1; 0: absolute values "
 	    "once)"),
 	OPT("root", CLI_ROOT, required_argument, "DIR",
-	    "read DIR/sys instead of /sys (default $TERN_COUNTERS_ROOT)"),
+	    "read DIR/sys instead of /sys, and for doctor DIR/proc and "
+	    "DIR/dev too: fixtures (default $TERN_COUNTERS_ROOT, "
+	    "$TERN_DOCTOR_ROOT)"),
 	OPT("device", CLI_DEVICE, required_argument, "NAME,...",
 	    "only these RDMA devices (default: all)"),
+	OPT("region-size", CLI_REGION_SIZE, required_argument, "SIZE",
+	    "the largest region you will register: the locked-memory "
+	    "limit is checked against it (default 1G)"),
 	OPT("help", 'h', no_argument, NULL, "this text"),
 };
 
@@ -348,6 +353,8 @@ static const char *const env_help[][2] = {
 	{ "TERN_BENCH_TARGET_PAUSE",
 	  "bench: target pauses after empty passes" },
 	{ "TERN_COUNTERS_ROOT", "tern counters: read DIR/sys instead of /sys" },
+	{ "TERN_DOCTOR_ROOT",
+	  "tern doctor: read DIR/sys, DIR/proc, DIR/dev instead" },
 	{ "TERN_FAKE_CUDA", "tests: N fake CUDA devices instead of libcuda" },
 	{ "TERN_FAKE_CUDA_FAIL", "tests: the K-th fake copy fails" },
 };

@@ -45,6 +45,7 @@ enum cli_key {
 	CLI_INTERVAL,
 	CLI_ROOT,
 	CLI_DEVICE,
+	CLI_REGION_SIZE,
 };
 
 struct cli_opt {

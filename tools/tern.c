@@ -27,6 +27,8 @@ static const struct {
 	{ "topo", cmd_topo, "GPUs, RDMA NICs, NUMA nodes, cores: the map" },
 	{ "counters", cmd_counters,
 	  "RDMA NIC counters over an interval, with what each means" },
+	{ "doctor", cmd_doctor,
+	  "what makes RDMA fail or slow here, and the fixes" },
 };
 
 static void usage(FILE *f)

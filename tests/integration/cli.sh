@@ -25,7 +25,7 @@ t 2 "tern version: unknown option '--bogus'" "$TERN" version --bogus
 t 2 "tern version: unexpected argument 'extra'" "$TERN" version extra
 t 2 "tern --version: unexpected argument 'x'" "$TERN" --version x
 t 0 "usage: tern version" "$TERN" version --help
-for c in info serve fill demo ping atomic bench topo counters; do
+for c in info serve fill demo ping atomic bench topo counters doctor; do
 	t 0 "usage: tern $c" "$TERN" $c --help
 done
 t 0 "shm" "$TERN" info
@@ -76,7 +76,7 @@ t 2 "unknown option --frob" "$TERN" topo --frob
 t 2 "--iters needs N" "$TERN" bench --iters
 t 2 "exclude each other" "$TERN" ping --listen 00
 t 2 "needs --listen HOST:PORT" "$TERN" atomic --listen --token x
-for c in info serve fill demo ping atomic bench topo counters; do
+for c in info serve fill demo ping atomic bench topo counters doctor; do
 	t 0 "-h, --help" "$TERN" $c --help
 done
 # No option takes an empty value: each is named and refused up front.

@@ -170,10 +170,13 @@ static void no_devices(const struct counters_cli *s, const struct ctr_set *set,
 {
 	char note[4200];
 
-	snprintf(note, sizeof(note),
-		 "no RDMA devices: %s (no RDMA driver is loaded here; in a "
-		 "container, /sys/class/infiniband comes from the host's /sys)",
-		 why);
+	/* A reason past the buffer is cut: the note still reads. */
+	if (snprintf(note, sizeof(note),
+		     "no RDMA devices: %s (no RDMA driver is loaded here; in "
+		     "a container, /sys/class/infiniband comes from the "
+		     "host's /sys)",
+		     why) >= (int)sizeof(note))
+		note[sizeof(note) - 1] = '\0';
 	if (s->text != NULL)
 		fprintf(s->text, "counters: %s\n", note);
 	if (s->jf != NULL) {

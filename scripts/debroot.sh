@@ -12,9 +12,11 @@
 #        scripts/debroot.sh SUITE demo    the README's first command
 #                                         (sh run.sh demo), as root
 #        scripts/debroot.sh SUITE nonroot the test command as a user who
-#                                         is not root, on a root that
-#                                         lacks the packages: it must stop
-#                                         and print the exact apt-get line,
+#                                         is not root, in a throwaway copy
+#                                         of the pristine root (whatever
+#                                         demo or check installed in the
+#                                         kept root): it must stop and
+#                                         print the exact apt-get line,
 #                                         which then works as root
 #        scripts/debroot.sh SUITE crossver [TERN]
 #                                         a tern built here (default
@@ -24,13 +26,15 @@
 #                                         scripts/crossver.sh
 #        scripts/debroot.sh SUITE run CMD...  any command, in the copy
 #        scripts/debroot.sh SUITE shell       an interactive shell there
-#        scripts/debroot.sh SUITE fresh       delete the root: the next
-#                                             command makes a pristine one
+#        scripts/debroot.sh SUITE fresh       delete the root and its
+#                                             pristine snapshot: the next
+#                                             command debootstraps again
 # SUITE: bookworm (12) or trixie (13). scripts/debian13.sh is
 # `scripts/debroot.sh trixie`.
 #
 # Environment: TERN_ROOT_DIR (default /var/cache/tern/SUITE), where the
-# root lives and is reused; TERN_ROOT_MIRROR (default
+# root lives and is reused (ROOT.pristine beside it is the untouched
+# debootstrap, copied for a new root and for every nonroot run); TERN_ROOT_MIRROR (default
 # http://deb.debian.org/debian). TERN_* variables pass through into the
 # root (TERN_NETNS_REQUIRED=1 makes the network-namespace tests fail
 # instead of skipping). The copy is /tern inside the root (for nonroot,
@@ -68,17 +72,37 @@ fi
 t0=$(date +%s)
 note() { echo "$suite: [$(($(date +%s) - t0)) s] $*"; }
 
-if [ "$mode" = fresh ]; then
-	for m in $(awk -v r="$root" 'index($2, r) == 1 { print $2 }' /proc/mounts | sort -r); do
+# rmroot DIR: delete a root, never through a mount left under it (a
+# killed run's bind mount of /dev would take the host's with it)
+rmroot() {
+	local m
+	for m in $(awk -v r="$1/" 'index($2 "/", r) == 1 { print $2 }' \
+		/proc/mounts | sort -r); do
 		umount -l "$m" 2>/dev/null || true
 	done
-	rm -rf "$root" "$root.log"
-	note "removed $root"
+	if awk -v r="$1/" 'index($2 "/", r) == 1 { f = 1 } END { exit !f }' \
+		/proc/mounts; then
+		echo "$0: something is still mounted under $1; not deleting it" >&2
+		return 1
+	fi
+	rm -rf "$1"
+}
+
+if [ "$mode" = fresh ]; then
+	for r in "$root" "$root.pristine" "$root.user"; do
+		rmroot "$r"
+	done
+	rm -f "$root.log"
+	note "removed $root and $root.pristine"
 	exit 0
 fi
 
-# 1. The root: debootstrap once, then reuse.
-if [ ! -f "$root/etc/debian_version" ]; then
+# 1. The root: debootstrap once into ROOT.pristine, which is never
+# entered; the kept root, and each nonroot run's throwaway one, are
+# copies of it.
+pristine=$root.pristine
+if [ ! -f "$pristine/etc/debian_version" ]; then
+	rmroot "$pristine"
 	if ! command -v debootstrap >/dev/null 2>&1; then
 		note "installing debootstrap"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
@@ -87,11 +111,24 @@ if [ ! -f "$root/etc/debian_version" ]; then
 				apt-get install -y -q --no-install-recommends \
 				debootstrap; }
 	fi
-	note "debootstrap --variant=minbase $suite $root"
-	mkdir -p "$root"
-	debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$root.log" 2>&1 ||
+	note "debootstrap --variant=minbase $suite $pristine"
+	mkdir -p "$pristine"
+	debootstrap --variant=minbase "$suite" "$pristine" "$mirror" \
+		>"$root.log" 2>&1 ||
 		{ tail -20 "$root.log" >&2; echo "$0: debootstrap failed" \
-			"(log: $root.log)" >&2; exit 1; }
+			"(log: $root.log)" >&2; rmroot "$pristine"; exit 1; }
+fi
+kept=$root
+if [ "$mode" = nonroot ]; then
+	# Never the kept root: demo or check may have installed everything
+	# there, and a root that has the packages proves nothing.
+	root=$root.user
+	rmroot "$root"
+fi
+if [ ! -f "$root/etc/debian_version" ]; then
+	note "copying $pristine to $root"
+	rmroot "$root"
+	cp -a "$pristine" "$root"
 fi
 case "$suite:$(cat "$root/etc/debian_version")" in
 bookworm:12.* | bookworm:bookworm* | trixie:13.* | trixie:trixie*) ;;
@@ -111,6 +148,9 @@ cleanup() {
 	done
 }
 trap cleanup EXIT
+if [ "$mode" = nonroot ]; then
+	trap 'cleanup; rmroot "$root"' EXIT
+fi
 trap 'exit 130' INT TERM
 mnt() { # mnt DIR mount-args...: mount unless something is there already
 	local dir=$root/$1
@@ -174,6 +214,9 @@ check | demo)
 nonroot)
 	# A user who is not root, on a root without the packages: the
 	# command must stop, naming the exact apt-get line to run as root.
+	# the kept root's downloaded packages, if any, spare the network
+	cp "$kept"/var/cache/apt/archives/*.deb \
+		"$root/var/cache/apt/archives/" 2>/dev/null || true
 	inroot sh -c 'id tern >/dev/null 2>&1 || useradd -m tern'
 	rm -rf "$root/home/tern/tern"
 	cp -a "$dst" "$root/home/tern/tern"

@@ -504,7 +504,12 @@ int fill_conn_fill(struct fill_conn *c, const struct fill_params *p,
 				  TERN_MIN(deadline, tern__now_ns())) /
 				 1000000);
 
-		if (have_result) {
+		/* Past the deadline, no further look: a wait that overslept
+		 * it (a starved guest's timer) must not let a late fill pass
+		 * for one that met it. */
+		if (tern__now_ns() >= deadline) {
+			n = -ETIMEDOUT;
+		} else if (have_result) {
 			ret = wait_live(c, &c->ireq, left);
 			n = ret;
 		} else {

@@ -43,6 +43,18 @@ struct tern__world_ops {
 	void (*close)(struct tern_world *w);
 };
 
+/* The fields a backend may read (rank, size, attr) and own (be). The
+ * core keeps the rest. */
+struct tern_world {
+	const struct tern__world_ops *ops;
+	struct tern_ctx *ctx;
+	struct tern_world_attr attr; /* defaults filled in */
+	int rank;
+	int size; /* starting size; grows with joiners */
+	void *be; /* the backend's state */
+	struct tern__world_core *core;
+};
+
 extern const struct tern__world_ops tern__world_file;
 extern const struct tern__world_ops tern__world_pmix;
 extern const struct tern__world_ops tern__world_etcd;

@@ -113,6 +113,10 @@ static const struct cli_opt table[] = {
 	    "$TERN_DOCTOR_ROOT)"),
 	OPT("device", CLI_DEVICE, required_argument, "NAME,...",
 	    "only these RDMA devices (default: all)"),
+	OPT("world", CLI_WORLD, required_argument, "SPEC",
+	    "every rank of a world against every other: pmix, "
+	    "etcd://HOST:PORT/PREFIX or file:/DIR (default $TERN_WORLD); "
+	    "rank 0 prints the matrix"),
 	OPT("region-size", CLI_REGION_SIZE, required_argument, "SIZE",
 	    "the largest region you will register: the locked-memory "
 	    "limit is checked against it (default 1G)"),

@@ -153,31 +153,22 @@ struct a2a {
 	struct tern_req *reqs;	    /* the window */
 };
 
-/* One step of one size: write o->iters times to @p. MB/s into *mbps. */
-static int a2a_pair(struct a2a *a, size_t si, int k, int p, uint32_t *mbps,
-		    char *why, size_t whylen)
+/* @count writes of @size to @p, at most a window in flight. */
+static int a2a_burst(struct a2a *a, struct tern_peer *peer, size_t si, int k,
+		     int p, uint64_t count, char *why, size_t whylen)
 {
 	const struct bench_world_opts *o = a->o;
-	uint64_t size = o->sizes[si], total = o->warmup + o->iters, t0 = 0;
-	struct tern_peer *peer;
-	unsigned int win = o->window;
+	const void *buf = a->src + (uint64_t)p * a->slot;
+	uint64_t roff = (uint64_t)a->rank * a->slot, size = o->sizes[si];
 	uint64_t posted = 0, done = 0;
+	unsigned int win = o->window;
 	int ret;
 
-	ret = tern_world_peer(a->w, p, &peer);
-	if (ret != 0) {
-		whyf(why, whylen, "peer rank %d: %s", p, tern_strerror(ret));
-		return ret;
-	}
-	if (o->warmup == 0)
-		t0 = tern__now_ns();
 	/* Writes with immediate when verifying, so the target counts every
 	 * one landed before it checks (delivery is unordered). */
-	while (done < total) {
-		while (posted < total && posted - done < win) {
+	while (done < count) {
+		while (posted < count && posted - done < win) {
 			struct tern_req *req = &a->reqs[posted % win];
-			const void *buf = a->src + (uint64_t)p * a->slot;
-			uint64_t roff = (uint64_t)a->rank * a->slot;
 
 			ret = o->verify
 				      ? tern_write_imm(peer, a->smr, buf, size,
@@ -196,16 +187,38 @@ static int a2a_pair(struct a2a *a, size_t si, int k, int p, uint32_t *mbps,
 			       "write", p);
 		if (ret != 0)
 			return ret;
-		if (++done == o->warmup)
-			t0 = tern__now_ns();
+		done++;
 	}
-	{
-		uint64_t ns = tern__now_ns() - t0;
-		double v = (double)o->iters * (double)size * 1e3 /
-			   (double)(ns ? ns : 1);
+	return 0;
+}
 
-		*mbps = v > UINT32_MAX ? UINT32_MAX : (uint32_t)(v + 0.5);
+/* One step of one size: the warmup, then o->iters timed writes to @p.
+ * MB/s into *mbps. */
+static int a2a_pair(struct a2a *a, size_t si, int k, int p, uint32_t *mbps,
+		    char *why, size_t whylen)
+{
+	const struct bench_world_opts *o = a->o;
+	struct tern_peer *peer;
+	uint64_t t0, ns;
+	double v;
+	int ret;
+
+	ret = tern_world_peer(a->w, p, &peer);
+	if (ret != 0) {
+		whyf(why, whylen, "peer rank %d: %s", p, tern_strerror(ret));
+		return ret;
 	}
+	ret = a2a_burst(a, peer, si, k, p, o->warmup, why, whylen);
+	if (ret != 0)
+		return ret;
+	t0 = tern__now_ns();
+	ret = a2a_burst(a, peer, si, k, p, o->iters, why, whylen);
+	if (ret != 0)
+		return ret;
+	ns = tern__now_ns() - t0;
+	v = (double)o->iters * (double)o->sizes[si] * 1e3 /
+	    (double)(ns ? ns : 1);
+	*mbps = v > UINT32_MAX ? UINT32_MAX : (uint32_t)(v + 0.5);
 	return 0;
 }
 

@@ -39,7 +39,8 @@ typedef void (*tern_world_cb)(struct tern_world *world, int rank,
 			      enum tern_world_event event, void *arg);
 
 struct tern_world_attr {
-	/** This process's rank; -1: from the launcher, else $TERN_WORLD_RANK. */
+	/** This process's rank; -1: from the launcher, else $TERN_WORLD_RANK.
+	 */
 	int rank;
 	/** Ranks at start; 0: from the launcher, else $TERN_WORLD_SIZE. */
 	int size;

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <tern/world.h>
+#include <tern/tern.h>
 
 struct tern__world_backend;
 
@@ -37,7 +37,8 @@ struct tern__world_ops {
 	 */
 	ssize_t (*get)(struct tern_world *w, int rank, const char *name,
 		       void *buf, size_t len, uint64_t deadline_ns);
-	/* Collective barrier number @gen over live ranks, until @deadline_ns. */
+	/* Collective barrier number @gen over live ranks, until @deadline_ns.
+	 */
 	int (*fence)(struct tern_world *w, uint64_t gen, uint64_t deadline_ns);
 	/* Stop any thread, withdraw this rank, free w->be. */
 	void (*close)(struct tern_world *w);
@@ -65,6 +66,12 @@ extern const struct tern__world_ops tern__world_etcd;
  */
 void tern__world_event(struct tern_world *w, int rank,
 		       enum tern_world_event ev);
+
+/* A backend waiting (a poll between store reads) lets the ctx progress:
+ * peers' RMA over software providers needs it. */
+void tern__world_idle(struct tern_world *w);
+/* now + attr.timeout_ms, on the tern__now_ns() clock */
+uint64_t tern__world_deadline(const struct tern_world *w);
 
 /* A name as the header allows ([A-Za-z0-9_.-], 1..TERN_WORLD_NAME_MAX). */
 int tern__world_name_ok(const char *name);

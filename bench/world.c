@@ -193,8 +193,8 @@ static int a2a_burst(struct a2a *a, struct tern_peer *peer, size_t si, int k,
 }
 
 /* One step of one size: the warmup, then o->iters timed writes to @p.
- * MB/s into *mbps. */
-static int a2a_pair(struct a2a *a, size_t si, int k, int p, uint32_t *mbps,
+ * kB/s into *kbps. */
+static int a2a_pair(struct a2a *a, size_t si, int k, int p, uint32_t *kbps,
 		    char *why, size_t whylen)
 {
 	const struct bench_world_opts *o = a->o;
@@ -216,9 +216,10 @@ static int a2a_pair(struct a2a *a, size_t si, int k, int p, uint32_t *mbps,
 	if (ret != 0)
 		return ret;
 	ns = tern__now_ns() - t0;
-	v = (double)o->iters * (double)o->sizes[si] * 1e3 /
+	/* kB/s: 1 kB/s to 4.3 TB/s in a uint32 */
+	v = (double)o->iters * (double)o->sizes[si] * 1e6 /
 	    (double)(ns ? ns : 1);
-	*mbps = v > UINT32_MAX ? UINT32_MAX : (uint32_t)(v + 0.5);
+	*kbps = v > UINT32_MAX ? UINT32_MAX : (uint32_t)(v + 0.5);
 	return 0;
 }
 
@@ -267,7 +268,7 @@ static void json_matrix(FILE *f, const uint32_t *m, int n, double scale)
 			if (i == j)
 				fprintf(f, "%snull", j ? "," : "");
 			else
-				fprintf(f, "%s%.4f", j ? "," : "",
+				fprintf(f, "%s%.6f", j ? "," : "",
 					m[(size_t)i * n + j] / scale);
 		}
 		fprintf(f, "]");
@@ -285,7 +286,7 @@ static void a2a_report(struct a2a *a, size_t si, const uint32_t *m,
 	matrix_stats(m, n, &s);
 	printf("\nsize %" PRIu64 " B: GB/s, row = writer, column = target\n",
 	       size);
-	print_matrix(stdout, m, n, 1000.0, " %8.3f");
+	print_matrix(stdout, m, n, 1e6, " %8.3f");
 	printf("per rank, GB/s written (read):");
 	for (int i = 0; i < n; i++) {
 		uint64_t out = 0, in = 0;
@@ -294,11 +295,11 @@ static void a2a_report(struct a2a *a, size_t si, const uint32_t *m,
 			out += m[(size_t)i * n + j] * (i != j);
 			in += m[(size_t)j * n + i] * (i != j);
 		}
-		printf(" %d: %.3f (%.3f)", i, out / 1000.0, in / 1000.0);
+		printf(" %d: %.3f (%.3f)", i, out / 1e6, in / 1e6);
 	}
 	printf("\nmin %.3f, median %.3f, max %.3f GB/s; slowest pair %d -> "
 	       "%d%s\n",
-	       s.min / 1000.0, s.med / 1000.0, s.max / 1000.0, s.min_i, s.min_j,
+	       s.min / 1e6, s.med / 1e6, s.max / 1e6, s.min_i, s.min_j,
 	       a->o->verify ? (verified ? "; verified: every byte of every "
 					  "pair"
 					: "; VERIFY FAILED")
@@ -307,12 +308,11 @@ static void a2a_report(struct a2a *a, size_t si, const uint32_t *m,
 		return;
 	fprintf(json, "%s{\"size\":%" PRIu64 ",\"unit\":\"GB/s\",\"matrix\":",
 		first ? "" : ",", size);
-	json_matrix(json, m, n, 1000.0);
+	json_matrix(json, m, n, 1e6);
 	fprintf(json,
-		",\"min\":%.4f,\"median\":%.4f,\"max\":%.4f,"
+		",\"min\":%.6f,\"median\":%.6f,\"max\":%.6f,"
 		"\"slowest\":[%d,%d],\"verified\":%s}",
-		s.min / 1000.0, s.med / 1000.0, s.max / 1000.0, s.min_i,
-		s.min_j,
+		s.min / 1e6, s.med / 1e6, s.max / 1e6, s.min_i, s.min_j,
 		!a->o->verify ? "null"
 		: verified    ? "true"
 			      : "false");

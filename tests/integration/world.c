@@ -215,8 +215,8 @@ static int pair(int rank)
 	      "the same handle again");
 	t2 = now_ns();
 	if (rank == 0)
-		printf("# tern_world_peer: first %.1f us (card read, address "
-		       "vector insert), later %.3f us\n",
+		printf("# tern_world_peer: first %.1f us (address vector "
+		       "insert; open read the cards), later %.3f us\n",
 		       (t1 - t0) / 1e3, (t2 - t1) / 1e3);
 	for (size_t i = 0; i < sizeof(src); i++)
 		src[i] = (uint8_t)(i * 7 + rank);

@@ -74,8 +74,8 @@ TERN_API int tern_world_open(struct tern_ctx *ctx, const char *spec,
 
 /**
  * Leave the world: close the peers it added (as tern_peer_remove()),
- * withdraw this rank (etcd: revoke the lease) and free it.
- * tern_world_close(NULL) does nothing.
+ * withdraw this rank (etcd: revoke the lease) and free it. Close a world
+ * before its ctx. tern_world_close(NULL) does nothing.
  */
 TERN_API void tern_world_close(struct tern_world *world);
 

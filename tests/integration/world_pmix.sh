@@ -19,8 +19,14 @@ node=""
 [ "$prov" = tcp ] && node="--node 127.0.0.1"
 # Open MPI refuses root without --allow-run-as-root; --oversubscribe lets
 # 4 ranks share fewer cores.
+# mpirun hands its ranks only the variables named with -x: the
+# sanitizer build's options (the leak suppressions) and tern's own.
+fwd=""
+for v in $(env | sed -n 's/^\(ASAN_OPTIONS\|LSAN_OPTIONS\|UBSAN_OPTIONS\|TERN_[A-Z_]*\|FI_[A-Z_]*\)=.*/\1/p'); do
+	fwd="$fwd -x $v"
+done
 # shellcheck disable=SC2086
-timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 \
+timeout 120 mpirun --allow-run-as-root --oversubscribe $fwd -np 4 \
 	"$TERN" bench --world pmix --provider "$prov" $node --verify \
 	--sizes 8,64K,1M -n 50 --json="$out.json" >"$out" 2>&1
 rc=$?

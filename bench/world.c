@@ -506,6 +506,10 @@ int bench_world_a2a(struct tern_ctx *ctx, struct tern_world *w,
 			whyf(why, whylen, "results of size %" PRIu64 ": %s",
 			     size, tern_strerror(ret));
 	}
+	/* Nobody leaves before rank 0 has read every row: an etcd world's
+	 * values go with their rank's lease. */
+	if (ret == 0)
+		ret = tern_world_fence(w);
 	if (json && a.rank == 0)
 		fprintf(json, "]}\n");
 	free(row);
@@ -725,6 +729,8 @@ int bench_world_ping(struct tern_ctx *ctx, struct tern_world *w,
 				s.max_i, s.max_j);
 		}
 	}
+	if (ret == 0)
+		ret = tern_world_fence(w); /* rank 0 has read every row */
 	if (ret != 0 && why[0] == '\0')
 		whyf(why, whylen, "%s", tern_strerror(ret));
 out:

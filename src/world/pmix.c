@@ -28,8 +28,8 @@ struct pmix_api {
 	pmix_status_t (*finalize)(const pmix_info_t[], size_t);
 	pmix_status_t (*put)(pmix_scope_t, const char[], pmix_value_t *);
 	pmix_status_t (*commit)(void);
-	pmix_status_t (*fence)(const pmix_proc_t[], size_t,
-			       const pmix_info_t[], size_t);
+	pmix_status_t (*fence)(const pmix_proc_t[], size_t, const pmix_info_t[],
+			       size_t);
 	pmix_status_t (*get)(const pmix_proc_t *, const char[],
 			     const pmix_info_t[], size_t, pmix_value_t **);
 	void (*value_destruct)(pmix_value_t *);
@@ -55,14 +55,14 @@ static int load(struct pmix_api *a)
 			  PMIX_LIB, dlerror());
 		return -TERN_ENOTSUP;
 	}
-#define SYM(field, name)                                                    \
-	do {                                                                \
-		*(void **)&a->field = dlsym(a->dl, name);                   \
-		if (a->field == NULL) {                                     \
+#define SYM(field, name)                                                      \
+	do {                                                                  \
+		*(void **)&a->field = dlsym(a->dl, name);                     \
+		if (a->field == NULL) {                                       \
 			tern_warn("world pmix: %s lacks %s", PMIX_LIB, name); \
-			dlclose(a->dl);                                     \
-			return -TERN_ENOTSUP;                               \
-		}                                                           \
+			dlclose(a->dl);                                       \
+			return -TERN_ENOTSUP;                                 \
+		}                                                             \
 	} while (0)
 	SYM(init, "PMIx_Init");
 	SYM(finalize, "PMIx_Finalize");
@@ -98,9 +98,9 @@ static int secs_left(uint64_t deadline_ns)
 {
 	uint64_t now = tern__now_ns();
 
-	return now >= deadline_ns ? 1
-				  : (int)((deadline_ns - now) / 1000000000ULL) +
-					    1;
+	return now >= deadline_ns
+		       ? 1
+		       : (int)((deadline_ns - now) / 1000000000ULL) + 1;
 }
 
 static void pmix_release(struct pmix_world *p, pmix_value_t *v)
@@ -236,8 +236,7 @@ static ssize_t pmix_get(struct tern_world *w, int rank, const char *name,
 	return n;
 }
 
-static int pmix_fence(struct tern_world *w, uint64_t gen,
-		      uint64_t deadline_ns)
+static int pmix_fence(struct tern_world *w, uint64_t gen, uint64_t deadline_ns)
 {
 	struct pmix_world *p = pw(w);
 	pmix_info_t info[2];

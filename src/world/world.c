@@ -212,7 +212,8 @@ static void on_events(struct tern_io *io, unsigned int events)
 	free(q);
 }
 
-/* A backend this build lacks says so, naming what it was built without. */
+#if !defined(TERN_HAVE_WORLD_PMIX) || !defined(TERN_HAVE_WORLD_ETCD)
+/* A backend this build lacks says so. */
 static int absent_open(struct tern_world *w, const char *arg)
 {
 	(void)arg;
@@ -220,6 +221,7 @@ static int absent_open(struct tern_world *w, const char *arg)
 		  w->ops->kind, w->ops->kind);
 	return -TERN_ENOTSUP;
 }
+#endif
 
 #ifndef TERN_HAVE_WORLD_PMIX
 const struct tern__world_ops tern__world_pmix = { .kind = "pmix",
@@ -387,6 +389,11 @@ int tern_world_open(struct tern_ctx *ctx, const char *spec,
 		if (r == w->rank)
 			continue;
 		ret = card_of(w, r, deadline);
+		if (ret == -TERN_EPEERGONE) { /* left before we came */
+			rank_gone(w, r);
+			tern_info("world %s: rank %d has left", spec, r);
+			continue;
+		}
 		if (ret != 0) {
 			tern_warn("world %s: rank %d's card: %s", spec, r,
 				  tern_strerror(ret));

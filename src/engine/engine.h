@@ -216,6 +216,7 @@ struct tern_peer {
 	unsigned long inflight;		 /* queued + posted operations */
 	int removing; /* tern_peer_remove() is cancelling its operations */
 	int removed;
+	int gone; /* tern__peer_gone(): posts fail -TERN_EPEERGONE */
 	size_t card_len;
 	uint8_t card[]; /* the card it was added with */
 };
@@ -440,6 +441,16 @@ void tern__bounce_absorbed(struct tern_ctx *ctx, const struct tern__slot *slot);
 void tern__bounce_match(struct tern_ctx *ctx);
 void tern__ctx_finish_close(struct tern_ctx *ctx);
 void tern__peer_release(struct tern_peer *peer);
+/*
+ * Mark @peer gone (its process died, or liveness was lost): what tern
+ * still queues for it completes with -TERN_EPEERGONE from the next
+ * progress pass (never inside this call), later posts to it return
+ * -TERN_EPEERGONE, operations the provider holds complete as the provider
+ * says, and expectations counting on it (tern_imm_expect_from()) fail
+ * with -TERN_EPEERGONE. The handle stays valid until tern_peer_remove().
+ * @return 0 (also when already gone), -EINVAL for NULL or a removed peer.
+ */
+int tern__peer_gone(struct tern_peer *peer);
 /* Close @mr whatever is in flight on it: ctx teardown, shadows. */
 int tern__mr_close(struct tern_mr *mr);
 

@@ -160,6 +160,38 @@ void tern__peer_release(struct tern_peer *peer)
 	free(peer);
 }
 
+/* Finish every operation of @peer still queued in tern with @status:
+ * they go to ctx->ready, and their callbacks run from the next progress
+ * pass, never here, so one walk of each queue finds them all. Those the
+ * provider holds complete on their own. */
+static void peer_abort_queued(struct tern_ctx *ctx, struct tern_peer *peer,
+			      int status)
+{
+	tern__stage_cancel_peer(ctx, peer, status);
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		struct tern__reqq *q = &ctx->rails[i].txq;
+		struct tern_req *r = q->head, *next;
+
+		for (; r != NULL; r = next) {
+			next = tern__rp(r)->next;
+			if (tern__rp(r)->peer == peer)
+				tern__req_abort(ctx, q, r, status);
+		}
+	}
+}
+
+int tern__peer_gone(struct tern_peer *peer)
+{
+	if (peer == NULL || peer->removed || peer->removing)
+		return -EINVAL;
+	if (peer->gone)
+		return 0;
+	peer->gone = 1;
+	tern_info("peer %p gone: its queued operations fail", (void *)peer);
+	peer_abort_queued(peer->ctx, peer, -TERN_EPEERGONE);
+	return 0;
+}
+
 int tern_peer_remove(struct tern_peer *peer)
 {
 	struct tern_ctx *ctx;
@@ -170,23 +202,10 @@ int tern_peer_remove(struct tern_peer *peer)
 		return -EINVAL;
 	ctx = peer->ctx;
 	ctx->npeers--;
-	/* Operations still queued in tern are cancelled now: they go to
-	 * ctx->ready, and their callbacks run from the next progress pass,
-	 * never here, so one walk of each queue finds them all. Those the
-	 * provider holds complete on their own; the peer is freed with the
-	 * last of them (tern__peer_release()). */
+	/* The peer is freed with the last operation the provider holds
+	 * (tern__peer_release()). */
 	peer->removing = 1;
-	tern__stage_cancel_peer(ctx, peer);
-	for (unsigned int i = 0; i < ctx->nrails; i++) {
-		struct tern__reqq *q = &ctx->rails[i].txq;
-		struct tern_req *r = q->head, *next;
-
-		for (; r != NULL; r = next) {
-			next = tern__rp(r)->next;
-			if (tern__rp(r)->peer == peer)
-				tern__req_abort(ctx, q, r, -ECANCELED);
-		}
-	}
+	peer_abort_queued(ctx, peer, -ECANCELED);
 	peer->removed = 1;
 	tern__peer_release(peer);
 	return 0;

@@ -554,8 +554,11 @@ static inline __attribute__((always_inline)) int prep(
 			  (buf == NULL && len)))
 		return -EINVAL;
 	if (tern_unlikely(ctx->closing ||
-			  (peer != NULL && (peer->removed || peer->removing))))
-		return -ECANCELED;
+			  (peer != NULL &&
+			   (peer->removed | peer->removing | peer->gone))))
+		return ctx->closing || peer->removed || peer->removing
+			       ? -ECANCELED
+			       : -TERN_EPEERGONE;
 	if (tern_unlikely(mr->ctx != ctx))
 		return -EINVAL;
 	if (tern_unlikely((const char *)buf < (const char *)mr->buf ||
@@ -1041,7 +1044,7 @@ void tern__loop_drain(struct tern_ctx *ctx)
 	uint64_t deadline = tern__now_ns() + 2000000000ULL;
 	struct tern_req *req;
 
-	tern__stage_cancel_peer(ctx, NULL);
+	tern__stage_cancel_peer(ctx, NULL, -ECANCELED);
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		cancel_queue(ctx, &ctx->rails[i].rxq);
 		cancel_queue(ctx, &ctx->rails[i].txq);

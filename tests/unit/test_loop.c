@@ -1387,6 +1387,73 @@ static void test_cancel_posted_recv(void **state)
 	assert_int_equal(r.calls, 0);
 }
 
+/* A peer marked gone: what tern still queues for it fails from the next
+ * progress pass (never inside the call), later posts fail at once, and
+ * what the provider holds completes as the provider says. */
+static void test_peer_gone(void **state)
+{
+	struct env *e = *state;
+	struct tracked w[3], r, b, late;
+	struct tern_piece pc[3] = { { .loff = 0, .roff = 0, .len = 64 },
+				    { .loff = 64, .roff = 64, .len = 64 },
+				    { .loff = 128, .roff = 128, .len = 64 } };
+	struct tern_req before;
+
+	assert_int_equal(write_nth(e, &w[0], 0), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fake_count(FOP_WRITE), 1);
+	/* A batch with one piece out and two still queued. */
+	e->ctx->rails[0].tx_credits = 1;
+	track_init(&b);
+	assert_int_equal(tern_write_pieces(&e->peer, &e->mr, pc, 3, &e->rdesc,
+					   1, 0, 0, &b.req),
+			 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fake_count(FOP_WRITE), 2);
+	assert_int_equal(write_nth(e, &w[1], 1), 0);
+	assert_int_equal(write_nth(e, &w[2], 2), 0);
+	track_init(&r);
+	assert_int_equal(tern_recv(e->ctx, &e->mr, e->buf, 64, &r.req), 0);
+	assert_int_equal(e->peer.inflight, 4);
+
+	assert_int_equal(tern__peer_gone(&e->peer), 0);
+	assert_int_equal(w[1].calls + w[2].calls + b.calls + w[0].calls, 0);
+	assert_int_equal(w[1].req.done, 0);
+	/* Posts fail at once, the request untouched. */
+	track_init(&late);
+	before = late.req;
+	assert_int_equal(write_nth(e, &late, 3), -TERN_EPEERGONE);
+	assert_memory_equal(&late.req, &before, sizeof(before));
+	assert_int_equal(tern_send(&e->peer, &e->mr, e->buf, 8, &late.req),
+			 -TERN_EPEERGONE);
+	/* Again: nothing more happens. */
+	assert_int_equal(tern__peer_gone(&e->peer), 0);
+	assert_int_equal(tern__peer_gone(NULL), -EINVAL);
+
+	e->ctx->rails[0].tx_credits = 8;
+	assert_int_equal(tern_progress(e->ctx), 2);
+	assert_int_equal(w[1].calls, 1);
+	assert_int_equal(w[1].done_in_cb, 1);
+	assert_int_equal(w[1].req.status, -TERN_EPEERGONE);
+	assert_int_equal(w[2].req.status, -TERN_EPEERGONE);
+	/* Nothing more went to the provider; the receive (no peer) stands. */
+	assert_int_equal(fake_count(FOP_WRITE), 2);
+	assert_int_equal(r.calls, 0);
+	/* The batch ends once its piece out has. */
+	assert_int_equal(b.calls, 0);
+	assert_int_equal(w[0].calls, 0);
+	cq_ok(fk.calls[0].context, 64, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(w[0].req.status, 0);
+	cq_ok(fk.calls[1].context, 64, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(b.calls, 1);
+	assert_int_equal(b.req.status, -TERN_EPEERGONE);
+	assert_int_equal(e->peer.inflight, 0);
+	assert_int_equal(r.calls, 0);
+	assert_int_equal(fake_count(FOP_RECV), 1);
+}
+
 /* ---- 10. Callbacks may post ---- */
 
 struct chain {
@@ -2318,6 +2385,7 @@ int main(void)
 		T(test_checks_before_posting),
 		T(test_cancel_queued),
 		T(test_cancel_then_wait),
+		T(test_peer_gone),
 		T(test_mr_inflight),
 		T(test_cancelled_cb_reposts),
 		T(test_cancel_posted_recv),

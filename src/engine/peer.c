@@ -89,6 +89,41 @@ static struct tern_peer *peer_same(struct tern_ctx *ctx, const void *card,
 	return NULL;
 }
 
+/*
+ * Where the CQ tells each arrival's source (ctx->imm_source), note the
+ * source id of @peer's AV addresses, rail by rail (0: forget them). An
+ * address past what a table indexed by it can sensibly hold (a provider
+ * whose AV addresses are not small indices) is not noted: its arrivals
+ * count as of an unknown source.
+ */
+#define SRC_OF_MAX (1u << 20)
+
+static void src_map(struct tern_ctx *ctx, const struct tern_peer *peer,
+		    uint32_t src)
+{
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		struct tern_rail *r = &ctx->rails[i];
+		uint64_t a = peer->fiaddr[i];
+
+		if (a >= r->nsrc_of && src != 0 && a < SRC_OF_MAX) {
+			size_t n = r->nsrc_of ? r->nsrc_of : 64;
+			uint32_t *p;
+
+			while (n <= a)
+				n *= 2;
+			p = realloc(r->src_of, n * sizeof(*p));
+			if (p == NULL)
+				continue;
+			memset(p + r->nsrc_of, 0,
+			       (n - r->nsrc_of) * sizeof(*p));
+			r->src_of = p;
+			r->nsrc_of = n;
+		}
+		if (a < r->nsrc_of)
+			r->src_of[a] = src;
+	}
+}
+
 int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 		  struct tern_peer **peer_p)
 {
@@ -112,6 +147,7 @@ int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 	same = peer_same(ctx, card, len, NULL);
 	if (same != NULL) {
 		memcpy(peer->fiaddr, same->fiaddr, sizeof(peer->fiaddr));
+		peer->src_id = same->src_id;
 		goto link;
 	}
 	/* Local rail i talks to remote rail i mod nrails. */
@@ -122,6 +158,11 @@ int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 		if (ret != 0)
 			goto err_remove;
 	}
+	peer->src_id = ctx->next_src_id++;
+	if (ctx->next_src_id == 0)
+		ctx->next_src_id = 1;
+	if (ctx->imm_source)
+		src_map(ctx, peer, peer->src_id);
 link:
 	peer->next = ctx->peers;
 	if (ctx->peers != NULL)
@@ -153,6 +194,11 @@ void tern__peer_release(struct tern_peer *peer)
 		peer->next->prev = peer->prev;
 	/* Rails already closed (ctx teardown) took their entries along. */
 	if (peer_same(ctx, peer->card, peer->card_len, NULL) == NULL) {
+		/* Its source goes with its last peer. */
+		if (ctx->imm_source) {
+			src_map(ctx, peer, 0);
+			tern__imm_src_forget(ctx, peer->src_id);
+		}
 		for (unsigned int i = 0; i < ctx->nrails; i++)
 			tern__prov_av_remove(&ctx->rails[i].prov,
 					     peer->fiaddr[i]);
@@ -189,6 +235,7 @@ int tern__peer_gone(struct tern_peer *peer)
 	peer->gone = 1;
 	tern_info("peer %p gone: its queued operations fail", (void *)peer);
 	peer_abort_queued(peer->ctx, peer, -TERN_EPEERGONE);
+	tern__imm_peer_fail(peer->ctx, peer, -TERN_EPEERGONE);
 	return 0;
 }
 
@@ -206,6 +253,8 @@ int tern_peer_remove(struct tern_peer *peer)
 	 * (tern__peer_release()). */
 	peer->removing = 1;
 	peer_abort_queued(ctx, peer, -ECANCELED);
+	tern__imm_peer_fail(ctx, peer, -ECANCELED);
+	tern__ctrl_forget_peer(ctx, peer);
 	peer->removed = 1;
 	tern__peer_release(peer);
 	return 0;

@@ -206,6 +206,16 @@ static int getinfo_best(const struct ask *a, uint64_t hmem_cap,
 	struct fi_info *base = NULL;
 	int ret;
 
+	/* The source of each arrival (FI_SOURCE, fi_cq_readfrom()) lets
+	 * tern_imm_expect_from() count one peer's writes. tcp;ofi_rxm lists
+	 * it only when asked; $TERN_IMM_SOURCE=0 never asks. */
+	if (tern__env_long("TERN_IMM_SOURCE", 1, 0, 1) != 0) {
+		ret = getinfo_caps(a,
+				   hmem_cap | FI_TAGGED | FI_ATOMIC | FI_SOURCE,
+				   info_p);
+		if (ret != -TERN_ENOPROV)
+			return ret;
+	}
 	ret = getinfo_caps(a, hmem_cap | FI_TAGGED | FI_ATOMIC, info_p);
 	if (ret != -TERN_ENOPROV)
 		return ret;
@@ -642,6 +652,8 @@ again:
 	}
 	if (ret != 0)
 		goto err;
+	r->source = (fi->caps & FI_SOURCE) != 0 &&
+		    tern__env_long("TERN_IMM_SOURCE", 1, 0, 1) != 0;
 	r->fix_rx_flags = tern__prov_quirk_rx_flags(fi);
 	r->sync_rma = tern__prov_quirk_sync_rma(fi);
 	what = "fi_getname";

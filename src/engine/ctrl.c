@@ -91,10 +91,16 @@ int tern__ctrl_open(struct tern_ctx *ctx)
 	}
 	ctx->nmr--; /* tern's own: not the user's to close */
 	ctx->ctrl = c;
+	return tern__ctrl_post_all(ctx); /* on failure tern_ctx_open closes */
+}
+
+int tern__ctrl_post_all(struct tern_ctx *ctx)
+{
 	for (unsigned int i = 0; i < TERN__CTRL_RECVS; i++) {
-		ret = repost(ctx, i);
+		int ret = repost(ctx, i);
+
 		if (ret != 0)
-			return ret; /* tern_ctx_open closes what is open */
+			return ret;
 	}
 	return 0;
 }

@@ -563,6 +563,8 @@ void tern__imm_src_forget(struct tern_ctx *ctx, uint32_t src);
 /* Control messages (ctrl.c). */
 unsigned int tern__ctrl_slots(const struct tern_ctx *ctx);
 int tern__ctrl_open(struct tern_ctx *ctx);
+/* Post every receive of ctx->ctrl (made by tern__ctrl_open). */
+int tern__ctrl_post_all(struct tern_ctx *ctx);
 void tern__ctrl_close(struct tern_ctx *ctx, int held);
 /* A completion on a control slot of rail 0 (@c->slot). */
 void tern__ctrl_done(struct tern_ctx *ctx, const struct tern__cqe *c);

@@ -173,9 +173,12 @@ void tern__ctrl_flush(struct tern_ctx *ctx)
 					   ctrl_slot(ctx, k)->fictx);
 		if (ret != 0 && tern__prov_post_error(ret, msg, sizeof(msg),
 						      &prov_errno) == -EAGAIN) {
-			if (!o->once)
-				break; /* the next pass tries again */
-			snprintf(msg, sizeof(msg), "post: refused, peer gone");
+			/* The next pass tries again, for a while: a peer
+			 * that takes nothing must not hold the queue. */
+			if (tern__now_ns() < o->until_ns)
+				break;
+			snprintf(msg, sizeof(msg), "post: refused for %s",
+				 o->peer->gone ? "1 s (peer gone)" : "5 s");
 		}
 		c->qhead = (c->qhead + 1) % TERN__CTRL_QUEUE;
 		c->qlen--;
@@ -217,10 +220,14 @@ void tern__ctrl_imm_failed(struct tern_ctx *ctx, struct tern_req *req,
 		return;
 	}
 	o = &c->queue[(c->qhead + c->qlen++) % TERN__CTRL_QUEUE];
-	/* A peer gone may be only slow: one try, never a wait on it. */
-	*o = (struct tern__ctrl_out){ .peer = peer,
-				      .imm = rp->imm,
-				      .once = (uint8_t)peer->gone };
+	/* Refused, it is tried again for 5 s; a peer gone may be only
+	 * slow: for 1 s. */
+	*o = (struct tern__ctrl_out){
+		.peer = peer,
+		.imm = rp->imm,
+		.until_ns = tern__now_ns() +
+			    (peer->gone ? 1000000000ULL : 5000000000ULL),
+	};
 	peer->inflight++;
 	ctx->ctrl_pending = 1;
 }

@@ -298,7 +298,7 @@ struct tern__imm_abort {
 struct tern__ctrl_out {
 	struct tern_peer *peer; /* holds peer->inflight */
 	uint32_t imm;
-	uint8_t once; /* its peer is gone: one try */
+	uint64_t until_ns; /* refused until then: dropped */
 };
 
 struct tern__ctrl {

@@ -1812,8 +1812,8 @@ static void test_imm_abort_sender(void **state)
 	assert_int_equal(tern_progress(e->ctx), 1);
 	assert_int_equal(fake_count(FOP_CTRL_SEND), 3);
 
-	/* Its peer gone: queued writes fail, and the target is told (one
-	 * try: a refusal drops it). */
+	/* Its peer gone: queued writes fail, and the target is told; a
+	 * refused abort is tried again for a while, then dropped. */
 	track_init(&w);
 	assert_int_equal(tern_write_imm(&e->peer, &e->mr, e->buf, 64, &e->rdesc,
 					0, 80, &w.req),
@@ -1823,6 +1823,26 @@ static void test_imm_abort_sender(void **state)
 	assert_int_equal(tern_progress(e->ctx), 1);
 	assert_int_equal(w.req.status, -TERN_EPEERGONE);
 	assert_int_equal(fake_count(FOP_CTRL_SEND), 4);
+	assert_int_equal(e->ctx->ctrl_pending, 1);
+	assert_int_equal(e->peer.inflight, 1);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(fake_count(FOP_CTRL_SEND), 5);
+	assert_int_equal(ctrl_sent_imm(&addr), 80);
+	assert_int_equal(e->ctx->ctrl_pending, 0);
+	cq_ok(fk.calls[fk.ncalls - 1].context, TERN_CTRL_LEN, 0, 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(e->peer.inflight, 0);
+	/* Refused past its time: dropped, counted, the peer let go. */
+	e->peer.gone = 0;
+	track_init(&w);
+	assert_int_equal(tern_write_imm(&e->peer, &e->mr, e->buf, 64, &e->rdesc,
+					0, 81, &w.req),
+			 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &w.req), 0);
+	e->ctx->ctrl->queue[e->ctx->ctrl->qhead].until_ns = 1;
+	fake_script(1, (ssize_t[]){ -EAGAIN });
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(fake_count(FOP_CTRL_SEND), 6);
 	assert_int_equal(e->ctx->ctrl->dropped, 1);
 	assert_int_equal(e->ctx->ctrl_pending, 0);
 	assert_int_equal(e->peer.inflight, 0);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../core/core.h"
+#include "../engine/engine.h"
 #include "world.h"
 
 #define WORLD_TIMEOUT_MS 60000
@@ -160,10 +161,11 @@ static void rank_gone(struct tern_world *w, int rank)
 	if (rank < 0 || rank >= c->cap || c->gone[rank])
 		return;
 	c->gone[rank] = 1;
-	if (c->peers[rank] != NULL) {
-		tern_peer_remove(c->peers[rank]);
-		c->peers[rank] = NULL;
-	}
+	/* Requests to it and expectations counting on it fail now with
+	 * -TERN_EPEERGONE, instead of waiting out their timeouts; the
+	 * handle stays valid until it is removed (a rejoin, or close). */
+	if (c->peers[rank] != NULL)
+		tern__peer_gone(c->peers[rank]);
 	free(c->cards[rank]);
 	c->cards[rank] = NULL;
 }
@@ -196,6 +198,12 @@ static void on_events(struct tern_io *io, unsigned int events)
 				continue;
 			if (r >= w->size)
 				w->size = r + 1;
+			/* A rank back under the same number is a new process:
+			 * its card is read again on first use. */
+			if (c->gone[r] && c->peers[r] != NULL) {
+				tern_peer_remove(c->peers[r]);
+				c->peers[r] = NULL;
+			}
 			c->gone[r] = 0;
 			tern_info("world: rank %d joined", r);
 		} else if (q[i].ev == TERN_WORLD_GONE) {

@@ -96,6 +96,10 @@ for r in 0 1; do
 done
 touch "$dir/round2"
 for r in 0 1; do
+	wait_for "$dir/m$r" "^round 2: rank 2 gone: peer and write refused" 20 ||
+		{ echo "FAIL: rank $r: requests to the gone rank 2 not refused"; cat "$dir/m$r"; fail=1; }
+done
+for r in 0 1; do
 	wait_for "$dir/m$r" "^round 2: wrote to and heard from ranks $((1 - r))\$" 20 ||
 		{ echo "FAIL: rank $r: round 2 between the survivors"; cat "$dir/m$r"; fail=1; }
 done

@@ -5,8 +5,10 @@
  * each file DIR/roundN the script creates, run round N: write 8 B with
  * immediate N to every live rank (tern_world_peer: a joiner is reached
  * without a restart) and count one from each, then print
- * "round N: wrote to and heard from ranks ...". Stops when DIR/stop
- * appears.
+ * "round N: wrote to and heard from ranks ...". A rank gone since the
+ * last round must be refused at once (tern_world_peer, a write to its
+ * old handle: -TERN_EPEERGONE), and an expectation counting on it ended
+ * with -TERN_EPEERGONE. Stops when DIR/stop appears.
  *
  * usage: world_member SPEC RANK SIZE PROVIDER DIR [FIRST-ROUND]
  * (a joiner starts at the round the others are at)
@@ -60,6 +62,12 @@ int main(int argc, char **argv)
 	struct tern_world *w;
 	struct tern_ctx *ctx;
 	int rank, ret, round = 1;
+	/* From round 1 on, per peer: its handle, and an expectation counting
+	 * on it that only its departure ends (-TERN_EPEERGONE). */
+	struct tern_peer *held[MAXR] = { 0 };
+	struct tern_req waits[MAXR];
+	struct tern_mr_desc descs[MAXR];
+	int waiting[MAXR] = { 0 };
 
 	CHECK(argc == 6 || argc == 7,
 	      "usage: world_member SPEC RANK SIZE PROVIDER DIR [FIRST-ROUND]");
@@ -135,6 +143,36 @@ int main(int argc, char **argv)
 				 sizeof(heard) - strlen(heard), " %d",
 				 peers[i]);
 		}
+		/* Those gone since: refused at once, and what counted on
+		 * them ended. */
+		for (int r = 0; r < MAXR; r++) {
+			struct tern_req q;
+			struct tern_peer *p;
+
+			if (held[r] == NULL || tern_world_alive(w, r))
+				continue;
+			CHECK(tern_world_peer(w, r, &p) == -TERN_EPEERGONE,
+			      "rank %d is gone: tern_world_peer", r);
+			tern_req_init(&q, NULL, NULL);
+			ret = tern_write(held[r], omr, out, 8, &descs[r], 0,
+					 &q);
+			CHECK(ret == -TERN_EPEERGONE,
+			      "a write to gone rank %d: %s", r,
+			      tern_strerror(ret));
+			if (waiting[r]) {
+				tern_wait(ctx, &waits[r], 5000);
+				CHECK(waits[r].done && waits[r].status ==
+							       -TERN_EPEERGONE,
+				      "an expectation from gone rank %d: %s", r,
+				      tern_strerror(waits[r].status));
+			}
+			printf("round %d: rank %d gone: peer and write refused "
+			       "(-TERN_EPEERGONE)%s\n",
+			       round, r,
+			       waiting[r] ? ", its expectation ended so" : "");
+			held[r] = NULL;
+			waiting[r] = 0;
+		}
 		ret = tern_wait(ctx, &ex, 15000);
 		CHECK(ret == 0 && ex.status == 0,
 		      "round %d: %llu of %d writes came", round,
@@ -143,6 +181,20 @@ int main(int argc, char **argv)
 		for (int i = 0; i < np; i++)
 			CHECK(inbox[peers[i] * 8] == peers[i] + 1,
 			      "round %d: rank %d's bytes", round, peers[i]);
+		for (int i = 0; i < np; i++) {
+			int r = peers[i];
+
+			if (held[r] != NULL)
+				continue;
+			tern_world_peer(w, r, &held[r]);
+			tern_world_lookup(w, r, "inbox", &descs[r]);
+			tern_req_init(&waits[r], NULL, NULL);
+			/* imm 1000+r never comes: only r's going ends it
+			 * (where the provider's sources are trusted) */
+			waiting[r] = tern_imm_expect_from(
+					     ctx, held[r], 1000u + (uint32_t)r,
+					     1, -1, &waits[r]) == 0;
+		}
 		printf("round %d: wrote to and heard from ranks%s\n", round,
 		       heard);
 		fflush(stdout);

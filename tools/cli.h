@@ -39,6 +39,17 @@ int cli_sizes(const char *cmd, const char *list, uint64_t max, uint64_t *sizes,
 	      size_t cap, size_t *n_p);
 /* Apply --log LEVEL. */
 int cli_log(const char *cmd, const char *val);
+
+struct bench_world_opts;
+/*
+ * --world: open a ctx (@provider, @node), join the world @spec and run
+ * the all-to-all (@ping 0) or the latency matrix (@ping 1) there; rank 0
+ * prints, and writes JSON to @json when not NULL ("-": stdout).
+ * @return the command's exit status.
+ */
+int cli_world(const char *cmd, const char *spec, const char *provider,
+	      const char *node, const struct bench_world_opts *o,
+	      const char *json, int ping);
 /* Ctrl-C / SIGTERM set the returned flag; SIGPIPE is ignored. */
 volatile sig_atomic_t *cli_catch_signals(void);
 /* Write a card's hex to @path (a no-op when NULL). */

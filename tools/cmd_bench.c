@@ -15,6 +15,7 @@
 
 #include <tern/tern.h>
 
+#include "bench/bench_world.h"
 #include "cli.h"
 #include "opts.h"
 #include "common.h"
@@ -191,7 +192,7 @@ static int parse_mem(const char *opt, const char *val, struct bench_mem *m)
 struct bench_cli {
 	struct bench_opts o;
 	const char *prov, *node, *peer, *json, *csv, *plot, *card_file;
-	const char *listen_addr, *token, *domains, *peer_mem_s;
+	const char *listen_addr, *token, *domains, *peer_mem_s, *world;
 	struct bench_mem peer_mem;
 	FILE *out[OUT_N];
 	char rails_s[TERN_MAX_RAILS * 64];
@@ -200,11 +201,12 @@ struct bench_cli {
 };
 
 static const int bench_keys[] = {
-	'o',	    's',	  'w',	       'n',	 'd',
-	CLI_WARMUP, CLI_VERIFY,	  'j',	       CLI_CSV,	 CLI_PLOT,
-	CLI_PEER,   CLI_LISTEN,	  CLI_TOKEN,   CLI_ONCE, CLI_CARD_FILE,
-	CLI_RAILS,  CLI_PIN,	  'p',	       CLI_NODE, CLI_LOG,
-	CLI_MEM,    CLI_PEER_MEM, CLI_WAIT_FD, 'h',	 0,
+	'o',	    's',	  'w',	       'n',	  'd',
+	CLI_WARMUP, CLI_VERIFY,	  'j',	       CLI_CSV,	  CLI_PLOT,
+	CLI_PEER,   CLI_LISTEN,	  CLI_TOKEN,   CLI_ONCE,  CLI_CARD_FILE,
+	CLI_RAILS,  CLI_PIN,	  'p',	       CLI_NODE,  CLI_LOG,
+	CLI_MEM,    CLI_PEER_MEM, CLI_WAIT_FD, CLI_WORLD, 'h',
+	0,
 };
 
 /* One option into @b. @return 0, or -EINVAL (said why). */
@@ -307,6 +309,9 @@ static int bench_option(struct bench_cli *b, int c, const char *arg)
 		break;
 	case CLI_MEM:
 		ret = parse_mem("--mem", arg, &o->mem);
+		break;
+	case CLI_WORLD:
+		b->world = arg;
 		break;
 	case CLI_PEER_MEM:
 		b->peer_mem_s = arg;
@@ -557,6 +562,42 @@ static void close_outputs(struct bench_cli *b)
 	}
 }
 
+/* --world: the all-to-all, one process per rank. */
+static int bench_world(const struct bench_cli *b)
+{
+	uint64_t iters = b->o.iters ? b->o.iters : 200;
+	struct bench_world_opts wo = {
+		.nsizes = b->o.nsizes,
+		.sizes = b->o.sizes,
+		.iters = iters,
+		.warmup = b->have_warm ? b->o.warmup : iters / 10,
+		.window = b->o.window,
+		.verify = b->o.verify,
+	};
+
+	if (b->listen || b->peer != NULL) {
+		cli_err("bench", "--world finds its peers in the world: no "
+				 "--listen or peer");
+		return 2;
+	}
+	if (b->o.op != BENCH_WRITE || b->o.duration_s > 0 ||
+	    b->o.mem.kind != TERN_MEM_HOST || b->csv || b->plot ||
+	    b->rails > 1) {
+		cli_err("bench", "--world runs writes (--op write; --verify "
+				 "makes them writes with immediate) of host "
+				 "memory on one rail, counted by --iters; "
+				 "--op, --duration, --mem, --csv, --plot and "
+				 "--rails are for two processes");
+		return 2;
+	}
+	if (b->json_stdout) {
+		cli_err("bench", "--world --json needs a file (--json=FILE): "
+				 "rank 0 prints the matrix on stdout");
+		return 2;
+	}
+	return cli_world("bench", b->world, b->prov, b->node, &wo, b->json, 0);
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	struct bench_cli b;
@@ -576,6 +617,8 @@ int cmd_bench(int argc, char **argv)
 		ret = 2;
 	if (ret != 0)
 		return ret == 1 ? 0 : 2;
+	if (b.world != NULL)
+		return bench_world(&b);
 	if (open_outputs((const char *const[]){ b.json, b.csv, b.plot },
 			 b.out) != 0)
 		return 1;

@@ -14,6 +14,7 @@
 #include <tern/tern.h>
 
 #include "apps/app.h"
+#include "bench/bench_world.h"
 #include "cli.h"
 #include "opts.h"
 
@@ -148,7 +149,7 @@ static int load_card(const struct net_opts *o, const char *arg, uint8_t *card,
 static const int ping_keys[] = {
 	'm',	  's',	     'n',	 CLI_WARMUP, 'p',
 	CLI_NODE, CLI_RAILS, CLI_LISTEN, CLI_TOKEN,  CLI_CARD_FILE,
-	CLI_LOG,  'h',	     0,
+	CLI_LOG,  CLI_WORLD, 'h',	 0,
 };
 
 static void ping_usage(const struct cli_parser *p, FILE *f)
@@ -293,7 +294,7 @@ int cmd_ping(int argc, char **argv)
 	char hex[2 * TERN_CARD_MAX + 2];
 	uint8_t card[TERN_CARD_MAX];
 	struct cli_parser cp;
-	const char *peer;
+	const char *peer, *world = NULL;
 	struct tern_ctx *ctx;
 	pid_t peer_pid = 0;
 	int boot_fd = -1;
@@ -309,6 +310,10 @@ int cmd_ping(int argc, char **argv)
 		}
 		if (c == '?')
 			return 2;
+		if (c == CLI_WORLD) {
+			world = optarg;
+			continue;
+		}
 		ret = net_option(&o, c, optarg);
 		if (ret == 0)
 			ret = ping_option(&p, c, optarg);
@@ -317,6 +322,21 @@ int cmd_ping(int argc, char **argv)
 	}
 	if (net_args(&o, argc, argv, &peer) != 0)
 		return 2;
+	if (world != NULL) {
+		struct bench_world_opts wo = { .iters = p.iters,
+					       .warmup = p.warmup,
+					       .window = 1 };
+
+		if (o.server || peer != NULL || o.card_file != NULL ||
+		    o.rails > 1) {
+			cli_err("ping", "--world finds its peers in the "
+					"world: no --listen, peer, --card-file "
+					"or --rails");
+			return 2;
+		}
+		return cli_world("ping", world, o.provider, o.node, &wo, NULL,
+				 1);
+	}
 	stop_flag = cli_catch_signals();
 	if (o.server)
 		return ping_serve(&o);

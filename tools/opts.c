@@ -113,6 +113,10 @@ static const struct cli_opt table[] = {
 	    "$TERN_DOCTOR_ROOT)"),
 	OPT("device", CLI_DEVICE, required_argument, "NAME,...",
 	    "only these RDMA devices (default: all)"),
+	OPT("world", CLI_WORLD, required_argument, "SPEC",
+	    "every rank of a world against every other: pmix, "
+	    "etcd://HOST:PORT/PREFIX or file:/DIR; "
+	    "rank 0 prints the matrix"),
 	OPT("region-size", CLI_REGION_SIZE, required_argument, "SIZE",
 	    "the largest region you will register: the locked-memory "
 	    "limit is checked against it (default 1G)"),
@@ -335,6 +339,11 @@ static const char *const env_help[][2] = {
 	{ "TERN_DOMAINS", "rails on these domains (comma-separated) or gpu=N" },
 	{ "TERN_TOPO_XML", "machine map for gpu=N from this hwloc XML file" },
 	{ "TERN_TOKEN", "bootstrap secret if no --token (empty: none)" },
+	{ "TERN_WORLD", "world tern_world_open() joins when given none" },
+	{ "TERN_WORLD_RANK", "this process's rank (file, etcd worlds)" },
+	{ "TERN_WORLD_SIZE", "ranks at start (file, etcd worlds)" },
+	{ "TERN_IMM_SOURCE",
+	  "whose arrival sources to trust: 0 none, 1 shm (default), 2 any" },
 	{ "TERN_FI_API",
 	  "libfabric API version to ask for (default: negotiated)" },
 	{ "TERN_LOG", "none, warn (default), info, debug (else warned)" },

@@ -46,6 +46,7 @@ enum cli_key {
 	CLI_ROOT,
 	CLI_DEVICE,
 	CLI_REGION_SIZE,
+	CLI_WORLD,
 };
 
 struct cli_opt {

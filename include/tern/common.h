@@ -54,6 +54,7 @@ enum tern_errno {
 	TERN_EPEERGONE = 269, /**< the peer went away (liveness lost) */
 	TERN_ENOCUDA = 270,   /**< CUDA memory used, CUDA absent (tern info) */
 	TERN_EHMEM = 271,     /**< a GPU memory copy or CUDA call failed */
+	TERN_EABORTED = 272,  /**< the sender aborted what was expected */
 	TERN_ELAST
 };
 

@@ -265,15 +265,52 @@ TERN_API int tern_atomic_cswap(struct tern_peer *peer,
 
 /**
  * Complete @p req once @p count writes carrying @p imm have landed in this
- * ctx (counting those that landed before this call and were not yet
- * claimed). Delivery is unordered (EFA SRD): count, never trust "the last
- * write". req->len is the count on completion. One expectation per imm
- * value at a time.
+ * ctx, from any peer (counting those that landed before this call and were
+ * not yet claimed). Delivery is unordered (EFA SRD): count, never trust
+ * "the last write". req->len is the count on completion. One expectation
+ * per imm value at a time. No deadline: tern_imm_expect_from(ctx, NULL,
+ * imm, count, -1, req), whose contract (a sender's abort, ...) applies.
  * @return 0 (registered); -EINVAL for count 0; -EBUSY if another
- * expectation for @p imm is pending.
+ * expectation for @p imm is pending; -ENOSPC when the table of counters
+ * is full; -ECANCELED on a closing ctx.
  */
 TERN_API int tern_imm_expect(struct tern_ctx *ctx, uint32_t imm, uint64_t count,
 			     struct tern_req *req);
+
+/**
+ * Complete @p req once @p count writes carrying @p imm have landed in this
+ * ctx from @p peer (NULL: from any peer), or fail it: an expectation that
+ * cannot hang. Arrivals that landed before the call and are not yet
+ * claimed count. On success req->status is 0 and req->len is @p count:
+ * that many arrivals are claimed (taken from the counts). It fails, from
+ * a progress pass (never inside this call), with:
+ * - -ETIMEDOUT: @p timeout_ms (>= 0; < 0: no deadline) passed first. The
+ *   ctx's timers wake the loop on time (tern/loop.h).
+ * - -TERN_EABORTED: a sender told this ctx that its write with @p imm
+ *   failed or was cancelled (any sender for an any-peer expectation, else
+ *   @p peer). An abort that came before the expectation is remembered (a
+ *   bounded number, per sender) and fails the next one for that imm at
+ *   once. Where the provider has no tagged messages no abort is sent.
+ * - -TERN_EPEERGONE: @p peer was declared gone.
+ * - -ECANCELED: tern_req_cancel(), tern_peer_remove(@p peer), ctx close.
+ * On every failure req->len is how many had arrived toward it; those
+ * arrivals stay counted and unclaimed (tern_imm_count()).
+ *
+ * With @p peer, writes from another peer carrying the same @p imm do not
+ * count toward it (they count toward any-peer expectations); this needs
+ * the provider to report each arrival's source (FI_SOURCE). Peers added
+ * with one card are one source. At most one expectation per (peer, imm);
+ * an imm has either one any-peer expectation or expectations from peers.
+ * @return 0 (registered; exactly one completion follows); -EINVAL (NULL
+ * ctx or req, count 0, a peer of another ctx); -EBUSY (another
+ * expectation for that imm and peer, or any-peer and from-a-peer mixed);
+ * -TERN_ENOTSUP with a peer where the provider does not report sources;
+ * -TERN_EPEERGONE for a gone peer; -ECANCELED (closing ctx, removed peer);
+ * -ENOSPC (the table of counters is full).
+ */
+TERN_API int tern_imm_expect_from(struct tern_ctx *ctx, struct tern_peer *peer,
+				  uint32_t imm, uint64_t count, int timeout_ms,
+				  struct tern_req *req);
 
 /**
  * Writes carrying @p imm that have landed and are not yet claimed by a

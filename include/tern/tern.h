@@ -17,5 +17,6 @@
 #include <tern/info.h>
 #include <tern/boot.h>
 #include <tern/hmem.h>
+#include <tern/world.h>
 
 #endif /* TERN_TERN_H */

@@ -177,6 +177,9 @@ int tern_atomic_cswap(struct tern_peer *peer, const struct tern_mr_desc *rdesc,
 		      struct tern_req *req);
 int tern_imm_expect(struct tern_ctx *ctx, uint32_t imm, uint64_t count,
 		    struct tern_req *req);
+int tern_imm_expect_from(struct tern_ctx *ctx, struct tern_peer *peer,
+			 uint32_t imm, uint64_t count, int timeout_ms,
+			 struct tern_req *req);
 uint64_t tern_imm_count(const struct tern_ctx *ctx, uint32_t imm);
 int tern_req_cancel(struct tern_ctx *ctx, struct tern_req *req);
 int tern_progress(struct tern_ctx *ctx);

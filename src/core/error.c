@@ -22,6 +22,7 @@ static const char *const tern_errstr[] = {
 	[TERN_ENOCUDA -
 		TERN_EBASE] = "CUDA not available (no libcuda.so.1 or no GPU)",
 	[TERN_EHMEM - TERN_EBASE] = "GPU memory copy or CUDA call failed",
+	[TERN_EABORTED - TERN_EBASE] = "aborted by the sender",
 };
 
 const char *tern_strerror(int ret)

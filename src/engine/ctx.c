@@ -81,6 +81,9 @@ static void rail_close(struct tern_rail *r)
 	free(r->slots);
 	free(r->free_slots);
 	free(r->sync_ring);
+	free(r->src_of);
+	r->src_of = NULL;
+	r->nsrc_of = 0;
 	r->sync_ring = NULL;
 	r->sync_n = 0;
 	r->slots = NULL;
@@ -110,7 +113,7 @@ static int post_sinks(struct tern_rail *r)
 static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 {
 	size_t len = sizeof(r->addr);
-	unsigned int nbounce = 0;
+	unsigned int nbounce = 0, nctrl = 0;
 	int ret;
 
 	r->ctx = ctx;
@@ -125,13 +128,16 @@ static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 	 * tx credits' (bounce.c). */
 	if (!ctx->tagged && r->idx == 0)
 		nbounce = tern__bounce_count(ctx);
-	r->slots = calloc(ctx->tx_size + nbounce, sizeof(*r->slots));
+	/* Tagged, its control messages' (ctrl.c). */
+	if (r->idx == 0)
+		nctrl = tern__ctrl_slots(ctx);
+	r->slots = calloc(ctx->tx_size + nbounce + nctrl, sizeof(*r->slots));
 	r->free_slots = calloc(ctx->tx_size, sizeof(*r->free_slots));
 	if (r->slots == NULL || r->free_slots == NULL) {
 		ret = -ENOMEM;
 		goto err_close;
 	}
-	r->slots_span = (ctx->tx_size + nbounce) * sizeof(*r->slots);
+	r->slots_span = (ctx->tx_size + nbounce + nctrl) * sizeof(*r->slots);
 	if (tern__prov_sync_rma(&r->prov)) {
 		/* One entry per credit (ops.c: tern__sync_push()). */
 		size_t cap = 1;
@@ -157,6 +163,8 @@ static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 		r->rx_credits -= TERN__SINKS;
 	}
 	r->rx_credits -= nbounce;
+	if (nctrl != 0)
+		r->rx_credits -= TERN__CTRL_RECVS;
 	return 0;
 
 err_close:
@@ -318,7 +326,9 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	tern__prov_caps(&ctx->prov, pr, ctx->nrails, &caps);
 	decode_caps(ctx, &caps);
 	if (ctx->tx_size == 0 ||
-	    ctx->rx_size <= (ctx->rx_cq_data ? TERN__SINKS : 0) ||
+	    ctx->rx_size <=
+		    (size_t)(ctx->rx_cq_data ? TERN__SINKS : 0) +
+			    (size_t)(ctx->tagged ? TERN__CTRL_RECVS : 0) ||
 	    (!ctx->tagged && tern__bounce_count(ctx) == 0)) {
 		tern_warn("provider %s reports queue sizes tx %zu rx %zu",
 			  ctx->prov_name, ctx->tx_size, ctx->rx_size);
@@ -366,6 +376,14 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		if (ret != 0)
 			goto err_scratch;
 	}
+	ret = tern__ctrl_open(ctx);
+	if (ret != 0)
+		goto err_scratch;
+	/* Arrivals tell their source where every rail's CQ does. */
+	ctx->imm_source = 1;
+	for (i = 0; i < ctx->nrails; i++)
+		ctx->imm_source &= tern__prov_source(&ctx->rails[i].prov);
+	ctx->next_src_id = 1;
 	ret = tern__loop_init(ctx);
 	if (ret != 0)
 		goto err_scratch;
@@ -388,6 +406,7 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 
 err_scratch:
 	tern__loop_fini(ctx);
+	tern__ctrl_close(ctx, 1);
 	tern__bounce_close(ctx, 1); /* receives are still posted */
 	scratch_close(ctx, 0);
 err_rails:
@@ -483,6 +502,7 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	tern__stage_close(ctx);
 	tern__ready_run(ctx);
 	tern__bounce_close(ctx, 0); /* the endpoints are closed */
+	tern__ctrl_close(ctx, 0);
 	scratch_close(ctx, held);
 	close_peers(ctx); /* any a last callback added */
 	/* Nothing is in flight on a region any more; a region a last

@@ -87,6 +87,7 @@ struct tern__req_priv {
 		} staged;
 		struct { /* imm_expect */
 			uint64_t count;
+			uint32_t src; /* its peer's source id, 0: any */
 		} expect;
 		struct {	      /* tern_mr_sync */
 			uint32_t dir; /* TERN_MR_SYNC_IN or _OUT */
@@ -148,6 +149,7 @@ enum tern__op {
 #define TERN__XF_DELIVER   (1U << 0) /* ask for delivery complete */
 #define TERN__XF_DESC	   (1U << 1) /* holds a pooled descriptor */
 #define TERN__XF_CANCELLED (1U << 2) /* staged: cancelled, start no more */
+#define TERN__XF_TIMER	   (1U << 3) /* expectation: its timer is in fictx */
 
 /* Where a request is (tern__rp(req)->state). */
 enum tern__state {
@@ -206,6 +208,10 @@ struct tern_rail {
 	 * completions came out of that order. */
 	void **sync_ring;
 	uint32_t sync_mask, sync_head, sync_n;
+	/* Where the CQ tells each arrival's source (ctx->imm_source): the
+	 * source id (struct tern_peer) of each AV address, 0 for none. */
+	uint32_t *src_of;
+	size_t nsrc_of;
 };
 
 struct tern_peer {
@@ -216,6 +222,11 @@ struct tern_peer {
 	unsigned long inflight;		 /* queued + posted operations */
 	int removing; /* tern_peer_remove() is cancelling its operations */
 	int removed;
+	int gone; /* tern__peer_gone(): posts fail -TERN_EPEERGONE */
+	/* Who sends: peers added with one card share it (and their AV
+	 * entries). Never 0; unique in the ctx while any of them lives. */
+	uint32_t src_id;
+	unsigned long nexpect; /* expectations from it waiting */
 	size_t card_len;
 	uint8_t card[]; /* the card it was added with */
 };
@@ -240,10 +251,19 @@ struct tern_mr {
 	uint64_t dmabuf_off;
 };
 
+/*
+ * One entry of the immediate table. Keyed by (source, imm): source 0 is
+ * the imm's own entry, counting arrivals from every source (what
+ * tern_imm_expect() and tern_imm_count() see); where the CQ tells the
+ * source (FI_SOURCE) an arrival from a known peer counts in that peer's
+ * entry too (tern_imm_expect_from()).
+ */
 struct tern__imm_slot {
-	uint32_t imm;
+	uint64_t key; /* (uint64_t)src << 32 | imm */
 	uint32_t used;
-	uint64_t arrived;     /* landed and not yet claimed */
+	uint32_t nfrom;	  /* src 0: expectations from a peer waiting */
+	uint64_t arrived; /* landed and not yet claimed */
+	uint64_t sourced; /* src 0: of them, counted in a peer's entry too */
 	struct tern_req *req; /* pending expectation, or NULL */
 };
 
@@ -254,6 +274,40 @@ struct tern__imm_table {
 	uint64_t key;	    /* random hash key */
 	size_t used;
 	uint64_t dropped; /* arrivals lost because the table was full */
+};
+
+/* Aborts a sender announced (ctrl.c) that no expectation took yet: the
+ * next expectation for that (source, imm) fails -TERN_EABORTED. Bounded:
+ * peers are untrusted. */
+#define TERN__ABORTS	     256 /* remembered at most */
+#define TERN__ABORTS_PER_SRC 16	 /* of one source at most */
+
+struct tern__imm_abort {
+	uint32_t src; /* 0: an unknown source */
+	uint32_t imm;
+};
+
+/* tern's own control messages (ctrl.c): receives kept posted on rail 0,
+ * a few sends in flight; their provider contexts are slots of rail 0 past
+ * its tx credits'. */
+#define TERN__CTRL_RECVS 8
+#define TERN__CTRL_SENDS 8
+#define TERN__CTRL_LEN	 64 /* each buffer: room past the one message */
+#define TERN__CTRL_QUEUE 64 /* aborts waiting for a free send */
+
+struct tern__ctrl_out {
+	struct tern_peer *peer; /* holds peer->inflight */
+	uint32_t imm;
+	uint64_t until_ns; /* refused until then: dropped */
+};
+
+struct tern__ctrl {
+	uint8_t *buf; /* (RECVS + SENDS) * LEN, registered as mr */
+	struct tern_mr *mr;
+	struct tern__ctrl_out out[TERN__CTRL_SENDS]; /* posted sends */
+	struct tern__ctrl_out queue[TERN__CTRL_QUEUE];
+	unsigned int qhead, qlen;
+	uint64_t sent, dropped, bad; /* bad: malformed, dropped */
 };
 
 /* A message no receive has taken yet (bounce.c). */
@@ -320,6 +374,13 @@ struct tern_ctx {
 	uint64_t *scratch;
 	struct tern__reqq posted; /* handed to the provider */
 	struct tern__imm_table imm;
+	/* Arrivals tell their source (every rail has FI_SOURCE). */
+	int imm_source;
+	uint32_t next_src_id;
+	struct tern__imm_abort aborts[TERN__ABORTS]; /* oldest first, a ring */
+	unsigned int abort_head, naborts;
+	struct tern__ctrl *ctrl;     /* tagged rails: ctrl.c */
+	int ctrl_pending;	     /* control messages wait to be posted */
 	unsigned long imm_completed; /* expectations completed this pass */
 	struct tern__reqq imm_ready; /* satisfied when they were made */
 	/* Finished outside a CQ read (cancelled, failed to post, of a
@@ -365,6 +426,7 @@ struct tern__cqe {
 	uint64_t data;
 	int imm;      /* 1: a write with immediate landed */
 	int imm_data; /* a receive's data field is valid */
+	uint32_t src; /* an arrival's source id (imm, tern's own message) */
 };
 
 /* Bytes per address in this ctx's card: rail 0's, or for names
@@ -395,7 +457,13 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more);
  * error), as tern__cqe in @cqe (as many as @ent). @return how many, or
  * <0. */
 int tern__rail_reap(struct tern_rail *rail, const struct tern__prov_cqent *ent,
-		    ssize_t ret, struct tern__cqe *cqe);
+		    ssize_t ret, const uint64_t *src, struct tern__cqe *cqe);
+/* The source id of AV address @fiaddr on @rail: 0 when not a peer's. */
+static inline uint32_t tern__rail_src(const struct tern_rail *rail,
+				      uint64_t fiaddr)
+{
+	return fiaddr < rail->nsrc_of ? rail->src_of[fiaddr] : 0;
+}
 
 /*
  * Read up to @n completions of @rail into @ent, translated into @cqe.
@@ -408,14 +476,14 @@ int tern__rail_reap(struct tern_rail *rail, const struct tern__prov_cqent *ent,
  * target read its sockets less eagerly, which moves tcp bandwidth.
  */
 static inline int tern__rail_poll(struct tern_rail *rail,
-				  struct tern__prov_cqent *ent,
+				  struct tern__prov_cqent *ent, uint64_t *src,
 				  struct tern__cqe *cqe, size_t n)
 {
-	ssize_t ret = tern__prov_cq_read(&rail->prov, ent, n);
+	ssize_t ret = tern__prov_cq_read(&rail->prov, ent, n, src);
 
 	if (tern_likely(ret == TERN__PROV_CQ_EMPTY))
 		return 0;
-	return tern__rail_reap(rail, ent, ret, cqe);
+	return tern__rail_reap(rail, ent, ret, src, cqe);
 }
 
 int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req);
@@ -440,6 +508,16 @@ void tern__bounce_absorbed(struct tern_ctx *ctx, const struct tern__slot *slot);
 void tern__bounce_match(struct tern_ctx *ctx);
 void tern__ctx_finish_close(struct tern_ctx *ctx);
 void tern__peer_release(struct tern_peer *peer);
+/*
+ * Mark @peer gone (its process died, or liveness was lost): what tern
+ * still queues for it completes with -TERN_EPEERGONE from the next
+ * progress pass (never inside this call), later posts to it return
+ * -TERN_EPEERGONE, operations the provider holds complete as the provider
+ * says, and expectations counting on it (tern_imm_expect_from()) fail
+ * with -TERN_EPEERGONE. The handle stays valid until tern_peer_remove().
+ * @return 0 (also when already gone), -EINVAL for NULL or a removed peer.
+ */
+int tern__peer_gone(struct tern_peer *peer);
 /* Close @mr whatever is in flight on it: ctx teardown, shadows. */
 int tern__mr_close(struct tern_mr *mr);
 
@@ -472,8 +550,32 @@ void tern__loop_drain(struct tern_ctx *ctx);
 void tern__loop_cancel_posted(struct tern_ctx *ctx);
 int tern__imm_init(struct tern__imm_table *t);
 void tern__imm_fini(struct tern__imm_table *t);
-void tern__imm_arrived(struct tern_ctx *ctx, uint32_t imm);
+void tern__imm_arrived(struct tern_ctx *ctx, uint32_t imm, uint32_t src);
 void tern__imm_cancel_all(struct tern_ctx *ctx);
+/* A sender said its writes with @imm failed (ctrl.c): fail the pending
+ * expectation for @imm (any-peer, or from @src), or remember it. */
+void tern__imm_aborted(struct tern_ctx *ctx, uint32_t imm, uint32_t src);
+/* Fail (@status) every expectation from @peer: gone, or removed. */
+void tern__imm_peer_fail(struct tern_ctx *ctx, struct tern_peer *peer,
+			 int status);
+/* The last peer of source @src went: its arrivals count as unknown's. */
+void tern__imm_src_forget(struct tern_ctx *ctx, uint32_t src);
+/* Control messages (ctrl.c). */
+unsigned int tern__ctrl_slots(const struct tern_ctx *ctx);
+int tern__ctrl_open(struct tern_ctx *ctx);
+/* Post every receive of ctx->ctrl (made by tern__ctrl_open). */
+int tern__ctrl_post_all(struct tern_ctx *ctx);
+void tern__ctrl_close(struct tern_ctx *ctx, int held);
+/* A completion on a control slot of rail 0 (@c->slot). */
+void tern__ctrl_done(struct tern_ctx *ctx, const struct tern__cqe *c);
+/* Post queued control messages (progress, when any wait). */
+void tern__ctrl_flush(struct tern_ctx *ctx);
+/* @req, a write with immediate to a peer, failed with @status (an error
+ * completion, a cancel, its peer gone): tell the target. Cold. */
+void tern__ctrl_imm_failed(struct tern_ctx *ctx, struct tern_req *req,
+			   int status);
+/* Forget queued control messages to @peer (removed). */
+void tern__ctrl_forget_peer(struct tern_ctx *ctx, struct tern_peer *peer);
 void tern__imm_poll(struct tern_ctx *ctx);
 void tern__imm_cancel(struct tern_ctx *ctx, struct tern_req *req);
 int tern__loop_init(struct tern_ctx *ctx);

@@ -362,8 +362,10 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 }
 
 int tern__rail_reap(struct tern_rail *rail, const struct tern__prov_cqent *ent,
-		    ssize_t ret, struct tern__cqe *cqe)
+		    ssize_t ret, const uint64_t *src, struct tern__cqe *cqe)
 {
+	int source = tern__prov_source(&rail->prov);
+
 	size_t got = 0;
 
 	/* An empty CQ never comes here: tern__rail_poll() answers it. */
@@ -391,6 +393,8 @@ int tern__rail_reap(struct tern_rail *rail, const struct tern__prov_cqent *ent,
 			cqe[got++] = (struct tern__cqe){
 				.imm = 1,
 				.data = tern__prov_cqent_data(e),
+				.src = source ? tern__rail_src(rail, src[i])
+					      : 0,
 			};
 			continue;
 		}
@@ -400,6 +404,10 @@ int tern__rail_reap(struct tern_rail *rail, const struct tern__prov_cqent *ent,
 			.imm_data = (flags & TERN__CQ_IMM) != 0,
 		};
 		decode_ctx(rail, op_context, &cqe[got]);
+		/* tern's own message (ctrl.c): who sent it. */
+		if (tern_unlikely(cqe[got].slot != NULL) &&
+		    cqe[got].req == NULL && source)
+			cqe[got].src = tern__rail_src(rail, src[i]);
 		if (tern_unlikely(rail->sync_n != 0))
 			sync_done(rail, op_context, &cqe[got]);
 		got++;

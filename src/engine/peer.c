@@ -89,6 +89,41 @@ static struct tern_peer *peer_same(struct tern_ctx *ctx, const void *card,
 	return NULL;
 }
 
+/*
+ * Where the CQ tells each arrival's source (ctx->imm_source), note the
+ * source id of @peer's AV addresses, rail by rail (0: forget them). An
+ * address past what a table indexed by it can sensibly hold (a provider
+ * whose AV addresses are not small indices) is not noted: its arrivals
+ * count as of an unknown source.
+ */
+#define SRC_OF_MAX (1u << 20)
+
+static void src_map(struct tern_ctx *ctx, const struct tern_peer *peer,
+		    uint32_t src)
+{
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		struct tern_rail *r = &ctx->rails[i];
+		uint64_t a = peer->fiaddr[i];
+
+		if (a >= r->nsrc_of && src != 0 && a < SRC_OF_MAX) {
+			size_t n = r->nsrc_of ? r->nsrc_of : 64;
+			uint32_t *p;
+
+			while (n <= a)
+				n *= 2;
+			p = realloc(r->src_of, n * sizeof(*p));
+			if (p == NULL)
+				continue;
+			memset(p + r->nsrc_of, 0,
+			       (n - r->nsrc_of) * sizeof(*p));
+			r->src_of = p;
+			r->nsrc_of = n;
+		}
+		if (a < r->nsrc_of)
+			r->src_of[a] = src;
+	}
+}
+
 int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 		  struct tern_peer **peer_p)
 {
@@ -112,6 +147,7 @@ int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 	same = peer_same(ctx, card, len, NULL);
 	if (same != NULL) {
 		memcpy(peer->fiaddr, same->fiaddr, sizeof(peer->fiaddr));
+		peer->src_id = same->src_id;
 		goto link;
 	}
 	/* Local rail i talks to remote rail i mod nrails. */
@@ -122,6 +158,11 @@ int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 		if (ret != 0)
 			goto err_remove;
 	}
+	peer->src_id = ctx->next_src_id++;
+	if (ctx->next_src_id == 0)
+		ctx->next_src_id = 1;
+	if (ctx->imm_source)
+		src_map(ctx, peer, peer->src_id);
 link:
 	peer->next = ctx->peers;
 	if (ctx->peers != NULL)
@@ -153,11 +194,49 @@ void tern__peer_release(struct tern_peer *peer)
 		peer->next->prev = peer->prev;
 	/* Rails already closed (ctx teardown) took their entries along. */
 	if (peer_same(ctx, peer->card, peer->card_len, NULL) == NULL) {
+		/* Its source goes with its last peer. */
+		if (ctx->imm_source) {
+			src_map(ctx, peer, 0);
+			tern__imm_src_forget(ctx, peer->src_id);
+		}
 		for (unsigned int i = 0; i < ctx->nrails; i++)
 			tern__prov_av_remove(&ctx->rails[i].prov,
 					     peer->fiaddr[i]);
 	}
 	free(peer);
+}
+
+/* Finish every operation of @peer still queued in tern with @status:
+ * they go to ctx->ready, and their callbacks run from the next progress
+ * pass, never here, so one walk of each queue finds them all. Those the
+ * provider holds complete on their own. */
+static void peer_abort_queued(struct tern_ctx *ctx, struct tern_peer *peer,
+			      int status)
+{
+	tern__stage_cancel_peer(ctx, peer, status);
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		struct tern__reqq *q = &ctx->rails[i].txq;
+		struct tern_req *r = q->head, *next;
+
+		for (; r != NULL; r = next) {
+			next = tern__rp(r)->next;
+			if (tern__rp(r)->peer == peer)
+				tern__req_abort(ctx, q, r, status);
+		}
+	}
+}
+
+int tern__peer_gone(struct tern_peer *peer)
+{
+	if (peer == NULL || peer->removed || peer->removing)
+		return -EINVAL;
+	if (peer->gone)
+		return 0;
+	peer->gone = 1;
+	tern_info("peer %p gone: its queued operations fail", (void *)peer);
+	peer_abort_queued(peer->ctx, peer, -TERN_EPEERGONE);
+	tern__imm_peer_fail(peer->ctx, peer, -TERN_EPEERGONE);
+	return 0;
 }
 
 int tern_peer_remove(struct tern_peer *peer)
@@ -170,23 +249,12 @@ int tern_peer_remove(struct tern_peer *peer)
 		return -EINVAL;
 	ctx = peer->ctx;
 	ctx->npeers--;
-	/* Operations still queued in tern are cancelled now: they go to
-	 * ctx->ready, and their callbacks run from the next progress pass,
-	 * never here, so one walk of each queue finds them all. Those the
-	 * provider holds complete on their own; the peer is freed with the
-	 * last of them (tern__peer_release()). */
+	/* The peer is freed with the last operation the provider holds
+	 * (tern__peer_release()). */
 	peer->removing = 1;
-	tern__stage_cancel_peer(ctx, peer);
-	for (unsigned int i = 0; i < ctx->nrails; i++) {
-		struct tern__reqq *q = &ctx->rails[i].txq;
-		struct tern_req *r = q->head, *next;
-
-		for (; r != NULL; r = next) {
-			next = tern__rp(r)->next;
-			if (tern__rp(r)->peer == peer)
-				tern__req_abort(ctx, q, r, -ECANCELED);
-		}
-	}
+	peer_abort_queued(ctx, peer, -ECANCELED);
+	tern__imm_peer_fail(ctx, peer, -ECANCELED);
+	tern__ctrl_forget_peer(ctx, peer);
 	peer->removed = 1;
 	tern__peer_release(peer);
 	return 0;

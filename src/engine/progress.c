@@ -54,6 +54,9 @@ static inline void finish_req(struct tern_req *req, int status)
 	struct tern_peer *peer = tern__rp(req)->peer;
 	struct tern_mr *mr = tern__rp(req)->mr;
 
+	/* A write with immediate that failed tells its target (ctrl.c). */
+	if (tern_unlikely(status != 0) && peer != NULL)
+		tern__ctrl_imm_failed(tern__rp(req)->ctx, req, status);
 	req->status = status;
 	if (mr != NULL) /* NULL: an immediate expectation */
 		mr->inflight--;
@@ -351,12 +354,17 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 	struct tern_req *req = c->req;
 
 	if (c->imm) {
-		tern__imm_arrived(ctx, (uint32_t)c->data);
+		tern__imm_arrived(ctx, (uint32_t)c->data, c->src);
 		return 0;
 	}
 	if (c->slot != NULL) {
-		if (tern_unlikely(req == NULL))
-			return tern__bounce_done(ctx, c);
+		if (tern_unlikely(req == NULL)) {
+			/* One of rail 0's own receives or sends. */
+			if (ctx->bounce != NULL)
+				return tern__bounce_done(ctx, c);
+			tern__ctrl_done(ctx, c);
+			return 0;
+		}
 		tern__slot_free(rail, c->slot);
 		rail->tx_credits++;
 		if (tern__rp(req)->op == TERN__OP_PIECES)
@@ -401,13 +409,14 @@ static TERN_ALWAYS_INLINE int progress_rail(struct tern_ctx *ctx,
 {
 	struct tern__prov_cqent ent[TERN_POLL_BATCH];
 	struct tern__cqe cqe[TERN_POLL_BATCH];
+	uint64_t src[TERN_POLL_BATCH]; /* where FI_SOURCE: not initialised */
 	int done = 0, reaped = 0, n;
 
 	/* Post first: a queued operation goes out before we spend time in
 	 * the CQ (on tcp that means reading sockets): latency. */
 	post_rail(ctx, rail);
 	do {
-		n = tern__rail_poll(rail, ent, cqe, TERN_ARRAY_SIZE(cqe));
+		n = tern__rail_poll(rail, ent, src, cqe, TERN_ARRAY_SIZE(cqe));
 		if (n < 0)
 			return n;
 		reaped += n;
@@ -443,6 +452,9 @@ int tern_progress(struct tern_ctx *ctx)
 	/* Immediates complete expectations inside dispatch; count them too. */
 	done += (int)ctx->imm_completed;
 	ctx->imm_completed = 0;
+	/* Aborts to tell (ctrl.c): after the CQ reads freed their sends. */
+	if (tern_unlikely(ctx->ctrl_pending))
+		tern__ctrl_flush(ctx);
 	/* Cancelled, failed to post, of a removed peer: their callbacks run
 	 * here, the one place outside a CQ read where tern runs them. */
 	if (ctx->ready.head != NULL)
@@ -554,8 +566,11 @@ static inline __attribute__((always_inline)) int prep(
 			  (buf == NULL && len)))
 		return -EINVAL;
 	if (tern_unlikely(ctx->closing ||
-			  (peer != NULL && (peer->removed || peer->removing))))
-		return -ECANCELED;
+			  (peer != NULL &&
+			   (peer->removed | peer->removing | peer->gone))))
+		return ctx->closing || peer->removed || peer->removing
+			       ? -ECANCELED
+			       : -TERN_EPEERGONE;
 	if (tern_unlikely(mr->ctx != ctx))
 		return -EINVAL;
 	if (tern_unlikely((const char *)buf < (const char *)mr->buf ||
@@ -1041,7 +1056,7 @@ void tern__loop_drain(struct tern_ctx *ctx)
 	uint64_t deadline = tern__now_ns() + 2000000000ULL;
 	struct tern_req *req;
 
-	tern__stage_cancel_peer(ctx, NULL);
+	tern__stage_cancel_peer(ctx, NULL, -ECANCELED);
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		cancel_queue(ctx, &ctx->rails[i].rxq);
 		cancel_queue(ctx, &ctx->rails[i].txq);

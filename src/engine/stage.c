@@ -562,7 +562,7 @@ int tern__stage_alive(const struct tern_ctx *ctx)
 	return ctx->stage != NULL && ctx->stage->ops.len != 0;
 }
 
-void tern__stage_cancel(struct tern_ctx *ctx, struct tern_req *req)
+static void stage_cancel(struct tern_ctx *ctx, struct tern_req *req, int status)
 {
 	struct tern__stage *st = ctx->stage;
 
@@ -573,7 +573,7 @@ void tern__stage_cancel(struct tern_ctx *ctx, struct tern_req *req)
 		    st->chunks[i].phase == CH_COPY_IN)
 			return;
 	}
-	set_err(req, -ECANCELED);
+	set_err(req, status);
 	/* Cancelled: nothing more is posted. */
 	tern__rp(req)->xflags |= TERN__XF_CANCELLED;
 	tern__rp(req)->next_piece = tern__rp(req)->npieces; /* start no more */
@@ -595,7 +595,13 @@ void tern__stage_cancel(struct tern_ctx *ctx, struct tern_req *req)
 	op_maybe_done(st, req);
 }
 
-void tern__stage_cancel_peer(struct tern_ctx *ctx, struct tern_peer *peer)
+void tern__stage_cancel(struct tern_ctx *ctx, struct tern_req *req)
+{
+	stage_cancel(ctx, req, -ECANCELED);
+}
+
+void tern__stage_cancel_peer(struct tern_ctx *ctx, struct tern_peer *peer,
+			     int status)
 {
 	struct tern__stage *st = ctx->stage;
 	struct tern_req *req, *next;
@@ -609,7 +615,7 @@ void tern__stage_cancel_peer(struct tern_ctx *ctx, struct tern_peer *peer)
 		/* Not yet cancelled: may still start or succeed. */
 		if ((peer == NULL || tern__rp(req)->peer == peer) &&
 		    !(tern__rp(req)->xflags & TERN__XF_CANCELLED))
-			tern__stage_cancel(ctx, req);
+			stage_cancel(ctx, req, status);
 	}
 }
 

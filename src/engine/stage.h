@@ -42,8 +42,10 @@ int tern__stage_alive(const struct tern_ctx *ctx);
 /* Cancel @req (state TERN__ST_STAGING); it completes -ECANCELED once its
  * active chunks have ended (at once if none). */
 void tern__stage_cancel(struct tern_ctx *ctx, struct tern_req *req);
-/* Cancel every staged request of @peer (NULL: all). */
-void tern__stage_cancel_peer(struct tern_ctx *ctx, struct tern_peer *peer);
+/* Cancel every staged request of @peer (NULL: all): each completes with
+ * @status (-ECANCELED, or -TERN_EPEERGONE) once its active chunks end. */
+void tern__stage_cancel_peer(struct tern_ctx *ctx, struct tern_peer *peer,
+			     int status);
 /* Wait for every copy on the stream (before shadows are freed). */
 void tern__stage_quiesce(struct tern_ctx *ctx);
 /* Complete what is left -ECANCELED and free everything. */

@@ -16,6 +16,8 @@
 
 /* Every tern message travels with this tag; receives match it exactly. */
 #define TERN_TAG_MSG 0x7465726eULL
+/* tern's own control messages (docs/protocol.md): "tern" with bit 32 set. */
+#define TERN_TAG_CTRL 0x17465726eULL
 
 int tern__err_from_fi(int fi_err)
 {
@@ -97,6 +99,19 @@ ssize_t tern__prov_trecv(struct tern__prov_rail *r, void *buf, size_t len,
 	};
 
 	return fi_trecvmsg(r->ep, &msg, flags);
+}
+
+ssize_t tern__prov_ctrl_send(struct tern__prov_rail *r, void *buf, size_t len,
+			     void *desc, uint64_t addr, void *context)
+{
+	return fi_tsend(r->ep, buf, len, desc, addr, TERN_TAG_CTRL, context);
+}
+
+ssize_t tern__prov_ctrl_recv(struct tern__prov_rail *r, void *buf, size_t len,
+			     void *desc, void *context)
+{
+	return fi_trecv(r->ep, buf, len, desc, FI_ADDR_UNSPEC, TERN_TAG_CTRL, 0,
+			context);
 }
 
 ssize_t tern__prov_recv(struct tern__prov_rail *r, void *buf, size_t len,

@@ -49,6 +49,9 @@ struct tern__prov_rail {
 	 * no endpoint of this process closes under another's AV entry,
 	 * 2 once closed (shmpark.c) */
 	int shm_park;
+	/* Completions carry their source (FI_SOURCE): read with
+	 * fi_cq_readfrom(). Set by tern__prov_rail_open(). */
+	int source;
 };
 
 /* The provider objects of a ctx: rail 0's offering and the fabrics. */
@@ -140,6 +143,13 @@ static inline int tern__prov_sync_rma(const struct tern__prov_rail *r)
 {
 	return r->sync_rma;
 }
+/* Does @r's CQ tell where each arrival came from (FI_SOURCE)? Then
+ * tern__prov_cq_read() fills its @src with AV addresses (or
+ * TERN__PROV_ADDR_NONE). */
+static inline int tern__prov_source(const struct tern__prov_rail *r)
+{
+	return r->source;
+}
 /* shm endpoints kept open while this process addresses them (shmpark.c):
  * wanted on @fi? Track open rail @r (its address @addr), an AV insert, a
  * removal (which does the fi_av_remove), a close (before the endpoint's),
@@ -171,6 +181,12 @@ ssize_t tern__prov_tsend(struct tern__prov_rail *r, void *buf, size_t len,
 ssize_t tern__prov_trecv(struct tern__prov_rail *r, void *buf, size_t len,
 			 void *desc, uint64_t addr, void *context,
 			 uint64_t flags);
+/* tern's own control messages (src/engine/ctrl.c): tagged with a tag no
+ * tern_send() uses; rails without FI_TAGGED carry none. */
+ssize_t tern__prov_ctrl_send(struct tern__prov_rail *r, void *buf, size_t len,
+			     void *desc, uint64_t addr, void *context);
+ssize_t tern__prov_ctrl_recv(struct tern__prov_rail *r, void *buf, size_t len,
+			     void *desc, void *context);
 /* An untagged receive from any peer (the engine's own buffers on a rail
  * without FI_TAGGED). */
 ssize_t tern__prov_recv(struct tern__prov_rail *r, void *buf, size_t len,

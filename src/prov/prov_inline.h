@@ -33,6 +33,8 @@
 
 /* Any peer (a receive's @addr). */
 #define TERN__PROV_ADDR_ANY FI_ADDR_UNSPEC
+/* A completion whose source is not known (tern__prov_cq_read()'s @src). */
+#define TERN__PROV_ADDR_NONE FI_ADDR_NOTAVAIL
 /* A card's address format whose addresses are names of varying length. */
 #define TERN__PROV_ADDR_STR FI_ADDR_STR
 /* What tern__prov_cq_read() returns for an empty CQ, and when an error
@@ -86,10 +88,13 @@ static inline uint64_t tern__prov_cqent_data(const struct tern__prov_cqent *c)
 }
 
 /* Up to @n completions into @ent: how many, TERN__PROV_CQ_EMPTY,
- * TERN__PROV_CQ_ERROR or another -FI_E* (tern__prov_cq_failed()). */
+ * TERN__PROV_CQ_ERROR or another -FI_E* (tern__prov_cq_failed()). Where
+ * the rail has FI_SOURCE (tern__prov_source()), @src[i] is where entry i
+ * came from; else @src is untouched. */
 #ifdef TERN_PROV_FAKE
 ssize_t tern__prov_cq_read(struct tern__prov_rail *r,
-			   struct tern__prov_cqent *ent, size_t n);
+			   struct tern__prov_cqent *ent, size_t n,
+			   uint64_t *src);
 ssize_t tern__prov_rma(struct tern__prov_rail *r, int read, void *buf,
 		       size_t len, void *desc, uint64_t addr, uint64_t raddr,
 		       uint64_t key, uint64_t data, void *context,
@@ -99,9 +104,14 @@ ssize_t tern__prov_rma(struct tern__prov_rail *r, int read, void *buf,
 void tern__prov_fix_rx_flags(struct tern__prov_cqent *ent, size_t n);
 
 static inline ssize_t tern__prov_cq_read(struct tern__prov_rail *r,
-					 struct tern__prov_cqent *ent, size_t n)
+					 struct tern__prov_cqent *ent, size_t n,
+					 uint64_t *src)
 {
-	ssize_t got = fi_cq_read(r->cq, ent, n);
+	_Static_assert(sizeof(fi_addr_t) == sizeof(uint64_t),
+		       "fi_addr_t is not 64 bits");
+	ssize_t got = r->source
+			      ? fi_cq_readfrom(r->cq, ent, n, (fi_addr_t *)src)
+			      : fi_cq_read(r->cq, ent, n);
 
 	/* Off but on the libfabric releases that need it: one test of a
 	 * field per read, no call. */

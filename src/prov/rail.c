@@ -98,6 +98,23 @@ static struct fi_info *make_hints(const struct ask *a, uint64_t extra_caps)
 	return hints;
 }
 
+/*
+ * Does provider @prov tell the true source of a write with immediate
+ * (FI_SOURCE)? shm does. tcp;ofi_rxm (libfabric 1.17) offers FI_SOURCE
+ * but reports a stale address for remote writes (it fills the source of
+ * receives only): the writes of one peer were counted as another's. So
+ * tern trusts a list: $TERN_IMM_SOURCE=0 trusts none, 2 any provider that
+ * offers it (to try one), unset or 1 the list.
+ */
+static int source_trusted(const char *prov)
+{
+	long mode = tern__env_long("TERN_IMM_SOURCE", 1, 0, 2);
+
+	if (mode != 1)
+		return mode == 2;
+	return prov != NULL && strcmp(prov, "shm") == 0;
+}
+
 /* Why an offering lacks something tern needs, or NULL when it is usable:
  * the exact capability or limit, as libfabric names it. */
 const char *tern__info_unusable(const struct fi_info *fi)
@@ -206,6 +223,16 @@ static int getinfo_best(const struct ask *a, uint64_t hmem_cap,
 	struct fi_info *base = NULL;
 	int ret;
 
+	/* The source of each arrival (FI_SOURCE, fi_cq_readfrom()) lets
+	 * tern_imm_expect_from() count one peer's writes: asked for where
+	 * it can be trusted (source_trusted()). */
+	if (source_trusted(a->prov)) {
+		ret = getinfo_caps(a,
+				   hmem_cap | FI_TAGGED | FI_ATOMIC | FI_SOURCE,
+				   info_p);
+		if (ret != -TERN_ENOPROV)
+			return ret;
+	}
 	ret = getinfo_caps(a, hmem_cap | FI_TAGGED | FI_ATOMIC, info_p);
 	if (ret != -TERN_ENOPROV)
 		return ret;
@@ -642,6 +669,8 @@ again:
 	}
 	if (ret != 0)
 		goto err;
+	r->source = (fi->caps & FI_SOURCE) != 0 &&
+		    source_trusted(fi->fabric_attr->prov_name);
 	r->fix_rx_flags = tern__prov_quirk_rx_flags(fi);
 	r->sync_rma = tern__prov_quirk_sync_rma(fi);
 	what = "fi_getname";

@@ -4,7 +4,7 @@
  * kind, made by tern's own encoders. The corpus in tests/fuzz/corpus/ is
  * what this program writes (the CTest fuzz_corpus checks it):
  *   gen_corpus DIR    writes DIR/fuzz_boot/, DIR/fuzz_desc/, DIR/fuzz_fill/,
- *                     DIR/fuzz_fill_session/
+ *                     DIR/fuzz_fill_session/, DIR/fuzz_ctrl/
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -17,6 +17,7 @@
 
 #include "boot/wire.h"
 #include "wire/card.h"
+#include "wire/ctrl.h"
 #include "core/core.h"
 #include "apps/fill/proto.h"
 #include "fuzz_fill_session.h"
@@ -461,6 +462,23 @@ static void gen_session(struct gen *g)
 	put_seq(g, "reply-flood", &q);
 }
 
+/* Control messages (docs/protocol.md): an abort of a low and a high imm. */
+static void gen_ctrl(struct gen *g)
+{
+	static const uint32_t imms[] = { 0, 0xfffffffe };
+	uint8_t out[TERN_CTRL_LEN];
+
+	for (size_t i = 0; i < TERN_ARRAY_SIZE(imms); i++) {
+		struct tern__ctrl_msg m = { .type = TERN_CTRL_IMM_ABORT,
+					    .imm = imms[i] };
+		char name[32];
+
+		snprintf(name, sizeof(name), "imm-abort-%zu", i);
+		put_file(g, "fuzz_ctrl", name, out,
+			 tern__ctrl_pack(&m, out, sizeof(out)));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct gen g = { 0 };
@@ -478,5 +496,6 @@ int main(int argc, char **argv)
 	gen_desc(&g);
 	gen_fill(&g);
 	gen_session(&g);
+	gen_ctrl(&g);
 	return g.failed;
 }

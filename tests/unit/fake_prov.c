@@ -79,6 +79,27 @@ void cq_imm(uint32_t imm)
 	cq_imm_on(0, imm);
 }
 
+void cq_imm_from(uint64_t src, uint32_t imm)
+{
+	struct fake_cqe c = {
+		.ent.e = { .flags = TERN__CQ_REMOTE_WRITE | TERN__CQ_IMM,
+			   .data = imm },
+		.src = src,
+	};
+
+	fake_cq_push(0, &c);
+}
+
+void cq_msg_from(void *context, uint64_t src, size_t len)
+{
+	struct fake_cqe c = {
+		.ent.e = { .op_context = context, .len = len },
+		.src = src,
+	};
+
+	fake_cq_push(0, &c);
+}
+
 void cq_err(void *context, int status, int prov_errno, size_t len)
 {
 	struct fake_cqe c = {
@@ -151,6 +172,37 @@ ssize_t tern__prov_tsend(struct tern__prov_rail *r, void *buf, size_t len,
 		.len = len,
 		.desc = desc,
 		.data = data,
+		.context = context,
+	};
+
+	return fake_record(&c);
+}
+
+ssize_t tern__prov_ctrl_send(struct tern__prov_rail *r, void *buf, size_t len,
+			     void *desc, uint64_t addr, void *context)
+{
+	struct fake_call c = {
+		.op = FOP_CTRL_SEND,
+		.rail = fake_rail_of(r),
+		.addr = addr,
+		.buf = buf,
+		.len = len,
+		.desc = desc,
+		.context = context,
+	};
+
+	return fake_record(&c);
+}
+
+ssize_t tern__prov_ctrl_recv(struct tern__prov_rail *r, void *buf, size_t len,
+			     void *desc, void *context)
+{
+	struct fake_call c = {
+		.op = FOP_CTRL_RECV,
+		.rail = fake_rail_of(r),
+		.buf = buf,
+		.len = len,
+		.desc = desc,
 		.context = context,
 	};
 
@@ -279,7 +331,8 @@ int tern__prov_cq_failed(unsigned int idx, ssize_t ret)
 }
 
 ssize_t tern__prov_cq_read(struct tern__prov_rail *rail,
-			   struct tern__prov_cqent *out, size_t count)
+			   struct tern__prov_cqent *out, size_t count,
+			   uint64_t *src)
 {
 	unsigned int r = fake_rail_of(rail);
 	struct fake_cqe *q = fk.cq[r];
@@ -297,6 +350,8 @@ ssize_t tern__prov_cq_read(struct tern__prov_rail *rail,
 						TERN__CQ_IMM,
 				       .data = fk.gen_next++ },
 			};
+			if (rail->source)
+				src[n] = TERN__PROV_ADDR_NONE;
 		}
 		return (ssize_t)n;
 	}
@@ -304,8 +359,12 @@ ssize_t tern__prov_cq_read(struct tern__prov_rail *rail,
 		return TERN__PROV_CQ_EMPTY;
 	if (q[*pos].is_err)
 		return TERN__PROV_CQ_ERROR;
-	while (n < count && *pos < fk.cq_len[r] && !q[*pos].is_err)
+	while (n < count && *pos < fk.cq_len[r] && !q[*pos].is_err) {
+		/* As fi_cq_readfrom(): where the rail has FI_SOURCE. */
+		if (rail->source)
+			src[n] = q[*pos].src;
 		out[n++] = q[(*pos)++].ent;
+	}
 	return (ssize_t)n;
 }
 

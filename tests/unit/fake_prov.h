@@ -24,6 +24,8 @@ enum fake_op {
 	FOP_READ,
 	FOP_ATOMIC,
 	FOP_BOUNCE_RECV,
+	FOP_CTRL_SEND,
+	FOP_CTRL_RECV,
 };
 
 /* One recorded provider call. */
@@ -48,6 +50,7 @@ struct fake_call {
 struct fake_cqe {
 	int is_err;
 	struct tern__prov_cqent ent;
+	uint64_t src; /* its source, where the rail has FI_SOURCE */
 	struct {
 		void *context;
 		int status; /* a tern error code */
@@ -101,6 +104,10 @@ void cq_ok(void *context, size_t len, uint64_t flags, uint64_t data);
 /* Queue a landed write with immediate @imm (no local context). */
 void cq_imm_on(unsigned int rail, uint32_t imm);
 void cq_imm(uint32_t imm);
+/* ... from AV address @src (rail 0, which must have source set). */
+void cq_imm_from(uint64_t src, uint32_t imm);
+/* A message landed in the receive of @context from AV address @src. */
+void cq_msg_from(void *context, uint64_t src, size_t len);
 /* Queue a raw entry on @rail. */
 void fake_cq_push(unsigned int rail, const struct fake_cqe *c);
 /* Queue an error completion (tern @status) for a posted context. */

@@ -14,6 +14,9 @@
 
 #include <cmocka.h>
 
+#include <tern/tern.h>
+
+#include "wire/ctrl.h"
 #include "wire/wire.h"
 
 #define CANARY 0xa5
@@ -244,6 +247,51 @@ static void test_nested(void **state)
 	assert_int_equal(tern__rd_left(&r), 0);
 }
 
+/* Control messages (docs/protocol.md): exact bytes, and every field
+ * checked. */
+static void test_ctrl(void **state)
+{
+	static const uint8_t want[TERN_CTRL_LEN] = { 'T',  'R',	 'N',  'C',
+						     1,	   1,	 16,   0,
+						     0x78, 0x56, 0x34, 0x12,
+						     0,	   0,	 0,    0 };
+	struct tern__ctrl_msg m = { .type = TERN_CTRL_IMM_ABORT,
+				    .imm = 0x12345678 };
+	struct tern__ctrl_msg got = { 0 }, untouched = { .imm = 7 };
+	uint8_t buf[TERN_CTRL_LEN + 1];
+
+	(void)state;
+	assert_int_equal(tern__ctrl_pack(&m, buf, sizeof(buf)), TERN_CTRL_LEN);
+	assert_memory_equal(buf, want, sizeof(want));
+	assert_int_equal(tern__ctrl_pack(&m, buf, TERN_CTRL_LEN - 1), -ENOSPC);
+	assert_int_equal(tern__ctrl_parse(want, sizeof(want), &got), 0);
+	assert_int_equal(got.type, TERN_CTRL_IMM_ABORT);
+	assert_int_equal(got.imm, 0x12345678);
+	/* Any other length, even with the right bytes. */
+	memcpy(buf, want, sizeof(want));
+	buf[TERN_CTRL_LEN] = 0;
+	got = untouched;
+	assert_int_equal(tern__ctrl_parse(buf, sizeof(buf), &got),
+			 -TERN_EPROTO);
+	assert_int_equal(tern__ctrl_parse(buf, TERN_CTRL_LEN - 1, &got),
+			 -TERN_EPROTO);
+	assert_int_equal(tern__ctrl_parse(buf, 0, &got), -TERN_EPROTO);
+	assert_int_equal(tern__ctrl_parse(NULL, TERN_CTRL_LEN, &got),
+			 -TERN_EPROTO);
+	/* Each field. */
+	for (size_t i = 0; i < TERN_CTRL_LEN; i++) {
+		int ret;
+
+		if (i >= 8 && i < 12)
+			continue; /* the imm: any value */
+		memcpy(buf, want, sizeof(want));
+		buf[i] ^= 0x40;
+		ret = tern__ctrl_parse(buf, TERN_CTRL_LEN, &got);
+		assert_int_equal(ret, i == 4 ? -TERN_EVERSION : -TERN_EPROTO);
+	}
+	assert_memory_equal(&got, &untouched, sizeof(got));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -252,6 +300,7 @@ int main(void)
 		cmocka_unit_test(test_write_overrun),
 		cmocka_unit_test(test_read_overrun),
 		cmocka_unit_test(test_nested),
+		cmocka_unit_test(test_ctrl),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file tern/world.h
+ * A world of ranks: a job's processes, found through the engine the job
+ * already runs on (a PMIx launcher, an etcd cluster, or a shared
+ * directory), each known by its card and the regions it published.
+ * docs/world.md has the model and the exact commands.
+ */
+#ifndef TERN_WORLD_H
+#define TERN_WORLD_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <tern/common.h>
+#include <tern/ctx.h>
+#include <tern/mr.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct tern_world;
+
+/** Longest published name, without its NUL ([A-Za-z0-9_.-] only). */
+#define TERN_WORLD_NAME_MAX 63
+/** Largest value tern_world_put() takes. */
+#define TERN_WORLD_VALUE_MAX 4096
+/** Most ranks a world holds (joiners included). */
+#define TERN_WORLD_MAX_RANKS 4096
+
+/** What tern_world_attr.on_member reports. */
+enum tern_world_event {
+	TERN_WORLD_JOINED = 1, /**< a rank appeared (etcd: after open) */
+	TERN_WORLD_GONE = 2,   /**< a rank left or its lease expired */
+};
+
+typedef void (*tern_world_cb)(struct tern_world *world, int rank,
+			      enum tern_world_event event, void *arg);
+
+struct tern_world_attr {
+	/** This process's rank; -1: from the launcher, else $TERN_WORLD_RANK.
+	 */
+	int rank;
+	/** Ranks at start; 0: from the launcher, else $TERN_WORLD_SIZE. */
+	int size;
+	/** How long open, fence and lookup wait, in ms; 0: 60000. */
+	int timeout_ms;
+	/** etcd: the lease's time to live in seconds; 0: 10. */
+	int lease_s;
+	/** Membership changes, run from the ctx's progress; NULL: none. */
+	tern_world_cb on_member;
+	void *arg;
+};
+
+/** Fill @p attr with the defaults above. */
+TERN_API void tern_world_attr_init(struct tern_world_attr *attr);
+
+/**
+ * Join the world named by @p spec with @p ctx: "pmix" (under mpirun or
+ * srun --mpi=pmix), "etcd://HOST:PORT/PREFIX", or "file:/DIR" (a
+ * directory every rank shares); NULL: $TERN_WORLD. Publishes this ctx's
+ * card and returns once every rank of the starting size has published
+ * its own (or after attr.timeout_ms). Opens no connection: peers are
+ * added on first use (tern_world_peer()).
+ * @return 0; -EINVAL for a bad spec, rank or size (the log names it);
+ * -TERN_ENOTSUP for a backend this build or host lacks (libpmix.so.2 or
+ * libcurl absent); -ETIMEDOUT; -TERN_EPROTO for a malformed record from
+ * the store; -ENOMEM.
+ */
+TERN_API int tern_world_open(struct tern_ctx *ctx, const char *spec,
+			     const struct tern_world_attr *attr,
+			     struct tern_world **world_p);
+
+/**
+ * Leave the world: close the peers it added (as tern_peer_remove()),
+ * withdraw this rank (etcd: revoke the lease) and free it. Close a world
+ * before its ctx. tern_world_close(NULL) does nothing.
+ */
+TERN_API void tern_world_close(struct tern_world *world);
+
+/** This process's rank. */
+TERN_API int tern_world_rank(const struct tern_world *world);
+/** Ranks known: the starting size, grown by joiners (etcd). */
+TERN_API int tern_world_size(const struct tern_world *world);
+/** "pmix", "etcd" or "file". */
+TERN_API const char *tern_world_kind(const struct tern_world *world);
+/** 1 while @p rank is a member, 0 once gone (or never seen). */
+TERN_API int tern_world_alive(const struct tern_world *world, int rank);
+
+/**
+ * The peer of @p rank, added on first call (address-vector insertion
+ * from the rank's card); later calls return the same handle, which the
+ * world owns (never pass it to tern_peer_remove()).
+ * @return 0; -EINVAL for a bad rank or this process's own;
+ * -TERN_EPEERGONE for a rank that is gone; -TERN_ECARD; -ETIMEDOUT.
+ */
+TERN_API int tern_world_peer(struct tern_world *world, int rank,
+			     struct tern_peer **peer_p);
+
+/** Add every live rank's peer now (what a first use would cost, at once).
+ * @return 0, or the first error of tern_world_peer(). */
+TERN_API int tern_world_warmup(struct tern_world *world);
+
+/**
+ * Publish @p len bytes (at most TERN_WORLD_VALUE_MAX) under @p name for
+ * this rank; every rank can read it with tern_world_get(). Republishing a
+ * name replaces its value. A value is visible to others once this call
+ * returns (etcd, file) or after the next tern_world_fence() (pmix).
+ * @return 0; -EINVAL for a bad name or size; -TERN_EPROV if the store
+ * refused it (the log says why).
+ */
+TERN_API int tern_world_put(struct tern_world *world, const char *name,
+			    const void *val, size_t len);
+
+/**
+ * Read what @p rank published under @p name into @p buf, waiting up to
+ * attr.timeout_ms for it to appear.
+ * @return the value's length; -ENOSPC if @p len is too small;
+ * -ETIMEDOUT; -TERN_EPEERGONE; -EINVAL.
+ */
+TERN_API ssize_t tern_world_get(struct tern_world *world, int rank,
+				const char *name, void *buf, size_t len);
+
+/** Publish a region's descriptor under @p name (tern_world_put() of its
+ * packed form). */
+TERN_API int tern_world_publish(struct tern_world *world, const char *name,
+				const struct tern_mr_desc *desc);
+
+/** Look up the descriptor @p rank published under @p name (checked as
+ * tern_mr_desc_unpack() does). @return 0, or as tern_world_get(), or
+ * -TERN_EDESC. */
+TERN_API int tern_world_lookup(struct tern_world *world, int rank,
+			       const char *name, struct tern_mr_desc *desc);
+
+/**
+ * Wait until every live rank has called tern_world_fence() as often as
+ * this one: what each published before its call is then visible to all.
+ * Runs the ctx's progress while it waits.
+ * @return 0; -ETIMEDOUT; -TERN_EPEERGONE when a rank left meanwhile.
+ */
+TERN_API int tern_world_fence(struct tern_world *world);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TERN_WORLD_H */

@@ -27,7 +27,7 @@ ALLOWED = {
               'src/topo'},
     'bench': {'apps', 'src/core', 'src/wire'},
     'apps': {'src/core', 'src/wire'},
-    'src/world': {'src/engine', 'src/core'},
+    'src/world': {'src/engine', 'src/wire', 'src/core'},
     'src/engine': {'src/prov', 'src/wire', 'src/hmem', 'src/topo',
                    'src/core'},
     'src/boot': {'src/wire', 'src/core'},

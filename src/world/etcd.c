@@ -567,6 +567,7 @@ static void *watcher(void *arg)
 	unsigned int period_ms = (unsigned int)w->attr.lease_s * 1000 / 4;
 	uint64_t renew_ns = (uint64_t)w->attr.lease_s * 1000000000ULL / 3;
 	uint64_t renewed = tern__now_ns();
+	int expired = 0; /* said once */
 	unsigned char *now = calloc(TERN_WORLD_MAX_RANKS, 1);
 	char pfx[KEY_MAX + 1], json[96];
 	struct body b = { 0 };
@@ -594,7 +595,8 @@ static void *watcher(void *arg)
 			size_t len;
 
 			/* A lease that expired answers without a TTL. */
-			if (json_str(b.p, "TTL", &s, &len) == NULL)
+			if (json_str(b.p, "TTL", &s, &len) == NULL &&
+			    !expired++)
 				tern_warn("world etcd: lease %s expired: this "
 					  "rank has left the world",
 					  e->lease);

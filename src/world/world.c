@@ -15,6 +15,7 @@
 
 #include "../core/core.h"
 #include "../engine/engine.h"
+#include "../wire/card.h"
 #include "world.h"
 
 #define WORLD_TIMEOUT_MS 60000
@@ -272,6 +273,18 @@ static int card_of(struct tern_world *w, int r, uint64_t deadline)
 		n = -TERN_ECARD;
 	if (n < 0)
 		return (int)n;
+	{
+		/* Checked now, so a store's junk is named at open rather
+		 * than at first use. */
+		struct tern__card card;
+		char why[128];
+
+		if (tern__card_parse(buf, (size_t)n, &card, why, sizeof(why)) !=
+		    0) {
+			tern_warn("world: rank %d's card: %s", r, why);
+			return -TERN_ECARD;
+		}
+	}
 	c->cards[r] = malloc((size_t)n);
 	if (c->cards[r] == NULL)
 		return -ENOMEM;

@@ -8,9 +8,12 @@
 #    (3.5 s) and keep writing to each other; a 4th rank joins: the two
 #    must see it and write to it, and it to them, without a restart.
 # Without etcd it skips, saying why; with TERN_ETCD_REQUIRED=1 (CI) that
-# is a failure. usage: world_etcd.sh shm|tcp
+# is a failure. With "netns" (root), etcd runs on host A (192.0.2.1) of
+# the network-namespace test hosts and ranks 0, 1, 2 on hosts A, B, C
+# (the joiner on C), over tcp. usage: world_etcd.sh shm|tcp [netns]
 set -u
 prov=$1
+where=${2:-loopback}
 skip() {
 	echo "SKIP: $1"
 	[ "${TERN_ETCD_REQUIRED:-0}" = 1 ] && { echo "FAIL: TERN_ETCD_REQUIRED=1"; exit 1; }
@@ -21,34 +24,58 @@ command -v etcd >/dev/null 2>&1 || skip "no etcd (Debian: etcd-server)"
 dir=$(mktemp -d)
 pids=""
 epid=""
-trap 'for p in $pids; do kill -9 $p 2>/dev/null; done; [ -n "$epid" ] && kill $epid 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+cleanup() {
+	for p in $pids; do kill -9 $p 2>/dev/null; done
+	[ -n "$epid" ] && kill $epid 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$dir"
+}
 fail=0
-node=""
-[ "$prov" = tcp ] && node="--node 127.0.0.1"
+eaddr=127.0.0.1
+# host R: where rank R runs (a namespace, or here); addr R: its address
+host() { echo ""; }
+addr() { echo 127.0.0.1; }
+if [ "$where" = netns ]; then
+	. "$(dirname "$0")/netns/lib.sh"
+	netns_up # sets its own EXIT trap
+	trap 'cleanup; netns_down' EXIT
+	eaddr=192.0.2.1
+	host() { case $1 in 0) echo "$A" ;; 1) echo "$B" ;; *) echo "$C" ;; esac; }
+	addr() { case $1 in 0) echo 192.0.2.1 ;; 1) echo 192.0.2.2 ;; *) echo 192.0.2.3 ;; esac; }
+else
+	trap cleanup EXIT
+fi
+# at RANK CMD...: run CMD where rank RANK lives
+at() {
+	h=$(host "$1")
+	shift
+	if [ -n "$h" ]; then ip netns exec "$h" "$@"; else "$@"; fi
+}
+node() { [ "$prov" = tcp ] && echo "--node $(addr "$1")"; }
 
 # free loopback ports for the client and peer URLs
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port() { at 0 python3 -c 'import socket; s=socket.socket(); s.bind(("'"$eaddr"'",0)); print(s.getsockname()[1])'; }
 cp=$(port)
 pp=$(port)
-etcd --name t --data-dir "$dir/etcd" \
-	--listen-client-urls "http://127.0.0.1:$cp" --advertise-client-urls "http://127.0.0.1:$cp" \
-	--listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
-	--initial-cluster "t=http://127.0.0.1:$pp" >"$dir/etcd.log" 2>&1 &
+at 0 etcd --name t --data-dir "$dir/etcd" \
+	--listen-client-urls "http://$eaddr:$cp" --advertise-client-urls "http://$eaddr:$cp" \
+	--listen-peer-urls "http://$eaddr:$pp" --initial-advertise-peer-urls "http://$eaddr:$pp" \
+	--initial-cluster "t=http://$eaddr:$pp" >"$dir/etcd.log" 2>&1 &
 epid=$!
 i=0
-until python3 -c "import urllib.request,sys; urllib.request.urlopen(urllib.request.Request('http://127.0.0.1:$cp/v3/kv/range', data=b'{\"key\":\"eA==\"}'), timeout=1)" 2>/dev/null; do
+until at 0 python3 -c "import urllib.request,sys; urllib.request.urlopen(urllib.request.Request('http://$eaddr:$cp/v3/kv/range', data=b'{\"key\":\"eA==\"}'), timeout=1)" 2>/dev/null; do
 	i=$((i + 1))
 	[ $i -lt 100 ] || { cat "$dir/etcd.log"; echo "FAIL: etcd did not start"; exit 1; }
 	sleep 0.1
 done
-echo "etcd on 127.0.0.1:$cp"
-url="etcd://127.0.0.1:$cp"
+echo "etcd on $eaddr:$cp ($where)"
+url="etcd://$eaddr:$cp"
 
 # 1. the all-to-all
 for r in 0 1 2; do
-	# shellcheck disable=SC2086
-	TERN_WORLD_RANK=$r TERN_WORLD_SIZE=3 "$TERN" bench --world "$url/bench" \
-		--provider "$prov" $node --verify --sizes 4K,1M -n 50 >"$dir/b$r" 2>&1 &
+	# shellcheck disable=SC2046
+	at $r env TERN_WORLD_RANK=$r TERN_WORLD_SIZE=3 "$TERN" bench --world "$url/bench" \
+		--provider "$prov" $(node $r) --verify --sizes 4K,1M -n 50 >"$dir/b$r" 2>&1 &
 	pids="$pids $!"
 done
 r=0
@@ -63,7 +90,19 @@ cat "$dir/b0"
 
 # 2. membership
 start() { # start RANK SIZE [FIRST-ROUND]
-	"$MEMBER" "$url/members" "$1" "$2" "$prov" "$dir" ${3:-} >"$dir/m$1" 2>&1 &
+	nodev=""
+	[ "$prov" = tcp ] && nodev="TERN_NODE=$(addr "$1")"
+	h=$(host "$1")
+	# not through at(): $! must be the member itself (ip netns exec and
+	# env exec it), which the test kills
+	# shellcheck disable=SC2086
+	if [ -n "$h" ]; then
+		ip netns exec "$h" env $nodev "$MEMBER" "$url/members" "$1" "$2" \
+			"$prov" "$dir" ${3:-} >"$dir/m$1" 2>&1 &
+	else
+		env $nodev "$MEMBER" "$url/members" "$1" "$2" "$prov" "$dir" \
+			${3:-} >"$dir/m$1" 2>&1 &
+	fi
 	eval "pid$1=$!"
 	pids="$pids $!"
 }
@@ -121,5 +160,5 @@ for r in 0 1 3; do
 done
 pids=""
 for r in 0 1 3; do echo "--- rank $r"; cat "$dir/m$r"; done
-[ $fail -eq 0 ] && echo "OK: etcd world over $prov: all-to-all, a killed rank reported gone, a joiner reached"
+[ $fail -eq 0 ] && echo "OK: etcd world over $prov ($where): all-to-all, a killed rank reported gone, a joiner reached"
 exit $fail

@@ -75,7 +75,8 @@ int main(int argc, char **argv)
 		round = atoi(argv[6]);
 	rank = atoi(argv[2]);
 	ca.provider = argv[4];
-	if (strcmp(argv[4], "tcp") == 0)
+	/* $TERN_NODE (the test hosts' addresses), else loopback */
+	if (strcmp(argv[4], "tcp") == 0 && getenv("TERN_NODE") == NULL)
 		ca.node = "127.0.0.1";
 	ret = tern_ctx_open(&ca, &ctx);
 	CHECK(ret == 0, "ctx: %s", tern_strerror(ret));

@@ -67,6 +67,12 @@ static int client_add(struct tern_ctx *ctx, struct client *cl,
 	return slot;
 }
 
+/* The idle loop's 1 ms wake-up: progress runs after it, nothing else. */
+static void tick_cb(struct tern_timer *t)
+{
+	(void)t;
+}
+
 int app_atomic_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		      FILE *log, uint64_t *final_counter)
 {
@@ -74,13 +80,18 @@ int app_atomic_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 	struct app_msgbox mb;
 	struct tern_mr *mr = NULL;
 	uint64_t *page = NULL, clients = 0;
+	struct tern_timer tick;
 	int ret;
 
 	if (cl == NULL)
 		return -ENOMEM;
 	/* Peers' atomics need this side's progress and give it no
-	 * completions: never let an idle loop sleep long. */
+	 * completions: never let an idle loop sleep long. Without a wait fd
+	 * (shm) the poll cap does it; with one (tcp;ofi_rxm) a 1 ms timer,
+	 * since libfabric 2.1's rxm wakes no wait fd for a peer's atomic:
+	 * clients then timed out in 1 run of 3 (atomic_tcp on Debian 13). */
 	tern_ctx_set_poll_max(ctx, 50);
+	tern_timer_init(&tick, tick_cb, NULL);
 	ret = app_msgbox_open(ctx, &mb);
 	if (ret != 0) {
 		free(cl);
@@ -94,6 +105,7 @@ int app_atomic_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 	ret = tern_mr_reg(ctx, page, PAGE, TERN_ACCESS_REMOTE_ATOMIC, &mr);
 	if (ret != 0)
 		goto out;
+	tern_timer_start(ctx, &tick, 1, 1);
 	while (!*stop) {
 		struct app_hello h, ack = { .kind = APP_HELLO_ACK };
 		ssize_t n = app_msgbox_recv(&mb, 200);
@@ -143,6 +155,7 @@ int app_atomic_server(struct tern_ctx *ctx, volatile sig_atomic_t *stop,
 		page[APP_ATOMIC_LOCK / 8]);
 	*final_counter = page[APP_ATOMIC_COUNTER / 8];
 out:
+	tern_timer_stop(&tick);
 	for (int i = 0; i < MAX_CLIENTS; i++) {
 		if (cl[i].peer != NULL)
 			client_drop(&cl[i]);

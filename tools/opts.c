@@ -342,6 +342,8 @@ static const char *const env_help[][2] = {
 	{ "TERN_WORLD", "world tern_world_open() joins when given none" },
 	{ "TERN_WORLD_RANK", "this process's rank (file, etcd worlds)" },
 	{ "TERN_WORLD_SIZE", "ranks at start (file, etcd worlds)" },
+	{ "TERN_LOCAL",
+	  "0: same-host peers over the provider too (default 1: memcpy)" },
 	{ "TERN_IMM_SOURCE",
 	  "whose arrival sources to trust: 0 none, 1 shm (default), 2 any" },
 	{ "TERN_FI_API",

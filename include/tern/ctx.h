@@ -248,6 +248,25 @@ TERN_API int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
  */
 TERN_API int tern_peer_remove(struct tern_peer *peer);
 
+/** How tern reaches a peer: tern_peer_path(). */
+enum tern_path {
+	TERN_PATH_FABRIC = 0, /**< through the provider (its rails) */
+	/** Same host (docs/local.md): writes, reads and atomics are copies
+	 * by the CPU into the peer's memory (its shared regions mapped, or
+	 * cross-memory attach); messages still go through the provider. */
+	TERN_PATH_LOCAL = 1,
+};
+
+/**
+ * The path tern gives @p peer, decided at tern_peer_add(): TERN_PATH_LOCAL
+ * when its card says it runs on this boot of this host, in this user
+ * namespace, under this uid, and the kernel let tern reach its inbox;
+ * else TERN_PATH_FABRIC ($TERN_LOCAL=0 makes every peer so; why a
+ * same-host peer was refused is logged once per ctx).
+ * @return an enum tern_path, or -EINVAL for NULL.
+ */
+TERN_API int tern_peer_path(const struct tern_peer *peer);
+
 #ifdef __cplusplus
 }
 #endif

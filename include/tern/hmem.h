@@ -48,6 +48,11 @@ extern "C" {
 enum tern_mem_kind {
 	TERN_MEM_HOST = 0, /**< ordinary host memory */
 	TERN_MEM_CUDA = 1, /**< CUDA device memory (cuMemAlloc, cudaMalloc) */
+	/** Host memory peers on the same host map (tern_mem_alloc() only):
+	 * a memfd of its own, never named in /dev/shm; a same-host peer
+	 * writes it with memcpy (docs/local.md). Registered and queried as
+	 * host memory. */
+	TERN_MEM_SHARED = 2,
 };
 
 /** How a region's bytes reach the NIC. */
@@ -132,14 +137,21 @@ TERN_API int tern_mem_probe(enum tern_mem_kind kind,
 
 /**
  * Allocate @p len bytes of @p kind (host: page-aligned; CUDA: cuMemAlloc
- * on @p device, making its primary context current if none is), for tools
- * and tests that need memory of a kind without linking CUDA themselves.
- * @return 0; -TERN_ENOCUDA; -TERN_EHMEM; -ENOMEM; -EINVAL.
+ * on @p device, making its primary context current if none is; shared:
+ * a memfd of @p len rounded up to a page, mapped here, aligned to 2 MiB
+ * when at least that long and advised for huge pages; @p device ignored),
+ * for tools and tests that need memory of a kind without linking CUDA
+ * themselves, and for memory same-host peers write with memcpy.
+ * @return 0; -TERN_ENOCUDA; -TERN_EHMEM; -ENOMEM; -EINVAL; for shared
+ * memory the error of memfd_create() or ftruncate() (e.g. -EMFILE).
  */
 TERN_API int tern_mem_alloc(enum tern_mem_kind kind, int device, size_t len,
 			    void **ptr_p);
 
-/** Free what tern_mem_alloc() gave. NULL: 0. @return 0 or -TERN_EHMEM. */
+/** Free what tern_mem_alloc() gave, with the same kind. Shared memory
+ * stays mapped by peers that mapped it until they let go (closed the
+ * peer), but is no longer this process's. NULL: 0.
+ * @return 0; -TERN_EHMEM; -EINVAL (shared: not such an allocation). */
 TERN_API int tern_mem_free(enum tern_mem_kind kind, void *ptr);
 
 /**

@@ -445,6 +445,12 @@ class Peer:
         self._ctx._h()
         return self._p
 
+    @property
+    def path(self) -> str:
+        """"local" (same host: copies by the CPU, docs/local.md) or
+        "fabric" (through the provider)."""
+        return "local" if lib.tern_peer_path(self._h()) == 1 else "fabric"
+
     def close(self) -> None:
         """Remove the peer: its queued operations complete Cancelled."""
         if self._p is None:

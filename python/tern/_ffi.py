@@ -94,6 +94,7 @@ ssize_t tern_ctx_card(const struct tern_ctx *ctx, void *buf, size_t len);
 int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 		  struct tern_peer **peer_p);
 int tern_peer_remove(struct tern_peer *peer);
+int tern_peer_path(const struct tern_peer *peer);
 
 struct tern_mr_desc {
 	uint64_t base;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "local.h"
 #include "stage.h"
 #include "../topo/topo.h"
 
@@ -387,6 +388,9 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	ret = tern__loop_init(ctx);
 	if (ret != 0)
 		goto err_scratch;
+	ret = tern__local_open(ctx); /* needs the loop's wake eventfd */
+	if (ret != 0)
+		goto err_scratch;
 	if (12 + (size_t)ctx->nrails * tern__card_addrlen(ctx) >
 	    TERN_CARD_MAX) {
 		tern_warn("%u rails of %zu-byte addresses do not fit a card",
@@ -405,6 +409,7 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	return 0;
 
 err_scratch:
+	tern__local_close(ctx);
 	tern__loop_fini(ctx);
 	tern__ctrl_close(ctx, 1);
 	tern__bounce_close(ctx, 1); /* receives are still posted */
@@ -513,6 +518,7 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 		rail_close(&ctx->rails[i]);
 	tern__ready_run(ctx);	/* what a last callback cancelled */
 	loop_handles_stop(ctx); /* anything a last callback started */
+	tern__local_close(ctx);
 	tern__loop_fini(ctx);
 	prov_rails(ctx, pr);
 	tern__prov_close(&ctx->prov, pr, TERN_MAX_RAILS);

@@ -390,7 +390,9 @@ int tern_imm_expect_from(struct tern_ctx *ctx, struct tern_peer *peer,
 			return -ECANCELED;
 		if (peer->gone)
 			return -TERN_EPEERGONE;
-		if (!ctx->imm_source)
+		/* A same-host peer's writes come through its slot of our
+		 * inbox, which names it (local.c). */
+		if (!ctx->imm_source && peer->local == NULL)
 			return -TERN_ENOTSUP;
 		src = peer->src_id;
 	}

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "local.h"
 #include "stage.h"
 
 /* Events taken from epoll at once. */
@@ -424,6 +425,8 @@ static int work_waiting(const struct tern_ctx *ctx)
 	if (ctx->defer_head != NULL || ctx->imm_ready.len != 0 ||
 	    ctx->ready.len != 0 || ctx->stop)
 		return 1;
+	if (ctx->local != NULL && tern__local_pending(ctx))
+		return 1;
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		const struct tern_rail *r = &ctx->rails[i];
 
@@ -507,7 +510,12 @@ int tern__loop_block(struct tern_ctx *ctx, int64_t timeout_ns)
 	ms = t < 0 ? -1 : (int)((t + 999999) / 1000000);
 	if (t > (int64_t)INT32_MAX * 1000000)
 		ms = INT32_MAX;
+	/* Same-host writers write our eventfd while we sleep (local.c). */
+	if (ctx->local != NULL && ms != 0 && tern__local_sleep(ctx, 1))
+		ms = 0;
 	nevs = epoll_wait(ctx->epfd, ctx->evs, TERN__EVS, ms);
+	if (ctx->local != NULL)
+		tern__local_sleep(ctx, 0);
 	if (nevs < 0)
 		return errno == EINTR ? -EINTR : -errno;
 	return dispatch_events(ctx, nevs);
@@ -517,7 +525,8 @@ int tern__loop_alive(const struct tern_ctx *ctx)
 {
 	if (ctx->posted.len || ctx->nexpect || ctx->imm_ready.len ||
 	    ctx->ready.len || ctx->ntimers || ctx->nios || ctx->defer_head ||
-	    tern__stage_alive(ctx))
+	    tern__stage_alive(ctx) ||
+	    (ctx->local != NULL && tern__local_pending(ctx)))
 		return 1;
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		if (ctx->rails[i].txq.len || ctx->rails[i].rxq.len)
@@ -648,6 +657,12 @@ int tern_ctx_arm(struct tern_ctx *ctx)
 		return -EINVAL;
 	if (work_waiting(ctx) || timer_wait_ns(ctx) == 0)
 		return -EAGAIN;
+	/* Same-host writers write our eventfd (in the fd) from now on; the
+	 * next progress pass stops them (local.c). */
+	if (ctx->local != NULL && tern__local_sleep(ctx, 1)) {
+		tern__local_sleep(ctx, 0);
+		return -EAGAIN;
+	}
 	if (!ctx->can_wait)
 		return 0; /* tern_ctx_timeout() bounds the sleep */
 	ret = tern__rails_trywait(ctx);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "local.h"
 #include "../hmem/cuda.h"
 #include "stage.h"
 
@@ -76,6 +77,7 @@ static struct tern_mr *mr_new(struct tern_ctx *ctx, void *buf, size_t len,
 	mr->device = device;
 	mr->path = path;
 	mr->dmabuf_fd = -1;
+	mr->local_idx = -1;
 	return mr;
 }
 
@@ -94,6 +96,7 @@ static int reg_all(struct tern_mr *mr)
 		}
 	}
 	link_mr(ctx, mr);
+	tern__local_mr_reg(ctx, mr);
 	tern_debug("registered %zu bytes of %s at %p on %u rail(s) in %.3f ms",
 		   mr->len, tern_mr_path_str(mr->path), mr->buf, ctx->nrails,
 		   (double)(tern__now_ns() - t0) / 1e6);
@@ -282,6 +285,7 @@ int tern__mr_close(struct tern_mr *mr)
 		if (cu != NULL)
 			cu->MemFreeHost(shadow);
 	}
+	tern__local_mr_close(mr->ctx, mr);
 	dereg(mr);
 	unlink_mr(mr);
 	free(mr);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "local.h"
 #include "stage.h"
 
 #include "../wire/card.h"
@@ -21,7 +22,14 @@ ssize_t tern_ctx_card(const struct tern_ctx *ctx, void *buf, size_t len)
 		.addrlen = tern__card_addrlen(ctx),
 		.addr_format = ctx->addr_format,
 		.addrs = addrs,
+		.local = tern__local_id(ctx),
 	};
+	/* The same-host part only where it fits (many rails of long
+	 * names may fill a card): without it, the fabric. */
+	if (card.local != NULL && TERN_CARD_HDR + ctx->nrails * card.addrlen +
+						  2 + TERN_CARD_LOCAL_LEN >
+					  TERN_CARD_MAX)
+		card.local = NULL;
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		if ((i + 1) * card.addrlen > sizeof(addrs))
 			return -ENOSPC;
@@ -164,6 +172,7 @@ int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 	if (ctx->imm_source)
 		src_map(ctx, peer, peer->src_id);
 link:
+	tern__local_peer_add(ctx, peer, c.local);
 	peer->next = ctx->peers;
 	if (ctx->peers != NULL)
 		ctx->peers->prev = peer;
@@ -192,6 +201,7 @@ void tern__peer_release(struct tern_peer *peer)
 		ctx->peers = peer->next;
 	if (peer->next != NULL)
 		peer->next->prev = peer->prev;
+	tern__local_peer_release(ctx, peer);
 	/* Rails already closed (ctx teardown) took their entries along. */
 	if (peer_same(ctx, peer->card, peer->card_len, NULL) == NULL) {
 		/* Its source goes with its last peer. */
@@ -213,7 +223,15 @@ void tern__peer_release(struct tern_peer *peer)
 static void peer_abort_queued(struct tern_ctx *ctx, struct tern_peer *peer,
 			      int status)
 {
+	struct tern__reqq *lq = tern__local_queue(ctx);
+
 	tern__stage_cancel_peer(ctx, peer, status);
+	for (struct tern_req *r = lq != NULL ? lq->head : NULL, *next;
+	     r != NULL; r = next) {
+		next = tern__rp(r)->next;
+		if (tern__rp(r)->peer == peer)
+			tern__req_abort(ctx, lq, r, status);
+	}
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		struct tern__reqq *q = &ctx->rails[i].txq;
 		struct tern_req *r = q->head, *next;

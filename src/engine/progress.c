@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "local.h"
 #include "post.h"
 #include "stripe.h"
 #include "stage.h"
@@ -441,6 +442,12 @@ int tern_progress(struct tern_ctx *ctx)
 		done += tern__loop_due(ctx);
 	if (ctx->imm_ready.head != NULL)
 		tern__imm_poll(ctx);
+	/* Same-host peers' immediates, and local operations that waited
+	 * for room in a peer's ring. */
+	if (ctx->local != NULL) {
+		done += tern__local_flush(ctx);
+		done += tern__local_poll(ctx);
+	}
 	/* Staged chunks whose copies are done go out in this pass. */
 	if (ctx->stage != NULL && tern__stage_alive(ctx))
 		done += tern__stage_progress(ctx);
@@ -471,6 +478,8 @@ int tern_flush(struct tern_ctx *ctx)
 	if (ctx == NULL)
 		return -EINVAL;
 	/* Runs no callback: a post that fails waits on ctx->ready. */
+	if (ctx->local != NULL)
+		tern__local_flush(ctx);
 	for (unsigned int i = 0; i < ctx->nrails; i++)
 		post_rail(ctx, &ctx->rails[i]);
 	return 0;
@@ -694,6 +703,31 @@ static int remote_check(const struct tern_peer *peer,
 	return 0;
 }
 
+/* A write or read to a same-host peer (local.c): 1 when it is not one the
+ * local path takes (the caller goes on to the fabric). */
+static __attribute__((noinline)) int local_rma(
+	struct tern_peer *peer, struct tern_mr *mr, const void *buf, size_t len,
+	const struct tern_mr_desc *rdesc, uint64_t roff, uint8_t op,
+	uint32_t imm, struct tern_req *req)
+{
+	int ret = remote_check(peer, rdesc, roff, len,
+			       op == TERN__OP_READ ? TERN_MR_DESC_REMOTE_READ
+						   : TERN_MR_DESC_REMOTE_WRITE);
+
+	if (ret != 0)
+		return ret;
+	/* No message carries it: any length inside @mr goes. */
+	ret = prep(peer->ctx, req, op, peer, mr, buf, 0);
+	if (ret != 0)
+		return ret;
+	if (len > mr->len ||
+	    (size_t)((const char *)buf - (const char *)mr->buf) > mr->len - len)
+		return -TERN_EBOUNDS;
+	req->len = len;
+	tern__rp(req)->imm = imm;
+	return tern__local_rma(peer->ctx, req, rdesc, roff);
+}
+
 /* A write or read, any case: staged, striped, over several rails. */
 static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 					     struct tern_mr *mr,
@@ -793,6 +827,11 @@ static inline __attribute__((always_inline)) int rma_common(
 	if (tern_unlikely(peer == NULL || rdesc == NULL || mr == NULL))
 		return -EINVAL;
 	ctx = peer->ctx;
+	if (tern_unlikely(peer->local != NULL) && mr->smr == NULL) {
+		ret = local_rma(peer, mr, buf, len, rdesc, roff, op, imm, req);
+		if (ret != 1)
+			return ret;
+	}
 	if (tern_unlikely(ctx->nrails != 1 || mr->smr != NULL))
 		return rma_any(peer, mr, buf, len, rdesc, roff, op, imm, req);
 	ret = remote_check(peer, rdesc, roff, len,
@@ -925,6 +964,11 @@ static int pieces_common(struct tern_peer *peer, struct tern_mr *mr,
 	tern__rp(req)->inflight = 0;
 	tern__rp(req)->err = 0;
 	tern__rp(req)->imm = imm;
+	if (tern_unlikely(peer->local != NULL) && mr->smr == NULL) {
+		ret = tern__local_pieces(peer->ctx, req);
+		if (ret != 1)
+			return ret;
+	}
 	return submit(peer->ctx, req);
 }
 
@@ -997,6 +1041,18 @@ static int atomic_common(struct tern_peer *peer,
 	if (peer == NULL || rdesc == NULL || req == NULL)
 		return -EINVAL;
 	ctx = peer->ctx;
+	/* Same host, shared memory: the CPU's own atomics, whatever the
+	 * provider offers. */
+	if (peer->local != NULL && roff % 8 == 0 &&
+	    remote_check(peer, rdesc, roff, 8, TERN_MR_DESC_REMOTE_ATOMIC) ==
+		    0 &&
+	    prep(ctx, req, op, peer, ctx->scratch_mr, ctx->scratch, 8) == 0) {
+		tern__rp(req)->u.atomic.operand = operand;
+		tern__rp(req)->u.atomic.compare = compare;
+		ret = tern__local_atomic(ctx, req, rdesc, roff);
+		if (ret != 1)
+			return ret;
+	}
 	if (op == TERN__OP_FADD ? !ctx->atomic_fadd : !ctx->atomic_cswap) {
 		tern_warn("%s: provider %s fabric %s offers no 64-bit %s%s",
 			  op == TERN__OP_FADD ? "fetch-add" : "compare-swap",
@@ -1057,6 +1113,8 @@ void tern__loop_drain(struct tern_ctx *ctx)
 	struct tern_req *req;
 
 	tern__stage_cancel_peer(ctx, NULL, -ECANCELED);
+	if (ctx->local != NULL)
+		cancel_queue(ctx, tern__local_queue(ctx));
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		cancel_queue(ctx, &ctx->rails[i].rxq);
 		cancel_queue(ctx, &ctx->rails[i].txq);
@@ -1118,6 +1176,9 @@ static int req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 		return 0;
 	case TERN__ST_STAGING:
 		tern__stage_cancel(ctx, req);
+		return 0;
+	case TERN__ST_LOCALQ:
+		tern__req_abort(ctx, tern__local_queue(ctx), req, -ECANCELED);
 		return 0;
 	case TERN__ST_POSTED:
 		if (tern__rp(req)->op != TERN__OP_RECV)

@@ -60,6 +60,8 @@ int tern_mem_alloc(enum tern_mem_kind kind, int device, size_t len,
 
 	if (ptr_p == NULL || len == 0)
 		return -EINVAL;
+	if (kind == TERN_MEM_SHARED)
+		return tern__shmem_alloc(len, ptr_p);
 	if (kind == TERN_MEM_HOST) {
 		if (posix_memalign(&h, 4096, len) != 0)
 			return -ENOMEM;
@@ -95,6 +97,8 @@ int tern_mem_free(enum tern_mem_kind kind, void *ptr)
 		free(ptr);
 		return 0;
 	}
+	if (kind == TERN_MEM_SHARED)
+		return tern__shmem_free(ptr);
 	cu = tern__cu_get(NULL, 0);
 	if (kind != TERN_MEM_CUDA || cu == NULL)
 		return -EINVAL;

@@ -7,9 +7,30 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define TERN_CARD_MAGIC	  0x43524554u /* "TERC" little-endian */
-#define TERN_CARD_VERSION 1
-#define TERN_CARD_HDR	  12
+#define TERN_CARD_MAGIC		0x43524554u /* "TERC" little-endian */
+#define TERN_CARD_VERSION	1	    /* addresses only */
+#define TERN_CARD_VERSION_LOCAL 2 /* addresses, then a same-host identity */
+#define TERN_CARD_HDR		12
+#define TERN_CARD_LOCAL_MAGIC	0x4c524554u /* "TERL" little-endian */
+#define TERN_CARD_LOCAL_LEN	68
+
+/*
+ * Who made a card, for the same-host path (src/engine/local.c): which
+ * boot of which host, which user namespace and uid, which process (pid
+ * and start time: a pid alone may be reused), and where its ctx's inbox
+ * memfd and wake eventfd are in that process's fd table.
+ */
+struct tern__card_local {
+	uint8_t boot[16];   /* /proc/sys/kernel/random/boot_id */
+	uint64_t userns;    /* inode of /proc/self/ns/user */
+	uint64_t start;	    /* process start, clock ticks after boot */
+	uint64_t inbox_ino; /* the inbox memfd's inode */
+	uint64_t nonce;	    /* the ctx's random id */
+	uint32_t uid;
+	uint32_t pid;
+	uint32_t inbox_fd;
+	uint32_t wake_fd;
+};
 
 /* A parsed card; addrs points into the buffer it was parsed from. */
 struct tern__card {
@@ -17,6 +38,10 @@ struct tern__card {
 	size_t addrlen;
 	uint32_t addr_format; /* libfabric's address format */
 	const uint8_t *addrs; /* nrails * addrlen bytes */
+	/* Version 2: the maker's same-host identity, or NULL (pack: none
+	 * written, version 1; parse: none in the card). */
+	const struct tern__card_local *local;
+	struct tern__card_local local_buf; /* parse: where local points */
 };
 
 /*

@@ -291,3 +291,18 @@ def test_fabric_argument():
         assert c.fabric == "shm"
     with pytest.raises(tern.Error):
         tern.Context("shm", fabric="no-such-fabric")
+
+
+def test_peer_path_same_host():
+    # ctxs of one process share a host: the same-host path, unless
+    # TERN_LOCAL=0 in the environment (then every peer is "fabric")
+    want = "fabric" if os.environ.get("TERN_LOCAL") == "0" else "local"
+    with tern.Context("shm") as a, tern.Context("shm") as b:
+        src = bytearray(b"x" * 4096)
+        rs = a.register(src)
+        peer = a.peer(b.card)
+        assert peer.path == want
+        dst = bytearray(4096)
+        r = b.register(dst)
+        assert drive([a, b], peer.write(rs, r.descriptor())) == 4096
+        assert bytes(dst) == bytes(src)

@@ -493,11 +493,80 @@ static void test_err_from_fi(void **state)
 	}
 }
 
+/* Version 2: the same-host part round-trips; a truncated, short or
+ * mislabelled one is refused with a reason; local_len 0 is no part. */
+static void test_card_local(void **state)
+{
+	struct tern__card_local l = { .userns = 0x1122334455667788ULL,
+				      .start = 987654321,
+				      .inbox_ino = 42,
+				      .nonce = 0xdeadbeefcafef00dULL,
+				      .uid = 1000,
+				      .pid = 4242,
+				      .inbox_fd = 7,
+				      .wake_fd = 9 };
+	struct tern__card c = { .nrails = 2,
+				.addrlen = 24,
+				.addr_format = ADDR_FORMAT,
+				.addrs = addrs,
+				.local = &l };
+	struct tern__card out = { 0 };
+	char why[128] = "";
+	size_t base = TERN_CARD_HDR + 2 * 24;
+	ssize_t n;
+
+	(void)state;
+	for (int i = 0; i < 16; i++)
+		l.boot[i] = (uint8_t)(i * 17);
+	fill_addrs(2, 24);
+	n = tern__card_pack(&c, card_buf, sizeof(card_buf));
+	assert_int_equal(n, base + 2 + TERN_CARD_LOCAL_LEN);
+	assert_int_equal(card_buf[4], TERN_CARD_VERSION_LOCAL);
+	assert_int_equal(
+		tern__card_parse(card_buf, (size_t)n, &out, why, sizeof(why)),
+		0);
+	assert_non_null(out.local);
+	assert_memory_equal(out.local->boot, l.boot, 16);
+	assert_true(out.local->userns == l.userns &&
+		    out.local->start == l.start &&
+		    out.local->inbox_ino == l.inbox_ino &&
+		    out.local->nonce == l.nonce && out.local->uid == l.uid &&
+		    out.local->pid == l.pid && out.local->inbox_fd == 7 &&
+		    out.local->wake_fd == 9);
+	assert_memory_equal(out.addrs, addrs, 2 * 24);
+	/* Every shorter length is refused. */
+	for (size_t len = 0; len < (size_t)n; len++)
+		card_refused(card_buf, len);
+	/* A bad magic in the same-host part. */
+	card_buf[base + 2] ^= 0xff;
+	card_refused(card_buf, (size_t)n);
+	card_buf[base + 2] ^= 0xff;
+	/* A part shorter than 68 bytes that says so. */
+	tern__wire_put_u16(card_buf + base, 10);
+	card_refused(card_buf, base + 2 + 10);
+	/* local_len 0: a version 2 card without the part. */
+	tern__wire_put_u16(card_buf + base, 0);
+	memset(&out, 0, sizeof(out));
+	assert_int_equal(
+		tern__card_parse(card_buf, base + 2, &out, why, sizeof(why)),
+		0);
+	assert_null(out.local);
+	/* A longer part from a later tern: its first 68 bytes are read. */
+	n = tern__card_pack(&c, card_buf, sizeof(card_buf));
+	tern__wire_put_u16(card_buf + base, TERN_CARD_LOCAL_LEN + 8);
+	memset(card_buf + n, 0xab, 8);
+	assert_int_equal(tern__card_parse(card_buf, (size_t)n + 8, &out, why,
+					  sizeof(why)),
+			 0);
+	assert_true(out.local != NULL && out.local->pid == 4242);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_card_round_trip),
 		cmocka_unit_test(test_card_truncated),
+		cmocka_unit_test(test_card_local),
 		cmocka_unit_test(test_card_trailing),
 		cmocka_unit_test(test_card_bad_header),
 		cmocka_unit_test(test_card_pack_refused),

@@ -12,6 +12,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+/*
+ * A transfer buffer placed as tern_mem_alloc() places tern bench's
+ * (src/hmem/thp.c, bench_mem_alloc()): @len rounded up to whole 2 MiB,
+ * 2 MiB-aligned, and madvise(MADV_HUGEPAGE) where transparent huge pages
+ * are in "madvise" mode, so that both tools' copies walk the same pages.
+ * $TERN_THP=0: page-aligned, no advice, as tern then does. Free with
+ * free(); NULL when out of memory.
+ */
+static inline void *bench_alloc_huge(size_t len)
+{
+	const size_t huge = (size_t)2 << 20;
+	const char *v = getenv("TERN_THP");
+	char line[128] = "";
+	void *p = NULL;
+	FILE *f;
+
+	if (v != NULL && strcmp(v, "0") == 0)
+		return posix_memalign(&p, 4096, len ? len : 1) == 0 ? p : NULL;
+	len = len > 0 ? (len + huge - 1) & ~(huge - 1) : huge;
+	if (posix_memalign(&p, huge, len) != 0)
+		return NULL;
+	f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
+	if (f != NULL) {
+		if (fgets(line, sizeof(line), f) == NULL)
+			line[0] = '\0';
+		fclose(f);
+	}
+	if (strstr(line, "[madvise]") != NULL)
+		(void)madvise(p, len, MADV_HUGEPAGE);
+	return p;
+}
 
 /*
  * $TERN_BENCH_CPUS="A,B": the initiator (@peer 0) runs on CPU A, its

@@ -55,6 +55,10 @@ int bench_params_decode(const uint8_t *b, size_t len, struct bench_params *p,
 			char *why, size_t whylen);
 /* Page-aligned: a 4 KiB transfer then touches one page, not two. */
 void *bench_alloc_aligned(size_t len);
+/* The buffer a side transfers from or into: tern_mem_alloc(), host memory
+ * rounded up to whole 2 MiB so that even a 1 MiB buffer is one huge page. */
+int bench_mem_alloc(enum tern_mem_kind kind, int device, size_t len,
+		    void **ptr_p);
 void bench_mt_fill(void *buf, size_t len, uint64_t seed);
 /* Fill @len bytes at @buf, memory of @kind, with MT(@seed) (@pattern) or
  * zeros; GPU memory through a bounce buffer. */

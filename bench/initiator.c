@@ -535,7 +535,7 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	}
 	if (o->verify)
 		bench_mt_fill(r.pattern, max_size, o->seed);
-	ret = tern_mem_alloc(o->mem.kind, o->mem.device, max_size, &buf);
+	ret = bench_mem_alloc(o->mem.kind, o->mem.device, max_size, &buf);
 	if (ret != 0) {
 		snprintf(why, whylen, "allocating %" PRIu64 " bytes of %s: %s",
 			 max_size, name, tern_strerror(ret));

@@ -135,7 +135,7 @@ static int responder_setup(struct responder *r, char *why, size_t whylen)
 		break;
 	}
 	bench_mem_name(&r->mem, name, sizeof(name));
-	ret = tern_mem_alloc(r->mem.kind, r->mem.device, len, &region);
+	ret = bench_mem_alloc(r->mem.kind, r->mem.device, len, &region);
 	if (ret != 0) {
 		snprintf(why, whylen, "allocating %zu bytes of %s memory: %s",
 			 len, name, tern_strerror(ret));

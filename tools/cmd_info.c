@@ -10,6 +10,7 @@
 
 #include "apps/json.h"
 #include "cli.h"
+#include "core/thp.h"
 #include "opts.h"
 
 static const int info_keys[] = { 'p', 'a', 'j', 'h', 0 };
@@ -29,7 +30,8 @@ static void usage(const struct cli_parser *p, FILE *f)
 		"over each:\nzero-copy where efa or verbs offer FI_HMEM, else "
 		"staged through pinned\nhost memory. --provider shows only "
 		"that provider (tcp and verbs mean\ntheir ;ofi_rxm "
-		"forms).\n\n");
+		"forms).\nIt also names the mode of transparent huge pages and "
+		"what tern does\nfor its own buffers under it.\n\n");
 	cli_opts_help(p, f);
 }
 
@@ -73,7 +75,8 @@ static void json_str(const char *key, const char *v, int comma)
 }
 
 static void print_json(const struct tern_prov_info *l, size_t n,
-		       const struct tern_mem_info *cuda)
+		       const struct tern_mem_info *cuda, enum tern__thp thp,
+		       int thp_on)
 {
 	printf("{\"tern\": \"%s\", \"libfabric\": \"%s\", "
 	       "\"libfabric_build\": \"%s\", \"libfabric_api\": \"%s\", ",
@@ -84,6 +87,12 @@ static void print_json(const struct tern_prov_info *l, size_t n,
 	       cuda->available ? "true" : "false", cuda->devices,
 	       cuda->driver_version, cuda->fake ? "true" : "false");
 	json_str("why", cuda->why, 0);
+	printf("}, \"thp\": {");
+	json_str("mode", tern__thp_name(thp), 1);
+	printf("\"tern_aligns\": %s, \"tern_advises\": %s, ",
+	       thp_on ? "true" : "false",
+	       thp_on && thp == TERN__THP_MADVISE ? "true" : "false");
+	json_str("tern", tern__thp_policy(thp, thp_on), 0);
 	printf("}, \"providers\": [");
 	for (size_t i = 0; i < n; i++) {
 		const struct tern_prov_info *p = &l[i];
@@ -139,18 +148,21 @@ static const char *big(uint64_t v, char *buf, size_t len)
 }
 
 static void print_table(const struct tern_prov_info *l, size_t n,
-			const struct tern_mem_info *cuda)
+			const struct tern_mem_info *cuda, enum tern__thp thp,
+			int thp_on)
 {
 	printf("libfabric %s, API %s (tern %s built with %s)\n",
 	       tern_fabric_version(), tern_fabric_api_version(), tern_version(),
 	       tern_fabric_build_version());
 	if (cuda->available)
-		printf("CUDA %s driver %d.%d, %d device(s)\n\n",
+		printf("CUDA %s driver %d.%d, %d device(s)\n",
 		       cuda->fake ? "FAKE ($TERN_FAKE_CUDA)" : "",
 		       cuda->driver_version / 1000,
 		       cuda->driver_version % 1000 / 10, cuda->devices);
 	else
-		printf("CUDA not available: %s\n\n", cuda->why);
+		printf("CUDA not available: %s\n", cuda->why);
+	printf("transparent huge pages: %s (%s)\n\n", tern__thp_name(thp),
+	       tern__thp_policy(thp, thp_on));
 	for (size_t i = 0; i < n; i++) {
 		const struct tern_prov_info *p = &l[i];
 		char s1[32], s2[32], s3[32];
@@ -209,7 +221,8 @@ int cmd_info(int argc, char **argv)
 	struct tern_prov_info *list;
 	struct tern_mem_info cuda;
 	struct cli_parser cp;
-	int json = 0, all = 0, c, ret, saved;
+	int json = 0, all = 0, c, ret, saved, thp_on;
+	enum tern__thp thp;
 	size_t n, kept = 0;
 
 	cli_opts_init(&cp, "info", info_keys);
@@ -246,15 +259,17 @@ int cmd_info(int argc, char **argv)
 			list[kept++] = list[i];
 	}
 	tern_mem_probe(TERN_MEM_CUDA, &cuda);
+	thp = tern__thp_mode(NULL);
+	thp_on = tern__thp_on();
 	saved = cli_stdout_to("info", json_file);
 	if (saved == -1) {
 		tern_info_free(list);
 		return 1;
 	}
 	if (json)
-		print_json(list, kept, &cuda);
+		print_json(list, kept, &cuda, thp, thp_on);
 	else
-		print_table(list, kept, &cuda);
+		print_table(list, kept, &cuda, thp, thp_on);
 	if (kept == 0 && !json)
 		printf("no %s%soffering found: is the provider built into "
 		       "libfabric and its device present\n(for efa and "

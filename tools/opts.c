@@ -355,6 +355,7 @@ static const char *const env_help[][2] = {
 	{ "TERN_STRIPE_CHUNK",
 	  "writes and reads longer are striped over rails" },
 	{ "TERN_HMEM", "1: ask efa/verbs for FI_HMEM (GPU zero-copy)" },
+	{ "TERN_THP", "0: host buffers on plain pages (no 2 MiB placement)" },
 	{ "TERN_STAGE_CHUNK", "bytes per GPU staging chunk (1M)" },
 	{ "TERN_STAGE_DEPTH", "GPU staging chunks active per ctx (8)" },
 	{ "TERN_VERBS_LINGER_MS",

@@ -136,22 +136,41 @@ TERN_API int tern_mem_probe(enum tern_mem_kind kind,
 			    struct tern_mem_info *info);
 
 /**
- * Allocate @p len bytes of @p kind (host: page-aligned; CUDA: cuMemAlloc
- * on @p device, making its primary context current if none is; shared:
- * a memfd of @p len rounded up to a page, mapped here, aligned to 2 MiB
- * when at least that long and advised for huge pages; @p device ignored),
- * for tools and tests that need memory of a kind without linking CUDA
- * themselves, and for memory same-host peers write with memcpy.
- * @return 0; -TERN_ENOCUDA; -TERN_EHMEM; -ENOMEM; -EINVAL; for shared
+ * Allocate @p len bytes of @p kind, for tools and tests that need memory
+ * of a kind without linking CUDA themselves, and for memory same-host
+ * peers write with memcpy.
+ *
+ * Host memory is page-aligned; from 2 MiB up it is 2 MiB-aligned with its
+ * length rounded up to whole 2 MiB, so that transparent huge pages can
+ * back it, and where the kernel's mode
+ * (/sys/kernel/mm/transparent_hugepage/enabled) is "madvise", tern asks
+ * for them (madvise MADV_HUGEPAGE) before the first touch. Under "always"
+ * the kernel does it itself; under "never" nothing does. Lengths under
+ * 2 MiB are not rounded up (a small buffer would cost a whole huge page):
+ * ask for 2 MiB to have a smaller buffer on one huge page.
+ * $TERN_THP=0 turns both off (page-aligned, no advice), for comparison.
+ *
+ * Shared memory (TERN_MEM_SHARED, @p device ignored): a memfd of @p len
+ * rounded up to a page, mapped here, 2 MiB-aligned when at least that
+ * long and advised for huge pages (shmem's own THP setting decides).
+ *
+ * CUDA memory: cuMemAlloc on @p device, making its primary context
+ * current if none is.
+ *
+ * @return 0; -TERN_ENOCUDA; -TERN_EHMEM; -ENOMEM; -EINVAL (@p ptr_p NULL,
+ * @p len 0, an unknown kind, a negative device for CUDA); for shared
  * memory the error of memfd_create() or ftruncate() (e.g. -EMFILE).
  */
 TERN_API int tern_mem_alloc(enum tern_mem_kind kind, int device, size_t len,
 			    void **ptr_p);
 
-/** Free what tern_mem_alloc() gave, with the same kind. Shared memory
- * stays mapped by peers that mapped it until they let go (closed the
- * peer), but is no longer this process's. NULL: 0.
- * @return 0; -TERN_EHMEM; -EINVAL (shared: not such an allocation). */
+/**
+ * Free what tern_mem_alloc() gave, of the @p kind it was given as, however
+ * it was aligned. Shared memory stays mapped by peers that mapped it until
+ * they let go (removed the peer), but is no longer this process's.
+ * NULL: 0. @return 0; -TERN_EHMEM; -EINVAL (CUDA memory where CUDA is
+ * absent, an unknown kind, shared memory that is not such an allocation).
+ */
 TERN_API int tern_mem_free(enum tern_mem_kind kind, void *ptr);
 
 /**

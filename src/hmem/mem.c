@@ -9,6 +9,7 @@
 
 #include "../core/core.h"
 #include "cuda.h"
+#include "thp.h"
 
 int tern_mem_probe(enum tern_mem_kind kind, struct tern_mem_info *info)
 {
@@ -55,7 +56,6 @@ int tern_mem_alloc(enum tern_mem_kind kind, int device, size_t len,
 	const struct tern__cu *cu;
 	tern_cu_ptr p = 0;
 	tern_cu_result r;
-	void *h;
 	int ret;
 
 	if (ptr_p == NULL || len == 0)
@@ -63,10 +63,13 @@ int tern_mem_alloc(enum tern_mem_kind kind, int device, size_t len,
 	if (kind == TERN_MEM_SHARED)
 		return tern__shmem_alloc(len, ptr_p);
 	if (kind == TERN_MEM_HOST) {
-		if (posix_memalign(&h, 4096, len) != 0)
-			return -ENOMEM;
-		*ptr_p = h;
-		return 0;
+		int on = tern__thp_on();
+		/* The mode is read only where it decides something. */
+		enum tern__thp mode = on && len >= TERN__THP_SIZE
+					      ? tern__thp_mode(NULL)
+					      : TERN__THP_ABSENT;
+
+		return tern__mem_host_alloc(len, on, mode, ptr_p);
 	}
 	if (kind != TERN_MEM_CUDA || device < 0)
 		return -EINVAL;
@@ -94,6 +97,7 @@ int tern_mem_free(enum tern_mem_kind kind, void *ptr)
 	if (ptr == NULL)
 		return 0;
 	if (kind == TERN_MEM_HOST) {
+		/* posix_memalign at any alignment (thp.c) */
 		free(ptr);
 		return 0;
 	}

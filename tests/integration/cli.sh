@@ -135,6 +135,10 @@ t 1 "--json=/dev/full: writing it: No space" "$TERN" bench --provider shm --size
 t 2 "--csv x.csv: a --listen peer has no results" "$TERN" bench --listen --csv x.csv
 # shm offers FI_HMEM in Debian's build, but tern stages GPU buffers there.
 t 0 "GPU buffers    staged" "$TERN" info --provider shm
+# The mode of transparent huge pages, and what tern does under it.
+t 0 "transparent huge pages: " "$TERN" info --provider shm
+t 0 '"tern_aligns": false, "tern_advises": false' env TERN_THP=0 "$TERN" info --json --provider shm
+t 0 "TERN_THP=0: tern neither aligns nor advises" env TERN_THP=0 "$TERN" info --provider shm
 # tern ping with no peer starts a local one, as tern bench does.
 t 0 "rt/s" "$TERN" ping --provider shm --sizes 8 --iters 50 --warmup 5
 # tern --help names every TERN_* variable the sources read.

@@ -21,6 +21,10 @@
  * --idle measures the pass that finds nothing, the one a waiting side
  * spins on: tern_progress() against a bare fi_cq_read() on the same rail,
  * connected, nothing in flight, in ABBA pairs of blocks.
+ * --inject 1 (or 2) adds tern's writes with small writes injected
+ * ($TERN_INJECT=1, or 2: also shm's queue for plain ones) against tern's
+ * writes with none ($TERN_INJECT=0), switched block by block on the same
+ * ctx: inj = bandwidth injecting / not (docs/performance.md).
  * --peer-loop adds tern's writes with the target switched, block by
  * block, between tern_wait() (as `tern bench --listen` waits) and the
  * bare fi_cq_read() loop of bench/raw's target: on shm the target's
@@ -75,6 +79,7 @@ struct ip_opts {
 	unsigned int pairs;
 	uint64_t block_bytes;
 	int control;
+	int inject; /* --inject 1|2: tern injecting against tern not */
 	int peer_loop;
 	int idle;
 };
@@ -116,6 +121,8 @@ struct ip {
 	uint64_t raddr, rkey;
 	struct fi_context2 *fictx;
 	unsigned int inflight;
+	size_t inject_max0; /* the ctx's own, as $TERN_INJECT set them */
+	int rma_queue0;
 };
 
 static uint64_t now_ns(void)
@@ -404,6 +411,19 @@ static int peer_mode(struct ip *p, int mode)
 	return 0;
 }
 
+/* A block of tern's writes with small writes injected (@on: --inject's
+ * mode) or not: the ctx's and the rail's switches, as $TERN_INJECT sets
+ * them at open. */
+static uint64_t inject_block(struct ip *p, int on, size_t size, uint64_t count)
+{
+	struct tern_rail *rail = &p->ctx->rails[0];
+
+	p->ctx->inject_max = on ? p->ctx->inject_size : 0;
+	rail->prov.rma_queue = on && p->o->inject == 2 &&
+			       strcmp(p->ctx->prov_name, "shm") == 0;
+	return block(p, 0, size, count);
+}
+
 /* A block of tern's writes with the target on loop @mode. */
 static uint64_t peer_block(struct ip *p, int mode, size_t size, uint64_t count)
 {
@@ -439,7 +459,7 @@ static void median_ci(double *v, unsigned int n, double *med, double *lo,
  * raw (and with --control, of tern and tern). Prints one line.
  */
 static int measure(struct ip *p, size_t size, double *ratio, double *tbw,
-		   double *rbw, double *ctl, double *pl)
+		   double *rbw, double *ctl, double *pl, double *inj)
 {
 	const struct ip_opts *o = p->o;
 	unsigned int n = o->pairs;
@@ -469,6 +489,15 @@ static int measure(struct ip *p, size_t size, double *ratio, double *tbw,
 			ctl[i] = first ? (double)t[1] / (double)t[0]
 				       : (double)t[0] / (double)t[1];
 		}
+		if (o->inject) {
+			t[first] = inject_block(p, first, size, count);
+			t[!first] = inject_block(p, !first, size, count);
+			if (t[0] == 0 || t[1] == 0)
+				return -EIO;
+			inj[i] = (double)t[0] / (double)t[1];
+			p->ctx->inject_max = p->inject_max0;
+			p->ctx->rails[0].prov.rma_queue = p->rma_queue0;
+		}
 		if (o->peer_loop) {
 			/* tern's writes, the target on tern_wait() or bare */
 			t[first] = peer_block(p, first, size, count);
@@ -490,6 +519,11 @@ static int measure(struct ip *p, size_t size, double *ratio, double *tbw,
 		median_ci(ctl, n, &med[0], &lo[0], &hi[0]);
 		printf(" control=%.3f control_lo=%.3f control_hi=%.3f", med[0],
 		       lo[0], hi[0]);
+	}
+	if (o->inject) {
+		median_ci(inj, n, &med[0], &lo[0], &hi[0]);
+		printf(" inj=%.3f inj_lo=%.3f inj_hi=%.3f", med[0], lo[0],
+		       hi[0]);
 	}
 	if (o->peer_loop) {
 		median_ci(pl, n, &med[0], &lo[0], &hi[0]);
@@ -595,7 +629,7 @@ static int initiator(const struct ip_opts *o, struct ip_shared *sh,
 	p.reqs = calloc(o->window, sizeof(*p.reqs));
 	p.free = calloc(o->window, sizeof(*p.free));
 	p.fictx = calloc(o->window, sizeof(*p.fictx));
-	v = calloc(5 * (size_t)o->pairs, sizeof(*v));
+	v = calloc(6 * (size_t)o->pairs, sizeof(*v));
 	if (ret == 0 && (!p.reqs || !p.free || !p.fictx || !v))
 		ret = -ENOMEM;
 	if (ret == 0) {
@@ -624,6 +658,8 @@ static int initiator(const struct ip_opts *o, struct ip_shared *sh,
 	p.addr = p.peer->fiaddr[0];
 	p.raddr = tern__raddr(&p.rdesc, 0);
 	p.rkey = p.rdesc.keys[0];
+	p.inject_max0 = p.ctx->inject_max;
+	p.rma_queue0 = p.ctx->rails[0].prov.rma_queue;
 	for (unsigned int i = 0; i < o->window; i++) {
 		tern_req_init(&p.reqs[i], tern_done, &p);
 		p.free[p.nfree++] = i;
@@ -633,10 +669,10 @@ static int initiator(const struct ip_opts *o, struct ip_shared *sh,
 	       p.ctx->prov_name, o->window, o->batch, o->pairs, o->block_bytes,
 	       o->control ? ", with the tern/tern control" : "");
 	for (unsigned int k = 0; k < o->nsizes && ret == 0; k++)
-		ret = measure(&p, (size_t)o->sizes[k], v, v + o->pairs,
-			      v + 2 * (size_t)o->pairs,
-			      v + 3 * (size_t)o->pairs,
-			      v + 4 * (size_t)o->pairs);
+		ret = measure(
+			&p, (size_t)o->sizes[k], v, v + o->pairs,
+			v + 2 * (size_t)o->pairs, v + 3 * (size_t)o->pairs,
+			v + 4 * (size_t)o->pairs, v + 5 * (size_t)o->pairs);
 	if (ret == 0 && o->idle) {
 		ret = measure_idle(&p, v, v + o->pairs,
 				   v + 2 * (size_t)o->pairs);
@@ -666,7 +702,7 @@ static void usage(FILE *f)
 		"[--sizes 8,4K,64K,1M,16M]\n"
 		"              [--window 64] [--batch 16] [--pairs 40] "
 		"[--block-bytes 32M] [--control]\n"
-		"              [--peer-loop] [--idle]\n"
+		"              [--inject 1|2] [--peer-loop] [--idle]\n"
 		"tern_write()/tern_progress() against fi_writemsg()/"
 		"fi_cq_read() on the same tern\n"
 		"endpoint, in alternating blocks of one process; prints the "
@@ -674,6 +710,10 @@ static void usage(FILE *f)
 		"tern/raw of bandwidth, median [95%% CI], per size.\n"
 		"  --control    also tern against tern: what the method "
 		"resolves\n"
+		"  --inject M   also tern with small writes injected "
+		"($TERN_INJECT=M) against\n"
+		"               tern without (inj=: bandwidth with / "
+		"without)\n"
 		"  --peer-loop  also tern's writes with the target on "
 		"tern_wait() against\n"
 		"               a bare fi_cq_read() loop (peer=): what "
@@ -746,6 +786,7 @@ static int parse_opts(int argc, char **argv, struct ip_opts *o)
 		{ "pairs", required_argument, NULL, 'P' },
 		{ "block-bytes", required_argument, NULL, 'B' },
 		{ "control", no_argument, NULL, 'c' },
+		{ "inject", required_argument, NULL, 'j' },
 		{ "peer-loop", no_argument, NULL, 'L' },
 		{ "idle", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
@@ -799,6 +840,14 @@ static int parse_opts(int argc, char **argv, struct ip_opts *o)
 			break;
 		case 'c':
 			o->control = 1;
+			break;
+		case 'j':
+			if (strcmp(optarg, "1") != 0 &&
+			    strcmp(optarg, "2") != 0) {
+				fprintf(stderr, "inproc: --inject: 1 or 2\n");
+				return -1;
+			}
+			o->inject = optarg[0] - '0';
 			break;
 		case 'L':
 			o->peer_loop = 1;

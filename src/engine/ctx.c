@@ -239,6 +239,10 @@ static void decode_caps(struct tern_ctx *ctx, const struct tern__prov_caps *c)
 	ctx->rx_size = c->rx_size;
 	ctx->cq_data_size = c->cq_data_size;
 	ctx->inject_size = c->inject_size;
+	ctx->inject_max = tern__env_long("TERN_INJECT", TERN__INJECT_DEFAULT, 0,
+					 2) != 0
+				  ? c->inject_size
+				  : 0;
 	ctx->max_msg_size = c->max_msg_size;
 	ctx->mr_key_size = c->mr_key_size;
 	ctx->link_speed = c->link_speed;

@@ -204,6 +204,7 @@ struct tern_rail {
 	uint32_t nfree;
 	uint64_t *scratch; /* 3 words per slot, registered as ctx->scratch_mr */
 	uint64_t orphan_errs; /* completion errors that name no request */
+	uint64_t post_errs;   /* posts the provider failed (not -EAGAIN) */
 	/* On a sync_rma rail (src/prov/prov.h): the contexts of the writes
 	 * and reads that may complete inside their post, in post order,
 	 * until their completions come. A failure that comes back with no
@@ -368,6 +369,11 @@ struct tern_ctx {
 	size_t rx_size;
 	size_t cq_data_size;
 	size_t inject_size;
+	/* Writes of at most this many bytes from host memory, without
+	 * delivery complete, are posted as copies the provider takes
+	 * (TERN__PF_INJECT) and complete from the progress pass that posts
+	 * them (post.h). 0: none ($TERN_INJECT=0). */
+	size_t inject_max;
 	uint64_t max_msg_size;
 	uint64_t max_rma_size; /* longer writes and reads are split */
 	int tagged;	       /* messages tagged; else bounce.c matches them */

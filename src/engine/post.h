@@ -18,7 +18,13 @@ int tern__post_failed(struct tern_rail *rail, struct tern_req *req,
 
 /* A write or read @context posted with @flags went out: on a rail whose
  * provider may complete it inside the post (engine.h: sync_ring), note
- * it. One test of a field elsewhere. */
+ * it. One test of a field elsewhere. Writes with immediate and delivery
+ * complete never take shm's fast path; an injected write the provider
+ * took (TERN__PROV_TAKEN) is never noted: no entry of its can come, nor
+ * a failure without context (its failures are the post's return). A
+ * small plain write carried through shm's queue (prov_inline.h) is
+ * noted: it completes inside its post, in order, with its context, so
+ * the ring stays in post order. */
 static inline void tern__sync_note(struct tern_rail *rail, void *context,
 				   uint64_t flags)
 {
@@ -46,7 +52,37 @@ static inline __attribute__((always_inline)) ssize_t tern__post_rma(
 	return ret;
 }
 
-/* tern__rail_post(), with writes and reads inline. */
+/*
+ * Small writes. A write or write with immediate of at most
+ * ctx->inject_max bytes (the provider's inject size), from host memory,
+ * not asking for delivery complete, goes to the provider as a copy it
+ * takes (TERN__PF_INJECT). Where the provider then answers
+ * TERN__PROV_TAKEN no completion will come: the request is finished onto
+ * ctx->ready by the posting pass (progress.c), so its callback runs from
+ * progress as every other, exactly once, and it holds no tx credit (the
+ * provider's own queue limits it: -FI_EAGAIN, parked and re-posted as
+ * always). Its completion means the provider has the bytes: the buffer
+ * may be reused, as after any write's completion; a failure the provider
+ * meets later is not reported (docs/api.md). Never injected: reads,
+ * delivery complete (staging's chunks before an immediate, which must
+ * have landed), device memory (fi_inject_write() takes no descriptor),
+ * batches and striped chunks (rail slots: their completions count the
+ * batch).
+ */
+static inline __attribute__((always_inline)) uint64_t tern__inject_flag(
+	const struct tern_rail *rail, const struct tern_req *req)
+{
+	const struct tern__req_priv *rp = tern__rp(req);
+
+	if (req->len <= rail->ctx->inject_max &&
+	    !(rp->xflags & TERN__XF_DELIVER) && rp->mr->kind == TERN_MEM_HOST)
+		return TERN__PF_INJECT;
+	return 0;
+}
+
+/* tern__rail_post(), with writes and reads inline. 0: posted (one
+ * completion will come), TERN__PROV_TAKEN: posted, none will come (a
+ * small write, above), or <0. */
 static inline __attribute__((always_inline)) int tern__rail_post_inline(
 	struct tern_rail *rail, struct tern_req *req, int more)
 {
@@ -59,12 +95,14 @@ static inline __attribute__((always_inline)) int tern__rail_post_inline(
 		return tern__rail_post(rail, req, more);
 	if (op == TERN__OP_WRITE_IMM)
 		flags |= TERN__PF_IMM;
+	if (op != TERN__OP_READ)
+		flags |= tern__inject_flag(rail, req);
 	ret = tern__post_rma(rail, req, tern__rp(req)->buf, req->len,
 			     tern__rp(req)->u.rma.raddr,
 			     tern__rp(req)->u.rma.rkey, tern__rp(req)->fictx,
 			     flags);
-	if (tern_likely(ret == 0))
-		return 0;
+	if (tern_likely(ret == 0 || ret == TERN__PROV_TAKEN))
+		return (int)ret;
 	return tern__post_failed(rail, req, ret);
 }
 

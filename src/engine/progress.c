@@ -294,7 +294,11 @@ static void post_queue(struct tern_ctx *ctx, struct tern_rail *rail,
 		tern__reqq_remove(q, req);
 		n--;
 		if (ret != 0) {
-			tern__req_complete(ctx, req, ret);
+			/* Failed, or a small write the provider took: no
+			 * completion will come (post.h); done, callback at
+			 * the end of this pass, no credit held. */
+			tern__req_complete(ctx, req,
+					   ret == TERN__PROV_TAKEN ? 0 : ret);
 			req = next;
 			continue;
 		}

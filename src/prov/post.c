@@ -9,6 +9,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
 #include "../core/core.h"
@@ -52,6 +53,16 @@ __attribute__((cold)) int tern__prov_cq_failed(unsigned int idx, ssize_t ret)
 {
 	tern_warn("rail %u: fi_cq_read: %s", idx, fi_strerror((int)-ret));
 	return -TERN_EPROV;
+}
+
+__attribute__((cold)) ssize_t tern__prov_rma_no_inject(
+	struct tern__prov_rail *r, struct fi_msg_rma *msg, uint64_t flags)
+{
+	tern_info("fi_inject_write: %s: small writes are posted whole, with "
+		  "their completions",
+		  fi_strerror(FI_ENOSYS));
+	r->rma_inject_off = 1;
+	return fi_writemsg(r->ep, msg, flags);
 }
 
 ssize_t tern__prov_tsend(struct tern__prov_rail *r, void *buf, size_t len,

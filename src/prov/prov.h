@@ -45,6 +45,13 @@ struct tern__prov_rail {
 	 * with no context: shm's fast RMA on libfabric 1.17
 	 * (quirks.c). Set by tern__prov_rail_open(). */
 	int sync_rma;
+	/* Plain writes of at most the inject size go through the peer's
+	 * queue as two remote pieces, not its one-copy fast path
+	 * (prov_inline.h: shm). Set by tern__prov_rail_open(). */
+	int rma_queue;
+	/* The provider answered an RMA inject with -FI_ENOSYS: small writes
+	 * are posted whole (prov_inline.h). */
+	int rma_inject_off;
 	/* shm on libfabric 2.x: 1 while its AV entries are tracked so that
 	 * no endpoint of this process closes under another's AV entry,
 	 * 2 once closed (shmpark.c) */
@@ -62,6 +69,12 @@ struct tern__prov {
 	struct fid_fabric *fabrics[TERN_MAX_RAILS];
 	unsigned int nfabrics;
 };
+
+/* $TERN_INJECT unset: 0 never injects, 1 injects writes of at most the
+ * inject size (fi_inject_write()), 2 also carries plain ones through
+ * shm's queue (prov_inline.h). Read by the engine (ctx.c) and at rail
+ * open (rail.c). */
+#define TERN__INJECT_DEFAULT 1
 
 /* What a ctx asks for (tern_ctx_attr and the environment, resolved). */
 struct tern__prov_want {

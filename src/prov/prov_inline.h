@@ -30,6 +30,14 @@
 #define TERN__PF_MORE	 FI_MORE /* more posts follow: the provider may wait */
 #define TERN__PF_IMM	 FI_REMOTE_CQ_DATA    /* carry @data to the target */
 #define TERN__PF_DELIVER FI_DELIVERY_COMPLETE /* complete once delivered */
+/* A write the provider may take a copy of (at most its inject size): then
+ * tern__prov_rma() returns TERN__PROV_TAKEN and no completion comes. */
+#define TERN__PF_INJECT FI_INJECT
+
+/* tern__prov_rma(): the provider took a copy of the write and will not
+ * complete it (fi_inject_write(3)): the buffer is free, the engine
+ * completes the request itself. */
+#define TERN__PROV_TAKEN 1
 
 /* Any peer (a receive's @addr). */
 #define TERN__PROV_ADDR_ANY FI_ADDR_UNSPEC
@@ -120,8 +128,81 @@ static inline ssize_t tern__prov_cq_read(struct tern__prov_rail *r,
 	return got;
 }
 
+/* The rail's provider has no RMA inject (efa-direct: fi_no_rma_inject,
+ * though it reports an inject size): post @msg whole from now on (post.c).
+ * Cold. */
+ssize_t tern__prov_rma_no_inject(struct tern__prov_rail *r,
+				 struct fi_msg_rma *msg, uint64_t flags);
+
+/*
+ * Small writes (TERN__PF_INJECT: at most the provider's inject size, not
+ * delivery complete), off the common path of tern__prov_rma().
+ *
+ * Where the rail carries plain small writes through the peer's queue
+ * (rma_queue: shm with $TERN_INJECT=2), a plain write goes as
+ * fi_writemsg() with its remote range in two halves. shm
+ * (smr_generic_rma(), libfabric 1.17 to 2.x) copies a write of one remote
+ * piece without remote CQ data itself, with process_vm_writev() inside
+ * the post: one system call per write, however small. A write of two
+ * pieces, like a write with data, goes inline in the peer's command (up
+ * to about 200 bytes) or through one of its inject buffers (up to 4 KiB):
+ * a memcpy, no system call; the peer copies it into place as it
+ * progresses and checks the key only then (a bad one is dropped there,
+ * unreported). It completes inside the post, with its context.
+ *
+ * Else the write is injected (fi_inject_write(), fi_inject_writedata()):
+ * the provider copies the source or sends it before returning, and no
+ * completion comes, neither success nor failure. A failure the provider
+ * sees inside the call is its return value (shm's fast path, 1.17: a
+ * peer's unmapped memory is -FI_EIO; from 1.18 -FI_EAGAIN, re-posted).
+ * One it meets later is not reported to us at all: tcp (1.17 and 2.x)
+ * logs it ("inject transfer failed") and drops it, rxm frees its buffer
+ * and counts it on a counter tern does not bind, shm's target drops a
+ * write with data it cannot place. So an injected write never leaves an
+ * error entry, with or without a context, in the CQ (src/engine/ops.c,
+ * sync_rma).
+ */
+static inline __attribute__((always_inline)) ssize_t tern__prov_rma_small(
+	struct tern__prov_rail *r, struct fi_msg_rma *msg, uint64_t flags)
+{
+	const struct iovec *iov = msg->msg_iov;
+	const struct fi_rma_iov *rma = msg->rma_iov;
+	struct fi_rma_iov half[2];
+	ssize_t ret;
+
+	flags &= ~(uint64_t)TERN__PF_INJECT;
+	if (r->rma_queue && !(flags & TERN__PF_IMM) && iov->iov_len >= 2) {
+		half[0] = (struct fi_rma_iov){ .addr = rma->addr,
+					       .len = iov->iov_len / 2,
+					       .key = rma->key };
+		half[1] = (struct fi_rma_iov){
+			.addr = rma->addr + half[0].len,
+			.len = iov->iov_len - half[0].len,
+			.key = rma->key,
+		};
+		msg->rma_iov = half;
+		msg->rma_iov_count = 2;
+		return fi_writemsg(r->ep, msg, flags);
+	}
+	if (__builtin_expect(r->rma_inject_off, 0))
+		return fi_writemsg(r->ep, msg, flags);
+	if (flags & TERN__PF_IMM)
+		ret = fi_inject_writedata(r->ep, iov->iov_base, iov->iov_len,
+					  msg->data, msg->addr, rma->addr,
+					  rma->key);
+	else
+		ret = fi_inject_write(r->ep, iov->iov_base, iov->iov_len,
+				      msg->addr, rma->addr, rma->key);
+	if (__builtin_expect(ret == 0, 1))
+		return TERN__PROV_TAKEN;
+	if (ret == -FI_ENOSYS)
+		return tern__prov_rma_no_inject(r, msg, flags);
+	return ret;
+}
+
 /* An RMA write (or, with @read, a read) of @len bytes at @buf (@desc) to
- * @raddr/@key at peer @addr; @data goes with TERN__PF_IMM. 0 or -FI_E*
+ * @raddr/@key at peer @addr; @data goes with TERN__PF_IMM. 0,
+ * TERN__PROV_TAKEN (TERN__PF_INJECT: no completion will come) or -FI_E*
  * (tern__prov_post_error()). */
 static inline __attribute__((always_inline)) ssize_t tern__prov_rma(
 	struct tern__prov_rail *r, int read, void *buf, size_t len, void *desc,
@@ -143,6 +224,8 @@ static inline __attribute__((always_inline)) ssize_t tern__prov_rma(
 
 	if (read)
 		return fi_readmsg(r->ep, &msg, flags);
+	if (flags & TERN__PF_INJECT)
+		return tern__prov_rma_small(r, &msg, flags);
 	return fi_writemsg(r->ep, &msg, flags);
 }
 #endif /* TERN_PROV_FAKE */

@@ -115,6 +115,20 @@ static int source_trusted(const char *prov)
 	return prov != NULL && strcmp(prov, "shm") == 0;
 }
 
+/*
+ * Does the rail carry plain small writes through the peer's queue
+ * (tern__prov_rail.rma_queue, prov_inline.h)? shm does, where a write may
+ * name two remote pieces: its own fast path for plain writes is one
+ * process_vm_writev() each, its queue a memcpy. $TERN_INJECT below 2
+ * keeps the fast path (docs/api.md).
+ */
+static int rma_queue_wanted(const struct fi_info *fi)
+{
+	return tern__env_long("TERN_INJECT", TERN__INJECT_DEFAULT, 0, 2) >= 2 &&
+	       strcmp(fi->fabric_attr->prov_name, "shm") == 0 &&
+	       fi->tx_attr->rma_iov_limit >= 2;
+}
+
 /* Why an offering lacks something tern needs, or NULL when it is usable:
  * the exact capability or limit, as libfabric names it. */
 const char *tern__info_unusable(const struct fi_info *fi)
@@ -502,6 +516,8 @@ void tern__prov_caps(const struct tern__prov *p,
 			continue;
 		caps->tx_size = TERN_MIN(caps->tx_size, ri->tx_attr->size);
 		caps->rx_size = TERN_MIN(caps->rx_size, ri->rx_attr->size);
+		caps->inject_size = TERN_MIN(caps->inject_size,
+					     ri->tx_attr->inject_size);
 		snprintf(caps->domain_name + l, sizeof(caps->domain_name) - l,
 			 ",%s", ri->domain_attr->name);
 	}
@@ -673,6 +689,8 @@ again:
 		    source_trusted(fi->fabric_attr->prov_name);
 	r->fix_rx_flags = tern__prov_quirk_rx_flags(fi);
 	r->sync_rma = tern__prov_quirk_sync_rma(fi);
+	r->rma_queue = rma_queue_wanted(fi);
+	r->rma_inject_off = 0;
 	what = "fi_getname";
 	ret = fi_getname(&r->ep->fid, addr, addrlen_p);
 	if (ret != 0)

@@ -928,6 +928,11 @@ static ssize_t do_recv(struct fake_ep *ep, void *buf, size_t len, void *desc,
 	return 0;
 }
 
+/* An injected write (fi_inject_write(3)): no descriptor, and no
+ * completion, neither success nor failure (as tcp's: a failure is
+ * dropped). Set around do_rma() by the inject calls. */
+static int injecting;
+
 static ssize_t do_rma(struct fake_ep *ep, int write, void *buf, size_t len,
 		      void *desc, fi_addr_t dest, uint64_t addr, uint64_t key,
 		      void *ctx, int has_data, uint64_t data)
@@ -940,11 +945,13 @@ static ssize_t do_rma(struct fake_ep *ep, int write, void *buf, size_t len,
 		violate("RMA larger than max_rdma_size");
 		return -FI_EINVAL;
 	}
-	if (!desc_ok(ep, desc, buf, len)) {
+	if (!injecting && !desc_ok(ep, desc, buf, len)) {
 		violate("RMA without a local descriptor (FI_MR_LOCAL)");
 		return -FI_EINVAL;
 	}
 	tgt = ep_of_addr(ep, dest);
+	if (injecting && (!tgt || !rkey_find(key, addr, len, FI_REMOTE_WRITE)))
+		return 0;
 	if (!tgt) {
 		cq_push(ep->tx, ctx, fl, len, NULL, 0, FI_EHOSTUNREACH, 0);
 		return 0;
@@ -986,7 +993,8 @@ static ssize_t do_rma(struct fake_ep *ep, int write, void *buf, size_t len,
 				FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE,
 				len, NULL, data, 0, addr_in(tgt, ep->addr));
 	}
-	cq_push(ep->tx, ctx, fl, 0, NULL, 0, 0, 0);
+	if (!injecting)
+		cq_push(ep->tx, ctx, fl, 0, NULL, 0, 0, 0);
 	return 0;
 }
 
@@ -1111,6 +1119,39 @@ static ssize_t ep_writedata(struct fid_ep *e, const void *buf, size_t len,
 		      data);
 }
 
+static ssize_t inject_rma(struct fid_ep *e, const void *buf, size_t len,
+			  fi_addr_t dest, uint64_t addr, uint64_t key,
+			  int has_data, uint64_t data)
+{
+	struct fake_ep *ep = EP(e);
+	ssize_t ret;
+
+	/* efa-direct has no RMA inject (libfabric 2.x efa_rma_ops:
+	 * fi_no_rma_inject), though it reports an inject size. */
+	if (ep->dom->direct)
+		return -FI_ENOSYS;
+	if (len > 4096)
+		return -FI_EMSGSIZE;
+	injecting = 1;
+	ret = do_rma(ep, 1, (void *)buf, len, NULL, dest, addr, key, NULL,
+		     has_data, data);
+	injecting = 0;
+	return ret;
+}
+
+static ssize_t ep_inject_write(struct fid_ep *e, const void *buf, size_t len,
+			       fi_addr_t dest, uint64_t addr, uint64_t key)
+{
+	return inject_rma(e, buf, len, dest, addr, key, 0, 0);
+}
+
+static ssize_t ep_inject_writedata(struct fid_ep *e, const void *buf,
+				   size_t len, uint64_t data, fi_addr_t dest,
+				   uint64_t addr, uint64_t key)
+{
+	return inject_rma(e, buf, len, dest, addr, key, 1, data);
+}
+
 static ssize_t ep_read(struct fid_ep *e, void *buf, size_t len, void *desc,
 		       fi_addr_t src, uint64_t addr, uint64_t key, void *ctx)
 {
@@ -1175,7 +1216,9 @@ static struct fi_ops_rma rma_ops = {
 	.write = ep_write,
 	.writev = ep_writev,
 	.writemsg = ep_writemsg,
+	.inject = ep_inject_write,
 	.writedata = ep_writedata,
+	.injectdata = ep_inject_writedata,
 };
 
 /* efa fabric: 64-bit fetch-add and compare-swap, emulated. */

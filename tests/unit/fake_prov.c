@@ -148,6 +148,8 @@ static ssize_t fake_record(struct fake_call *c)
 
 	if (fk.script_pos < fk.nscript)
 		ret = fk.script[fk.script_pos++];
+	if (ret == 0 && fk.inject_takes && (c->flags & TERN__PF_INJECT))
+		ret = TERN__PROV_TAKEN;
 	c->ret = ret;
 	c->cq_reads = fk.cq_reads;
 	assert_true(fk.ncalls < FAKE_MAX_CALLS);

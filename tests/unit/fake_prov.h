@@ -78,6 +78,9 @@ struct fake {
 	size_t nscript, script_pos;
 	/* On a successful post, queue its successful completion. */
 	int auto_complete;
+	/* A write posted with TERN__PF_INJECT whose script says 0 is taken
+	 * (TERN__PROV_TAKEN): no completion, as fi_inject_write(). */
+	int inject_takes;
 	int cancel_ret;
 	/* A successful cancel queues the -ECANCELED completion. */
 	int cancel_completes;

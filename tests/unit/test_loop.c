@@ -644,6 +644,139 @@ static void test_sync_rma_out_of_order_stops(void **state)
 	assert_int_equal(rail->tx_credits, 8);
 }
 
+/* Small writes the provider takes as copies (TERN__PF_INJECT answered
+ * TERN__PROV_TAKEN: fi_inject_write(), no completion will come) complete
+ * from the progress pass that posted them, once, holding no credit and
+ * never noted for sync_rma attribution; larger writes, reads, delivery
+ * complete and device memory are not offered; a refusal re-posts it, a
+ * failed post completes it with the error, a queued one cancels. */
+/* Forget the calls recorded so far and any script (the rails stay). */
+static void forget_calls(void)
+{
+	fk.ncalls = 0;
+	fk.nscript = fk.script_pos = 0;
+}
+
+static void test_inject_small_writes(void **state)
+{
+	struct env *e = *state;
+	struct tern_rail *rail = &e->ctx->rails[0];
+	static const ssize_t rets[] = { -EAGAIN };
+	struct tracked w[3], big, wi, rd, dc, fail, can;
+
+	e->ctx->inject_max = 64;
+	fk.inject_takes = 1;
+	e->rdesc.flags |= TERN_MR_DESC_REMOTE_READ;
+	sync_rail(e);
+	for (unsigned int i = 0; i < 3; i++)
+		assert_int_equal(write_nth(e, &w[i], i), 0);
+	track_init(&big);
+	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, 65, &e->rdesc, 0,
+				    &big.req),
+			 0);
+	track_init(&wi);
+	assert_int_equal(tern_write_imm(&e->peer, &e->mr, e->buf, 64, &e->rdesc,
+					0, 9, &wi.req),
+			 0);
+	track_init(&rd);
+	assert_int_equal(
+		tern_read(&e->peer, &e->mr, e->buf, 8, &e->rdesc, 0, &rd.req),
+		0);
+	/* Posts only queue. */
+	assert_int_equal(fk.ncalls, 0);
+	assert_int_equal(w[0].calls, 0);
+	/* One pass of 4 (post_batch), then the rest: each injected write's
+	 * callback runs at the end of the pass that posted it. */
+	assert_int_equal(tern_progress(e->ctx), 3);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(fk.ncalls, 6);
+	for (unsigned int i = 0; i < 3; i++) {
+		assert_int_equal(w[i].calls, 1);
+		assert_int_equal(w[i].status, 0);
+		assert_int_equal(w[i].done_in_cb, 1);
+		assert_true(fk.calls[i].flags & TERN__PF_INJECT);
+		assert_int_equal(fk.calls[i].ret, TERN__PROV_TAKEN);
+	}
+	assert_false(fk.calls[3].flags & TERN__PF_INJECT); /* 65 bytes */
+	assert_true(fk.calls[4].flags & TERN__PF_INJECT);
+	assert_true(fk.calls[4].flags & TERN__PF_IMM);
+	assert_int_equal(fk.calls[4].data, 9);
+	assert_false(fk.calls[5].flags & TERN__PF_INJECT); /* the read */
+	assert_int_equal(wi.calls, 1);
+	assert_int_equal(big.calls, 0);
+	assert_int_equal(rd.calls, 0);
+	/* Only the two the provider completes hold credits, are on the
+	 * posted list and noted in post order. */
+	assert_int_equal(rail->tx_credits, 6);
+	assert_int_equal(e->ctx->posted.len, 2);
+	assert_int_equal(rail->sync_n, 2);
+	assert_int_equal(e->peer.inflight, 2);
+	assert_int_equal(e->mr.inflight, 2);
+	cq_ok(ctx_of(&big), 65, 0, 0);
+	cq_ok(ctx_of(&rd), 8, 0, 0);
+	while (tern_progress(e->ctx) > 0)
+		;
+	assert_int_equal(big.calls, 1);
+	assert_int_equal(rd.calls, 1);
+	assert_int_equal(rail->tx_credits, 8);
+	assert_int_equal(rail->sync_n, 0);
+	assert_non_null(rail->sync_ring);
+	for (unsigned int i = 0; i < 3; i++)
+		assert_int_equal(w[i].calls, 1);
+
+	/* Refused: stays queued, re-posted as a copy on a later pass. */
+	forget_calls();
+	fake_script(TERN_ARRAY_SIZE(rets), rets);
+	assert_int_equal(write_nth(e, &w[0], 0), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	assert_int_equal(w[0].calls, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(w[0].calls, 1);
+	assert_int_equal(fk.ncalls, 2);
+
+	/* A failed post completes it with the error, once. */
+	forget_calls();
+	{
+		static const ssize_t eio[] = { -TERN_EPROV };
+
+		fake_script(TERN_ARRAY_SIZE(eio), eio);
+	}
+	assert_int_equal(write_nth(e, &fail, 0), 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(fail.calls, 1);
+	assert_int_equal(fail.status, -TERN_EPROV);
+
+	/* Cancelled while queued: -ECANCELED from progress, never posted. */
+	forget_calls();
+	assert_int_equal(write_nth(e, &can, 0), 0);
+	assert_int_equal(tern_req_cancel(e->ctx, &can.req), 0);
+	assert_int_equal(can.calls, 0);
+	assert_int_equal(tern_progress(e->ctx), 1);
+	assert_int_equal(can.calls, 1);
+	assert_int_equal(can.status, -ECANCELED);
+	assert_int_equal(fk.ncalls, 0);
+
+	/* Delivery complete (staging's chunks) and device memory: never. */
+	assert_int_equal(write_nth(e, &dc, 0), 0);
+	tern__rp(&dc.req)->xflags |= TERN__XF_DELIVER;
+	e->mr.kind = TERN_MEM_CUDA;
+	assert_int_equal(write_nth(e, &w[1], 1), 0);
+	assert_int_equal(tern_progress(e->ctx), 0);
+	e->mr.kind = TERN_MEM_HOST;
+	assert_int_equal(fk.ncalls, 2);
+	assert_false(fk.calls[0].flags & TERN__PF_INJECT);
+	assert_true(fk.calls[0].flags & TERN__PF_DELIVER);
+	assert_false(fk.calls[1].flags & TERN__PF_INJECT);
+	cq_ok(ctx_of(&dc), 64, 0, 0);
+	cq_ok(ctx_of(&w[1]), 64, 0, 0);
+	while (tern_progress(e->ctx) > 0)
+		;
+	assert_int_equal(dc.calls, 1);
+	assert_int_equal(w[1].calls, 1);
+	assert_int_equal(rail->tx_credits, 8);
+	assert_int_equal(e->peer.inflight, 0);
+}
+
 /* A completed request is posted again without tern_req_init(): the post
  * clears the last results (an error's status, text and provider errno)
  * and keeps the callback and data. */
@@ -2873,6 +3006,7 @@ int main(void)
 		T(test_completion_error_provider),
 		T(test_sync_rma_attributes_failures),
 		T(test_sync_rma_out_of_order_stops),
+		T(test_inject_small_writes),
 		T(test_request_reposted_as_is),
 		T(test_completion_error_codes),
 		T(test_completion_recv_truncated),

@@ -102,6 +102,9 @@ struct bench_context {
 	char mem_peer[16];
 	char path_local[24];
 	char path_peer[24];
+	/* How tern reaches the peer (tern_peer_path()): "same host (local
+	 * path)" or "provider"; "" when not known. */
+	char route[32];
 	char command[512]; /* the command line, for the record */
 };
 

@@ -30,9 +30,16 @@ enum bench_op {
 struct bench_mem {
 	enum tern_mem_kind kind;
 	int device; /* CUDA device; 0 for host */
+	int shared; /* host memory from TERN_MEM_SHARED (docs/local.md) */
 };
 
-#define BENCH_MEM_NAME 16 /* "host", "cuda:N" */
+/* The kind to allocate @m's buffers as. */
+static inline enum tern_mem_kind bench_mem_alloc_kind(const struct bench_mem *m)
+{
+	return m->shared ? TERN_MEM_SHARED : m->kind;
+}
+
+#define BENCH_MEM_NAME 16 /* "host", "shared", "cuda:N" */
 
 struct bench_opts {
 	int op;

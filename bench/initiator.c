@@ -424,7 +424,7 @@ static int hello(struct runner *r, struct app_msgbox *mb, uint64_t max_size,
 		uint32_t dev = tern__wire_get_u32(ack.params + 4);
 		uint32_t path = tern__wire_get_u32(ack.params + 8);
 
-		if (kind > TERN_MEM_CUDA || dev > 1023 ||
+		if (kind > TERN_MEM_SHARED || dev > 1023 ||
 		    path > TERN_MR_PATH_STAGED) {
 			snprintf(why, whylen,
 				 "the bench responder's memory: kind %u, "
@@ -432,7 +432,10 @@ static int hello(struct runner *r, struct app_msgbox *mb, uint64_t max_size,
 				 kind, dev, path);
 			return -TERN_EPROTO;
 		}
-		r->peer_mem.kind = (enum tern_mem_kind)kind;
+		r->peer_mem.shared = kind == TERN_MEM_SHARED;
+		r->peer_mem.kind = kind == TERN_MEM_SHARED
+					   ? TERN_MEM_HOST
+					   : (enum tern_mem_kind)kind;
 		r->peer_mem.device = (int)dev;
 		*peer_path = (enum tern_mr_path)path;
 	}
@@ -535,7 +538,8 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	}
 	if (o->verify)
 		bench_mt_fill(r.pattern, max_size, o->seed);
-	ret = bench_mem_alloc(o->mem.kind, o->mem.device, max_size, &buf);
+	ret = bench_mem_alloc(bench_mem_alloc_kind(&o->mem), o->mem.device,
+			      max_size, &buf);
 	if (ret != 0) {
 		snprintf(why, whylen, "allocating %" PRIu64 " bytes of %s: %s",
 			 max_size, name, tern_strerror(ret));
@@ -583,6 +587,10 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 		       sizeof(rep->ctx.mem_peer));
 	snprintf(rep->ctx.path_peer, sizeof(rep->ctx.path_peer), "%s",
 		 tern_mr_path_str(path));
+	snprintf(rep->ctx.route, sizeof(rep->ctx.route), "%s",
+		 tern_peer_path(r.peer) == TERN_PATH_LOCAL
+			 ? "same host (local path)"
+			 : "provider");
 	tern_ctx_set_busy_poll(ctx, 1);
 	for (size_t i = 0; i < o->nsizes && ret == 0; i++) {
 		struct bench_point *pt = &rep->points[rep->npoints++];
@@ -628,7 +636,7 @@ out:
 	tern_mr_close(chkmr);
 	tern_mr_close(r.mr);
 	free(chk);
-	tern_mem_free(o->mem.kind, r.buf);
+	tern_mem_free(bench_mem_alloc_kind(&o->mem), r.buf);
 	free(r.pattern);
 	free(r.w);
 	app_msgbox_close(&mb);

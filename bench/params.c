@@ -55,6 +55,11 @@ int bench_mem_parse(const char *s, struct bench_mem *m)
 		*m = (struct bench_mem){ .kind = TERN_MEM_HOST };
 		return 0;
 	}
+	/* Host memory a same-host peer maps (docs/local.md). */
+	if (strcmp(s, "shared") == 0) {
+		*m = (struct bench_mem){ .kind = TERN_MEM_HOST, .shared = 1 };
+		return 0;
+	}
 	if (strcmp(s, "cuda") == 0) {
 		*m = (struct bench_mem){ .kind = TERN_MEM_CUDA };
 		return 0;
@@ -71,7 +76,9 @@ int bench_mem_parse(const char *s, struct bench_mem *m)
 
 const char *bench_mem_name(const struct bench_mem *m, char *buf, size_t len)
 {
-	if (m == NULL || m->kind == TERN_MEM_HOST)
+	if (m != NULL && m->shared)
+		snprintf(buf, len, "shared");
+	else if (m == NULL || m->kind == TERN_MEM_HOST)
 		snprintf(buf, len, "host");
 	else
 		snprintf(buf, len, "cuda:%d", m->device);

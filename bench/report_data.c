@@ -82,6 +82,7 @@ static void json_context(FILE *f, const struct bench_context *c)
 	JSON_STR(f, &first, pre, c, mem_peer);
 	JSON_STR(f, &first, pre, c, path_local);
 	JSON_STR(f, &first, pre, c, path_peer);
+	JSON_STR(f, &first, pre, c, route);
 	JSON_STR(f, &first, pre, c, command);
 	fputs("\n  }", f);
 }

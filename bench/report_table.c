@@ -104,6 +104,8 @@ void bench_print_table(FILE *f, const struct bench_report *r)
 			  sizeof(c->path_peer));
 		fputc('\n', f);
 	}
+	if (c->route[0] != '\0')
+		fprintf(f, "  %-14s %s\n", "peer path", c->route);
 	if (isfinite(c->mr_reg_ms))
 		report_fmt_fixed(c->mr_reg_ms, 3, a, sizeof(a));
 	else

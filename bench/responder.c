@@ -103,7 +103,7 @@ static void responder_free(struct responder *r)
 	}
 	free(r->rx);
 	tern_mr_close(r->mr);
-	tern_mem_free(r->mem.kind, r->region);
+	tern_mem_free(bench_mem_alloc_kind(&r->mem), r->region);
 	free(r->pattern);
 	free(r->chk);
 	tern_peer_remove(r->peer);
@@ -135,7 +135,8 @@ static int responder_setup(struct responder *r, char *why, size_t whylen)
 		break;
 	}
 	bench_mem_name(&r->mem, name, sizeof(name));
-	ret = bench_mem_alloc(r->mem.kind, r->mem.device, len, &region);
+	ret = bench_mem_alloc(bench_mem_alloc_kind(&r->mem), r->mem.device, len,
+			      &region);
 	if (ret != 0) {
 		snprintf(why, whylen, "allocating %zu bytes of %s memory: %s",
 			 len, name, tern_strerror(ret));
@@ -393,7 +394,8 @@ int bench_serve(struct tern_ctx *ctx, volatile sig_atomic_t *stop, int once,
 		ack.has_desc = 1;
 		tern_mr_desc(r.mr, &ack.desc);
 		path = tern_mr_path(r.mr);
-		tern__wire_put_u32(meminfo, (uint32_t)r.mem.kind);
+		tern__wire_put_u32(meminfo,
+				   (uint32_t)bench_mem_alloc_kind(&r.mem));
 		tern__wire_put_u32(meminfo + 4, (uint32_t)r.mem.device);
 		tern__wire_put_u32(meminfo + 8, (uint32_t)path);
 		tern__wire_put_u32(meminfo + 12, 0);

@@ -168,8 +168,8 @@ static int parse_mem(const char *opt, const char *val, struct bench_mem *m)
 
 	if (bench_mem_parse(val, m) != 0) {
 		cli_err("bench",
-			"%s '%s': expected host, cuda or cuda:N (N a CUDA "
-			"device number)",
+			"%s '%s': expected host, shared, cuda or cuda:N (N a "
+			"CUDA device number)",
 			opt, val);
 		return -1;
 	}

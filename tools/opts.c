@@ -65,10 +65,10 @@ static const struct cli_opt table[] = {
 	    "untimed operations first"),
 	OPT("verify", CLI_VERIFY, no_argument, NULL,
 	    "fill sources from MT19937-64 and check every destination byte"),
-	OPT("mem", CLI_MEM, required_argument, "host|cuda[:N]",
+	OPT("mem", CLI_MEM, required_argument, "host|shared|cuda[:N]",
 	    "this side's buffers (with --listen: the target region); GPU "
 	    "memory zero-copy where the provider has FI_HMEM, else staged"),
-	OPT("peer-mem", CLI_PEER_MEM, required_argument, "host|cuda[:N]",
+	OPT("peer-mem", CLI_PEER_MEM, required_argument, "host|shared|cuda[:N]",
 	    "the local peer's target region, as --mem"),
 	OPT("wait-fd", CLI_WAIT_FD, no_argument, NULL,
 	    "completion queues with wait fds (what being able to sleep "

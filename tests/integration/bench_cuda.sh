@@ -38,9 +38,9 @@ expect_fail() {
 case $what in
 nocuda)
 	unset TERN_FAKE_CUDA
-	expect_fail "--mem 'gpu': expected host, cuda or cuda:N" \
+	expect_fail "--mem 'gpu': expected host, shared, cuda or cuda:N" \
 		--provider "$prov" --mem gpu
-	expect_fail "--peer-mem 'cuda:x': expected host, cuda or cuda:N" \
+	expect_fail "--peer-mem 'cuda:x': expected host, shared, cuda or cuda:N" \
 		--provider "$prov" --peer-mem cuda:x
 	# shellcheck disable=SC2086
 	if "$TERN" bench --provider "$prov" $node --mem cuda --sizes 4K \

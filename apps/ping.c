@@ -98,7 +98,8 @@ struct side {
 	struct tern_ctx *ctx;
 	struct tern_peer *peer;
 	struct tern_mr *mr;
-	uint8_t *buf; /* [receive | send], each half bytes */
+	uint8_t *buf;		     /* [receive | send], each half bytes */
+	enum tern_mem_kind buf_kind; /* how it was allocated */
 	size_t half;
 	struct tern_mr_desc remote;
 	struct tern_req sreq, rreq, ireq;
@@ -290,13 +291,21 @@ static int side_open(struct side **sp, struct tern_ctx *ctx, uint32_t maxsz,
 	/* Nothing in flight yet (side_close looks). */
 	s->sreq.done = s->rreq.done = s->ireq.done = 1;
 	s->half = maxsz;
-	if (posix_memalign((void **)&s->buf, 128, 2 * (size_t)maxsz) != 0)
-		return -ENOMEM;
+	/* Shared memory: a same-host peer writes it with memcpy (tern's
+	 * local path); over a fabric it is host memory like any other. */
+	s->buf_kind = TERN_MEM_SHARED;
+	if (tern_mem_alloc(TERN_MEM_SHARED, 0, 2 * (size_t)maxsz,
+			   (void **)&s->buf) != 0) {
+		s->buf_kind = TERN_MEM_HOST;
+		if (tern_mem_alloc(TERN_MEM_HOST, 0, 2 * (size_t)maxsz,
+				   (void **)&s->buf) != 0)
+			return -ENOMEM;
+	}
 	memset(s->buf, 0x5a, 2 * (size_t)maxsz);
 	ret = tern_mr_reg(ctx, s->buf, 2 * (size_t)maxsz,
 			  TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_WRITE, &s->mr);
 	if (ret != 0) {
-		free(s->buf);
+		tern_mem_free(s->buf_kind, s->buf);
 		s->buf = NULL;
 	}
 	return ret;
@@ -324,7 +333,7 @@ static void side_close(struct side *s)
 		return;
 	}
 	tern_mr_close(s->mr);
-	free(s->buf);
+	tern_mem_free(s->buf_kind, s->buf);
 	free(s);
 }
 

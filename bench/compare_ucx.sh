@@ -74,6 +74,10 @@
 #   TERN_UCX_PING_MODE=write|send  tern ping's mode (default write: write
 #                    with immediate, the closest to ucp_put_lat's put
 #                    that the peer polls for)
+#   TERN_UCX_MEM=shared|host  tern bench's --mem and --peer-mem (default
+#                        shared: memory the same-host peer maps, as UCX's
+#                        posix transport maps its segments; host: plain
+#                        memory, reached with cross-memory attach)
 #   TERN_UCX_TLS=LIST    UCX_TLS for the UCX side (default posix,cma,self)
 #   TERN_UCX_PORT=N      first TCP port of ucx_perftest's exchange (default
 #                    20000 + PID % 10000; each run takes the next of 64)
@@ -109,6 +113,10 @@ limit_s=$(count TERN_UCX_TIMEOUT 120)
 port_base=$(count TERN_UCX_PORT $((20000 + $$ % 10000)))
 ((port_base + 64 < 65536)) || die "TERN_UCX_PORT must leave 64 ports below 65536"
 ucx_tls=${TERN_UCX_TLS:-posix,cma,self}
+# tern's buffers on both sides: shared (TERN_MEM_SHARED, what a same-host
+# peer maps: the counterpart of UCX's mapped segments) or host
+tern_mem=${TERN_UCX_MEM:-shared}
+[[ $tern_mem =~ ^(shared|host)$ ]] || die "TERN_UCX_MEM must be shared or host"
 ping_mode=${TERN_UCX_PING_MODE:-write}
 [[ $ping_mode =~ ^(write|send)$ ]] || die "TERN_UCX_PING_MODE must be write or send"
 IFS=, read -ra locals <<<"${TERN_UCX_LOCAL:-1}"
@@ -241,6 +249,7 @@ tern_bw() { # tern_bw LOCAL OP SIZE -> "GB/s Mpps", or fails having said why
 	rm -f "$tmp/t.csv"
 	if ! TERN_LOCAL=$1 TERN_BENCH_CPUS=$cpus timeout "$limit_s" "$tern" bench \
 		--provider shm --op "$2" --sizes "$3" --window "$window" --iters "$it" \
+		--mem "$tern_mem" --peer-mem "$tern_mem" \
 		--warmup $((it / 10)) --csv "$tmp/t.csv" >"$tmp/t.out" 2>&1 ||
 		! gbs=$(tern_csv "$tmp/t.csv" gBps) || ! mpps=$(tern_csv "$tmp/t.csv" mpps); then
 		echo "compare_ucx: no result from tern bench --op $2 --sizes $3 (TERN_LOCAL=$1); its output:" >&2

@@ -119,6 +119,7 @@ struct lbell {
 _Static_assert(sizeof(struct lreg) == 64, "lreg is one cache line");
 _Static_assert(sizeof(struct lhdr) <= PAGE, "lhdr fits its page");
 _Static_assert(LSLOT <= 64, "one claim bit per slot");
+_Static_assert(LREG <= 256, "a request keeps its region index in a byte");
 
 /* The owner's side. */
 struct tern__local {
@@ -610,7 +611,7 @@ void tern__local_peer_add(struct tern_ctx *ctx, struct tern_peer *peer,
 	const char *why;
 	char whybuf[160];
 	struct stat st;
-	uid_t uid;
+	uid_t uid = 0;
 	long fd;
 	void *p;
 
@@ -852,7 +853,10 @@ static int copy(struct tern__local_peer *lp, int i, uint64_t gen, int write,
 	int ret = 0;
 
 	if (base == NULL && !lp->cma)
-		return 1;
+		return atomic_load_explicit(&lp->reg[i].gen,
+					    memory_order_acquire) != gen
+			       ? -TERN_EACCESS /* closed by its owner */
+			       : 1;
 	atomic_store_explicit(&lp->slot->busy, (uint64_t)i + 1,
 			      memory_order_seq_cst);
 	if (atomic_load_explicit(&lp->reg[i].gen, memory_order_seq_cst) !=
@@ -941,11 +945,11 @@ static int run_rma(struct tern__local_peer *lp, struct tern_req *req,
 
 	if (rp->op == TERN__OP_WRITE_IMM && !ring_room(lp, 1))
 		return 2;
-	i = region_find(lp, raddr, req->len, right_of(write), &gen);
-	if (i < 0) {
-		*status_p = -TERN_EACCESS; /* closed since the post */
-		return 0;
-	}
+	/* The region the post found (its index and generation): copy()
+	 * checks the generation again, so a region closed (or its entry
+	 * reused) since then is written by no one. */
+	i = rp->rail;
+	gen = rp->u.rma.rkey;
 	ret = copy(lp, i, gen, write, rp->buf, raddr, req->len);
 	if (ret == 1)
 		ret = -EPERM; /* cross-memory attach refused since */
@@ -1051,8 +1055,16 @@ int tern__local_rma(struct tern_ctx *ctx, struct tern_req *req,
 	i = region_find(lp, rd->base + roff, req->len, right_of(write), &gen);
 	if (i < 0 ? missed(lp, i) : !reachable(lp, i, gen))
 		return 1;
+	if (i < 0) {
+		/* Registered nowhere: generation 0 is never live, so the
+		 * copy fails -TERN_EACCESS in its pass. */
+		i = 0;
+		gen = 0;
+	}
 	rp->u.rma.raddr = rd->base + roff;
-	rp->u.rma.rkey = 0;
+	/* Not a rail's: the local queue's. Where run_rma() copies. */
+	rp->rail = (uint8_t)i;
+	rp->u.rma.rkey = gen;
 	enqueue(ctx, req);
 	return 0;
 }

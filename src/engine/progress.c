@@ -721,13 +721,9 @@ static __attribute__((noinline)) int local_rma(
 	if (ret != 0)
 		return ret;
 	/* No message carries it: any length inside @mr goes. */
-	ret = prep(peer->ctx, req, op, peer, mr, buf, 0);
+	ret = prep_long(peer->ctx, req, op, peer, mr, buf, len);
 	if (ret != 0)
 		return ret;
-	if (len > mr->len ||
-	    (size_t)((const char *)buf - (const char *)mr->buf) > mr->len - len)
-		return -TERN_EBOUNDS;
-	req->len = len;
 	tern__rp(req)->imm = imm;
 	return tern__local_rma(peer->ctx, req, rdesc, roff);
 }

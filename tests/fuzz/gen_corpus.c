@@ -147,6 +147,33 @@ static void gen_boot(struct gen *g)
 	if (n > 0)
 		buf[4] = TERN_BOOT_VERSION + 1;
 	put_file(g, "fuzz_boot", "hello-newer", buf, n);
+	/* A version 2 card: the same-host part (docs/protocol.md). */
+	{
+		struct tern__card_local l = { .userns = 7,
+					      .start = 99,
+					      .inbox_ino = 5,
+					      .nonce = 11,
+					      .uid = 1000,
+					      .pid = 4242,
+					      .inbox_fd = 3,
+					      .wake_fd = 4 };
+		uint8_t laddr[2 * 16];
+		struct tern__card c = { .nrails = 2,
+					.addrlen = 16,
+					.addr_format = 2,
+					.addrs = laddr,
+					.local = &l };
+		ssize_t cn;
+
+		memset(laddr, 0x41, sizeof(laddr));
+		cn = tern__card_pack(&c, info.card, TERN_CARD_MAX);
+		if (cn < 0)
+			abort();
+		info.card_len = (size_t)cn;
+		n = tern__boot_encode(buf, sizeof(buf), TERN_BOOT_HELLO, &info,
+				      "t");
+		put_file(g, "fuzz_boot", "hello-card-local", buf, n);
+	}
 
 	n = tern__boot_encode_refuse(buf, sizeof(buf), TERN_EREFUSED,
 				     "bad token");

@@ -28,19 +28,9 @@
 
 #include <tern/tern.h>
 
-#define FAIL(...)                                                    \
-	do {                                                         \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__);                        \
-		fputc('\n', stderr);                                 \
-		exit(1);                                             \
-	} while (0)
+#include "check.h"
 
-#define CHECK(cond, ...)                   \
-	do {                               \
-		if (!(cond))               \
-			FAIL(__VA_ARGS__); \
-	} while (0)
+#define FAIL(...) CHECK(0, __VA_ARGS__)
 
 #define REGION (3u << 20)
 #define RW                                             \

@@ -253,6 +253,8 @@ struct tern_mr {
 	int device;		/* CUDA device, -1 for host */
 	int path;		/* enum tern_mr_path */
 	int hidden;		/* tern's own (a shadow): not in ctx->mrs */
+	int device_for_prov;	/* zero-copy: the provider is told the GPU
+				 * (not the fake driver's, host memory) */
 	/* Staged: the pinned host shadow's region (holds the keys). */
 	struct tern_mr *smr;
 	int dmabuf_fd; /* zero-copy, while registering: the export, or -1 */

@@ -12,8 +12,11 @@
  *   - a header and the table of the owner's regions (peers map these
  *     read-only): base, length, rights, and for memory from
  *     tern_mem_alloc(TERN_MEM_SHARED) the memfd (fd number, inode,
- *     offset) a peer maps once to write with memcpy; other memory is
- *     reached with process_vm_writev/readv (cross-memory attach);
+ *     offset) a peer maps once to write with memcpy; for GPU memory
+ *     the registration reaches zero-copy, its allocation's CUDA IPC
+ *     handle, which a peer opens once to copy device to device; other
+ *     memory is reached with process_vm_writev/readv (cross-memory
+ *     attach);
  *   - one slot per writing peer (mapped read-write): a ring of the
  *     immediates its writes carried, and a word saying which region it
  *     is copying into.
@@ -59,6 +62,7 @@
 #include "engine.h"
 #include "local.h"
 
+#include "../hmem/cuda.h"
 #include "../wire/card.h"
 
 #ifndef SYS_pidfd_open
@@ -69,13 +73,16 @@
 #endif
 
 #define LMAGIC	    0x4c4e5254u /* "TRNL" */
-#define LVER	    1
+#define LVER	    2
 #define LREG	    256	 /* regions a ctx exports */
 #define LSLOT	    64	 /* peers writing to one ctx */
 #define LRING	    4096 /* immediates in flight per writer */
 #define PAGE	    4096
-#define LREG_FABRIC 1u /* GPU memory, or a staging shadow: the fabric's */
-#define RO_SIZE	    (PAGE + LREG * 64) /* header + regions: 5 pages */
+#define LREG_FABRIC 1u /* GPU memory without an IPC handle: the fabric's */
+#define LREG_CUDA   2u /* GPU memory: its CUDA IPC handle is in lcuda */
+#define LDEVS	    16 /* GPUs a ctx keeps a copy stream for */
+/* header + regions + their CUDA handles: 13 pages */
+#define RO_SIZE (PAGE + LREG * 64 + LREG * 128)
 
 struct lhdr {
 	uint32_t magic, version;
@@ -93,8 +100,17 @@ struct lreg {
 	uint64_t shm_off;
 	uint64_t shm_ino; /* 0: not shared memory: cross-memory attach */
 	int32_t shm_fd;
-	uint32_t flags; /* LREG_FABRIC */
+	uint32_t flags; /* LREG_FABRIC, LREG_CUDA */
 	uint64_t pad2;
+};
+
+/* A GPU region's CUDA IPC handle (read under its lreg's generation). */
+struct lcuda {
+	uint8_t handle[TERN_CU_IPC_HANDLE_SIZE]; /* of the allocation */
+	uint64_t off;  /* the region's first byte in it */
+	uint64_t alen; /* the allocation's length */
+	int32_t dev;   /* the owner's device ordinal */
+	uint8_t pad[44];
 };
 
 struct lslot {
@@ -117,6 +133,7 @@ struct lbell {
 #define INBOX_SIZE (RO_SIZE + RW_SIZE)
 
 _Static_assert(sizeof(struct lreg) == 64, "lreg is one cache line");
+_Static_assert(sizeof(struct lcuda) == 128, "lcuda is two cache lines");
 _Static_assert(sizeof(struct lhdr) <= PAGE, "lhdr fits its page");
 _Static_assert(LSLOT <= 64, "one claim bit per slot");
 _Static_assert(LREG <= 256, "a request keeps its region index in a byte");
@@ -127,9 +144,14 @@ struct tern__local {
 	uint8_t *map;
 	struct lhdr *hdr;
 	struct lreg *reg;
+	struct lcuda *cu;
 	struct lbell *bell;
 	struct lslot *slot;
 	struct tern__card_local id;
+	struct {
+		tern_cu_ctx cctx; /* the context it was made in */
+		tern_cu_stream s;
+	} stream[LDEVS];	    /* GPU copies, per device */
 	uint64_t slot_nonce[LSLOT]; /* attribution cache */
 	uint32_t slot_src[LSLOT];
 	uint64_t peers_gen, slot_gen[LSLOT];
@@ -144,6 +166,9 @@ struct lmap {
 	uint8_t *ptr; /* the region's first byte, mapped here */
 	void *map;    /* the mapping (from a page boundary) */
 	size_t maplen;
+	int cuda;	  /* GPU memory: @ptr is a device pointer */
+	int dev;	  /* the device whose context opened it */
+	tern_cu_ptr dptr; /* what cuIpcOpenMemHandle gave (0: none) */
 };
 
 /* The writer's side, per peer. */
@@ -155,6 +180,7 @@ struct tern__local_peer {
 	uint8_t *rw;
 	const struct lhdr *hdr;
 	const struct lreg *reg;
+	const struct lcuda *cu;
 	struct lbell *bell;
 	struct lslot *slot;
 	unsigned int slot_idx;
@@ -272,6 +298,7 @@ int tern__local_open(struct tern_ctx *ctx)
 	}
 	l->hdr = (struct lhdr *)(void *)l->map;
 	l->reg = (struct lreg *)(void *)(l->map + PAGE);
+	l->cu = (struct lcuda *)(void *)(l->map + PAGE + LREG * 64);
 	l->bell = (struct lbell *)(void *)(l->map + RO_SIZE);
 	l->slot = (struct lslot *)(void *)(l->map + RO_SIZE +
 					   sizeof(struct lbell));
@@ -304,6 +331,19 @@ void tern__local_close(struct tern_ctx *ctx)
 
 	if (l == NULL)
 		return;
+	for (int d = 0; d < LDEVS; d++) {
+		const struct tern__cu *cu = tern__cu_get(NULL, 0);
+		tern_cu_ctx cur = NULL;
+
+		if (l->stream[d].s == NULL || cu == NULL)
+			continue;
+		/* Destroyed in its own context, as CUDA wants. */
+		if (cu->CtxGetCurrent(&cur) == TERN_CU_SUCCESS &&
+		    cu->CtxSetCurrent(l->stream[d].cctx) == TERN_CU_SUCCESS) {
+			cu->StreamDestroy(l->stream[d].s);
+			cu->CtxSetCurrent(cur);
+		}
+	}
 	munmap(l->map, INBOX_SIZE);
 	close(l->fd);
 	free(l);
@@ -316,6 +356,40 @@ const struct tern__card_local *tern__local_id(const struct tern_ctx *ctx)
 }
 
 /* ---- the owner's regions ------------------------------------------ */
+
+/* GPU region @mr in entry @i: its allocation's CUDA IPC handle, for a
+ * peer to open. @return 0, or -1 (the fabric's: staged, or no IPC). */
+static int cuda_export(struct tern__local *l, unsigned int i,
+		       const struct tern_mr *mr)
+{
+	const struct tern__cu *cu = tern__cu_get(NULL, 0);
+	struct lcuda *c = &l->cu[i];
+	tern_cu_ptr abase = 0;
+	tern_cu_ipc_handle h;
+	tern_cu_result r;
+	size_t alen = 0;
+
+	if (cu == NULL || cu->IpcGetMemHandle == NULL ||
+	    mr->path != TERN_MR_PATH_ZCOPY)
+		return -1;
+	r = cu->MemGetAddressRange(&abase, &alen,
+				   (tern_cu_ptr)(uintptr_t)mr->buf);
+	if (r == TERN_CU_SUCCESS)
+		r = cu->IpcGetMemHandle(&h, abase);
+	if (r != TERN_CU_SUCCESS || (uintptr_t)mr->buf < abase ||
+	    (uintptr_t)mr->buf - abase > alen ||
+	    mr->len > alen - ((uintptr_t)mr->buf - abase)) {
+		tern_info("CUDA region at %p: no IPC handle (%s); same-host "
+			  "peers reach it over the fabric",
+			  mr->buf, tern__cu_errstr(cu, r));
+		return -1;
+	}
+	memcpy(c->handle, h.reserved, sizeof(c->handle));
+	c->off = (uint64_t)((uintptr_t)mr->buf - abase);
+	c->alen = alen;
+	c->dev = mr->device;
+	return 0;
+}
 
 void tern__local_mr_reg(struct tern_ctx *ctx, struct tern_mr *mr)
 {
@@ -357,8 +431,14 @@ void tern__local_mr_reg(struct tern_ctx *ctx, struct tern_mr *mr)
 	e->shm_off = off;
 	e->shm_ino = ino;
 	/* Exported even when only the fabric reaches it, so that a peer
-	 * tells "not local" from "not registered" (closed). */
-	e->flags = mr->kind != TERN_MEM_HOST || mr->hidden ? LREG_FABRIC : 0;
+	 * tells "not local" from "not registered" (closed). GPU memory
+	 * goes by its IPC handle, written before the generation. */
+	if (mr->hidden)
+		e->flags = LREG_FABRIC;
+	else if (mr->kind != TERN_MEM_HOST)
+		e->flags = cuda_export(l, i, mr) == 0 ? LREG_CUDA : LREG_FABRIC;
+	else
+		e->flags = 0;
 	atomic_store_explicit(&e->gen, g + 1, memory_order_release);
 	if (i + 1 > l->hdr->nused)
 		l->hdr->nused = i + 1;
@@ -519,12 +599,25 @@ static int proc_uid(pid_t pid, uid_t *uid)
 	return 0;
 }
 
+/* Drop a writer's mapping of a region (shared memory, or an opened
+ * CUDA IPC handle). */
+static void lmap_drop(struct lmap *m)
+{
+	if (m->map != NULL)
+		munmap(m->map, m->maplen);
+	if (m->dptr != 0) {
+		const struct tern__cu *cu = tern__cu_get(NULL, 0);
+
+		if (cu != NULL && tern__cu_ctx_ensure(cu, m->dev) == 0)
+			cu->IpcCloseMemHandle(m->dptr);
+	}
+	memset(m, 0, sizeof(*m));
+}
+
 static void local_peer_free(struct tern__local_peer *lp)
 {
-	for (unsigned int i = 0; i < LREG; i++) {
-		if (lp->maps[i].map != NULL)
-			munmap(lp->maps[i].map, lp->maps[i].maplen);
-	}
+	for (unsigned int i = 0; i < LREG; i++)
+		lmap_drop(&lp->maps[i]);
 	if (lp->slot != NULL) {
 		atomic_fetch_and_explicit(&lp->bell->claimed,
 					  ~(1ULL << lp->slot_idx),
@@ -683,6 +776,8 @@ void tern__local_peer_add(struct tern_ctx *ctx, struct tern_peer *peer,
 	}
 	lp->hdr = (const struct lhdr *)(const void *)lp->ro;
 	lp->reg = (const struct lreg *)(const void *)(lp->ro + PAGE);
+	lp->cu = (const struct lcuda *)(const void *)(lp->ro + PAGE +
+						      LREG * 64);
 	lp->bell = (struct lbell *)(void *)lp->rw;
 	if (lp->hdr->magic != LMAGIC || lp->hdr->version != LVER ||
 	    lp->hdr->nreg != LREG || lp->hdr->nslot != LSLOT ||
@@ -795,13 +890,70 @@ static int missed(const struct tern__local_peer *lp, int i)
 	return i == -2 || lp->hdr->overflow;
 }
 
-/* Map region @i (generation @gen) when it is shared memory. @return its
- * base here, or NULL: not shared (cross-memory attach), or unmappable. */
+/* Open GPU region @i (generation @gen) by its CUDA IPC handle, once:
+ * the region's first byte as a device pointer here, or NULL (no CUDA
+ * here, or the handle refused: the fabric takes it). In the owner's own
+ * process its pointer is ours already (CUDA refuses to open a handle
+ * there). */
+static uint8_t *cuda_map(struct tern__local_peer *lp, int i, uint64_t gen,
+			 uint64_t base, uint64_t len)
+{
+	const struct tern__cu *cu = tern__cu_get(NULL, 0);
+	const struct lcuda *c = &lp->cu[i];
+	struct lmap *m = &lp->maps[i];
+	tern_cu_ipc_handle h;
+	tern_cu_ptr p = 0;
+	tern_cu_result r;
+	uint64_t off, alen;
+	int dev;
+
+	memcpy(h.reserved, c->handle, sizeof(h.reserved));
+	off = c->off;
+	alen = c->alen;
+	dev = c->dev;
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&lp->reg[i].gen, memory_order_relaxed) !=
+		    gen ||
+	    cu == NULL || off > alen || len > alen - off)
+		return NULL;
+	/* Opened in the owner's device's context where we see that device
+	 * (the same numbering both sides: CUDA_VISIBLE_DEVICES), else the
+	 * first; peer access comes with it (NVLink where present). */
+	if (dev < 0 || dev >= cu->ndev)
+		dev = 0;
+	if (lp->pid == getpid()) {
+		m->ptr = (uint8_t *)(uintptr_t)base;
+	} else {
+		if (cu->IpcOpenMemHandle == NULL ||
+		    tern__cu_ctx_ensure(cu, dev) != 0)
+			return NULL;
+		r = cu->IpcOpenMemHandle(&p, h, TERN_CU_IPC_LAZY_PEER);
+		if (r != TERN_CU_SUCCESS) {
+			tern_info("peer pid %d: opening the CUDA IPC handle of "
+				  "its region at 0x%" PRIx64
+				  ": %s; the fabric takes it",
+				  (int)lp->pid, base, tern__cu_errstr(cu, r));
+			return NULL;
+		}
+		m->dptr = p;
+		m->ptr = (uint8_t *)(uintptr_t)(p + off);
+	}
+	m->cuda = 1;
+	m->dev = dev;
+	m->gen = gen;
+	return m->ptr;
+}
+
+/* Map region @i (generation @gen) when it is shared memory or GPU
+ * memory with an IPC handle. @return its base here (for GPU memory, a
+ * device pointer: lp->maps[i].cuda), or NULL: not shared (cross-memory
+ * attach), or unmappable. */
 static uint8_t *region_map(struct tern__local_peer *lp, int i, uint64_t gen)
 {
 	const struct lreg *e = &lp->reg[i];
 	struct lmap *m = &lp->maps[i];
-	uint64_t off, ino, len;
+	uint64_t off, ino, len, base;
+	uint32_t flags;
 	int32_t sfd;
 	struct stat st;
 	long fd;
@@ -809,17 +961,21 @@ static uint8_t *region_map(struct tern__local_peer *lp, int i, uint64_t gen)
 
 	if (m->gen == gen && m->ptr != NULL)
 		return m->ptr;
-	if (m->map != NULL) {
-		munmap(m->map, m->maplen); /* an older region's */
-		m->map = m->ptr = NULL;
-	}
+	/* An older region's (closed since): let it go. */
+	if (m->ptr != NULL)
+		lmap_drop(m);
 	off = e->shm_off;
 	ino = e->shm_ino;
 	len = e->len;
+	base = e->base;
 	sfd = e->shm_fd;
+	flags = e->flags;
 	atomic_thread_fence(memory_order_acquire);
-	if (atomic_load_explicit(&e->gen, memory_order_relaxed) != gen ||
-	    ino == 0 || sfd < 0)
+	if (atomic_load_explicit(&e->gen, memory_order_relaxed) != gen)
+		return NULL;
+	if (flags & LREG_CUDA)
+		return cuda_map(lp, i, gen, base, len);
+	if (ino == 0 || sfd < 0)
 		return NULL;
 	fd = pidfd_getfd(lp->pidfd, sfd);
 	if (fd < 0)
@@ -842,17 +998,68 @@ static uint8_t *region_map(struct tern__local_peer *lp, int i, uint64_t gen)
 	return m->ptr;
 }
 
-/* Copy between our @lbuf and the peer's @raddr, @len bytes, into
+/* A copy that a GPU buffer is on one side of (or both): cuMemcpyAsync on
+ * this ctx's stream for @dev, waited for. Synchronous, as memcpy is: the
+ * operation completes in this pass, and a write's immediate is pushed
+ * after its bytes are in GPU memory. */
+static int cuda_copy(struct tern__local *l, void *dst, const void *src,
+		     size_t len, int dev)
+{
+	const struct tern__cu *cu = tern__cu_get(NULL, 0);
+	tern_cu_stream st = NULL;
+	tern_cu_ctx cur = NULL;
+	tern_cu_result r;
+
+	if (cu == NULL)
+		return -TERN_ENOCUDA;
+	if (tern__cu_ctx_ensure(cu, dev) != 0 ||
+	    cu->CtxGetCurrent(&cur) != TERN_CU_SUCCESS)
+		return -TERN_EHMEM;
+	/* Our stream, where the thread's context is the one it was made
+	 * in (a stream belongs to its context). */
+	if (dev >= 0 && dev < LDEVS) {
+		if (l->stream[dev].s == NULL &&
+		    cu->StreamCreate(&l->stream[dev].s, 0) == TERN_CU_SUCCESS)
+			l->stream[dev].cctx = cur;
+		if (l->stream[dev].cctx == cur)
+			st = l->stream[dev].s;
+	}
+	/* Else the context's default stream. */
+	r = cu->MemcpyAsync((tern_cu_ptr)(uintptr_t)dst,
+			    (tern_cu_ptr)(uintptr_t)src, len, st);
+	if (r == TERN_CU_SUCCESS)
+		r = cu->StreamSynchronize(st);
+	if (r != TERN_CU_SUCCESS) {
+		tern_warn("same-host path: GPU copy of %zu bytes on device %d: "
+			  "%s",
+			  len, dev, tern__cu_errstr(cu, r));
+		return -TERN_EHMEM;
+	}
+	return 0;
+}
+
+/* The local side of a copy: @buf, on GPU @dev (-1: host memory). */
+struct lside {
+	void *buf;
+	int dev;
+};
+
+/* Copy between our @me and the peer's @raddr, @len bytes, into
  * (@write) or out of region @i of generation @gen. @return 0; 1: not
  * local after all (the region changed, or cross-memory attach refused):
  * the fabric takes it; <0 an error for the request. */
-static int copy(struct tern__local_peer *lp, int i, uint64_t gen, int write,
-		void *lbuf, uint64_t raddr, uint64_t len)
+static int copy(struct tern__local *l, struct tern__local_peer *lp, int i,
+		uint64_t gen, int write, struct lside me, uint64_t raddr,
+		uint64_t len)
 {
 	uint8_t *base = region_map(lp, i, gen);
+	int gpu = me.dev >= 0 || (base != NULL && lp->maps[i].cuda);
+	void *lbuf = me.buf;
 	int ret = 0;
 
-	if (base == NULL && !lp->cma)
+	/* Cross-memory attach reaches neither GPU memory nor from it. */
+	if (base == NULL &&
+	    (!lp->cma || me.dev >= 0 || (lp->reg[i].flags & LREG_CUDA)))
 		return atomic_load_explicit(&lp->reg[i].gen,
 					    memory_order_acquire) != gen
 			       ? -TERN_EACCESS /* closed by its owner */
@@ -867,7 +1074,12 @@ static int copy(struct tern__local_peer *lp, int i, uint64_t gen, int write,
 	if (base != NULL) {
 		uint8_t *at = base + (raddr - lp->reg[i].base);
 
-		if (write)
+		if (gpu)
+			ret = cuda_copy(l, write ? (void *)at : lbuf,
+					write ? lbuf : (void *)at, len,
+					lp->maps[i].cuda ? lp->maps[i].dev
+							 : me.dev);
+		else if (write)
 			memcpy(at, lbuf, len);
 		else
 			memcpy(lbuf, at, len);
@@ -926,16 +1138,32 @@ static uint64_t right_of(int write)
 	return write ? TERN_ACCESS_REMOTE_WRITE : TERN_ACCESS_REMOTE_READ;
 }
 
-/* Region @i (generation @gen) can be reached: mapped shared memory, or
- * cross-memory attach. */
-static int reachable(struct tern__local_peer *lp, int i, uint64_t gen)
+/* Region @i (generation @gen) can be reached from our memory on GPU
+ * @dev (-1: host): mapped shared memory, an opened IPC handle, or
+ * cross-memory attach (host memory both sides). */
+static int reachable(struct tern__local_peer *lp, int i, uint64_t gen, int dev)
 {
-	return region_map(lp, i, gen) != NULL || lp->cma;
+	return region_map(lp, i, gen) != NULL ||
+	       (lp->cma && dev < 0 && !(lp->reg[i].flags & LREG_CUDA));
+}
+
+/* Host memory a CPU atomic may act on: mapped, and not a GPU's. */
+static uint8_t *region_host(struct tern__local_peer *lp, int i, uint64_t gen)
+{
+	uint8_t *p = region_map(lp, i, gen);
+
+	return p != NULL && !lp->maps[i].cuda ? p : NULL;
+}
+
+/* Where the local side of @rp's copies is: its region's GPU, or -1. */
+static int side_dev(const struct tern__req_priv *rp)
+{
+	return rp->mr->kind == TERN_MEM_CUDA ? rp->mr->device : -1;
 }
 
 /* A write or read: 0 done (status in @status_p), 2 wait for ring room. */
-static int run_rma(struct tern__local_peer *lp, struct tern_req *req,
-		   int *status_p)
+static int run_rma(struct tern__local *l, struct tern__local_peer *lp,
+		   struct tern_req *req, int *status_p)
 {
 	struct tern__req_priv *rp = tern__rp(req);
 	int write = rp->op != TERN__OP_READ, ret;
@@ -950,7 +1178,8 @@ static int run_rma(struct tern__local_peer *lp, struct tern_req *req,
 	 * reused) since then is written by no one. */
 	i = rp->rail;
 	gen = rp->u.rma.rkey;
-	ret = copy(lp, i, gen, write, rp->buf, raddr, req->len);
+	ret = copy(l, lp, i, gen, write,
+		   (struct lside){ rp->buf, side_dev(rp) }, raddr, req->len);
 	if (ret == 1)
 		ret = -EPERM; /* cross-memory attach refused since */
 	if (ret == 0 && rp->op == TERN__OP_WRITE_IMM) {
@@ -970,7 +1199,7 @@ static int run_atomic(struct tern__local_peer *lp, struct tern_req *req,
 	int i;
 
 	i = region_find(lp, raddr, 8, TERN_ACCESS_REMOTE_ATOMIC, &gen);
-	base = i < 0 ? NULL : region_map(lp, i, gen);
+	base = i < 0 ? NULL : region_host(lp, i, gen);
 	if (base == NULL) {
 		*status_p = -TERN_EACCESS;
 		return 0;
@@ -998,8 +1227,8 @@ static int run_atomic(struct tern__local_peer *lp, struct tern_req *req,
 	return 0;
 }
 
-static int run_pieces(struct tern__local_peer *lp, struct tern_req *req,
-		      int *status_p)
+static int run_pieces(struct tern__local *l, struct tern__local_peer *lp,
+		      struct tern_req *req, int *status_p)
 {
 	struct tern__req_priv *rp = tern__rp(req);
 	int write = !rp->u.batch.read, status = 0, ret;
@@ -1018,7 +1247,9 @@ static int run_pieces(struct tern__local_peer *lp, struct tern_req *req,
 			status = -TERN_EACCESS;
 			break;
 		}
-		ret = copy(lp, i, gen, write, (uint8_t *)rp->mr->buf + pc.loff,
+		ret = copy(l, lp, i, gen, write,
+			   (struct lside){ (uint8_t *)rp->mr->buf + pc.loff,
+					   side_dev(rp) },
 			   d->base + pc.roff, pc.len);
 		if (ret != 0)
 			status = ret == 1 ? -EPERM : ret;
@@ -1053,7 +1284,7 @@ int tern__local_rma(struct tern_ctx *ctx, struct tern_req *req,
 	if (rd->base > UINT64_MAX - roff)
 		return -TERN_EBOUNDS;
 	i = region_find(lp, rd->base + roff, req->len, right_of(write), &gen);
-	if (i < 0 ? missed(lp, i) : !reachable(lp, i, gen))
+	if (i < 0 ? missed(lp, i) : !reachable(lp, i, gen, side_dev(rp)))
 		return 1;
 	if (i < 0) {
 		/* Registered nowhere: generation 0 is never live, so the
@@ -1081,8 +1312,8 @@ int tern__local_atomic(struct tern_ctx *ctx, struct tern_req *req,
 		return -TERN_EBOUNDS;
 	i = region_find(lp, rd->base + roff, 8, TERN_ACCESS_REMOTE_ATOMIC,
 			&gen);
-	/* Not shared memory: the fabric's atomics. */
-	if (i < 0 ? missed(lp, i) : region_map(lp, i, gen) == NULL)
+	/* Not shared host memory: the fabric's atomics. */
+	if (i < 0 ? missed(lp, i) : region_host(lp, i, gen) == NULL)
 		return 1;
 	rp->u.atomic.raddr = rd->base + roff;
 	rp->u.atomic.rkey = 0;
@@ -1105,7 +1336,8 @@ int tern__local_pieces(struct tern_ctx *ctx, struct tern_req *req)
 		uint64_t gen;
 		int i = region_find(lp, d->base, d->len, right_of(write), &gen);
 
-		if (i < 0 ? missed(lp, i) : !reachable(lp, i, gen))
+		if (i < 0 ? missed(lp, i)
+			  : !reachable(lp, i, gen, side_dev(rp)))
 			return 1;
 	}
 	enqueue(ctx, req);
@@ -1125,14 +1357,14 @@ int tern__local_flush(struct tern_ctx *ctx)
 
 		switch (rp->op) {
 		case TERN__OP_PIECES:
-			ret = run_pieces(lp, req, &status);
+			ret = run_pieces(l, lp, req, &status);
 			break;
 		case TERN__OP_FADD:
 		case TERN__OP_CSWAP:
 			ret = run_atomic(lp, req, &status);
 			break;
 		default:
-			ret = run_rma(lp, req, &status);
+			ret = run_rma(l, lp, req, &status);
 			break;
 		}
 		if (ret == 2)

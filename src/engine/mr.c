@@ -16,7 +16,8 @@
 static int reg_rail(struct tern_mr *mr, struct tern_rail *r)
 {
 	struct tern_ctx *ctx = mr->ctx;
-	int zcopy = mr->path == TERN_MR_PATH_ZCOPY;
+	/* The fake driver's "HMEM" memory is host memory to the provider. */
+	int zcopy = mr->path == TERN_MR_PATH_ZCOPY && mr->device_for_prov;
 
 	return tern__prov_mr_reg(
 		&r->prov, r->idx, mr->buf, mr->len, mr->access,
@@ -215,11 +216,13 @@ int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
 	if (ret != 0)
 		return ret;
 	mr = mr_new(ctx, attr->buf, attr->len, attr->access, TERN_MEM_CUDA, dev,
-		    ctx->hmem && !cu->fake && !(attr->flags & TERN_MR_F_STAGED)
+		    ((ctx->hmem && !cu->fake) || cu->fake_hmem) &&
+				    !(attr->flags & TERN_MR_F_STAGED)
 			    ? TERN_MR_PATH_ZCOPY
 			    : TERN_MR_PATH_STAGED);
 	if (mr == NULL)
 		return -ENOMEM;
+	mr->device_for_prov = !cu->fake;
 	if (mr->path == TERN_MR_PATH_ZCOPY) {
 		/* dmabuf where both ends know it (libfabric >= 1.20), else
 		 * libfabric's own way to the GPU (iface and device). */

@@ -827,7 +827,9 @@ static inline __attribute__((always_inline)) int rma_common(
 	if (tern_unlikely(peer == NULL || rdesc == NULL || mr == NULL))
 		return -EINVAL;
 	ctx = peer->ctx;
-	if (tern_unlikely(peer->local != NULL) && mr->smr == NULL) {
+	/* A staged region's own GPU buffer too: the local path copies
+	 * from and into it with the GPU, not through the shadow. */
+	if (tern_unlikely(peer->local != NULL)) {
 		ret = local_rma(peer, mr, buf, len, rdesc, roff, op, imm, req);
 		if (ret != 1)
 			return ret;
@@ -964,7 +966,7 @@ static int pieces_common(struct tern_peer *peer, struct tern_mr *mr,
 	tern__rp(req)->inflight = 0;
 	tern__rp(req)->err = 0;
 	tern__rp(req)->imm = imm;
-	if (tern_unlikely(peer->local != NULL) && mr->smr == NULL) {
+	if (tern_unlikely(peer->local != NULL)) {
 		ret = tern__local_pieces(peer->ctx, req);
 		if (ret != 1)
 			return ret;

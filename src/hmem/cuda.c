@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* Loading the CUDA driver at run time, and the fake driver tests use. */
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <tern/tern.h>
@@ -25,6 +29,17 @@ _Static_assert(TERN_CU_PTR_ATTR_ORDINAL == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
 _Static_assert(TERN_CU_MEMTYPE_DEVICE == CU_MEMORYTYPE_DEVICE, "cuda.h");
 _Static_assert(TERN_CU_HANDLE_DMABUF_FD == CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
 	       "cuda.h");
+_Static_assert(TERN_CU_IPC_HANDLE_SIZE == CU_IPC_HANDLE_SIZE, "cuda.h");
+_Static_assert(TERN_CU_IPC_LAZY_PEER == CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS,
+	       "cuda.h");
+_Static_assert(sizeof(tern_cu_ipc_handle) == sizeof(CUipcMemHandle), "cuda.h");
+#endif
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
 #endif
 
 static struct tern__cu g_cu;
@@ -66,16 +81,23 @@ static struct {
 	/* "Device memory": @base is an address range the host cannot touch
 	 * (PROT_NONE), as a real GPU's is, so code that dereferences a device
 	 * pointer faults in the fake as it would on a GPU; the bytes live at
-	 * @mem, where only the fake's copies go. */
+	 * @mem, where only the fake's copies go. @mem is a memfd (@fd), so
+	 * that another process can open it from an IPC handle (@imported:
+	 * such a mapping, closed with cuIpcCloseMemHandle, not freed).
+	 * With $TERN_FAKE_CUDA_HMEM, @base maps the memfd too (for the
+	 * provider), except where imported. */
 	struct {
 		char *base;
 		char *mem;
 		size_t len;
 		int dev;
+		int fd;
+		int imported;
 	} alloc[FAKE_ALLOCS];
 	struct tern_cu_ctx_st ctx[FAKE_DEVS];
 	uint64_t ncopies, bytes, pending, max_pending, fail_at;
-	int ndev;
+	uint64_t ipc_opens, ipc_copies;
+	int ndev, hmem;
 } g_fake = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static __thread struct tern_cu_ctx_st *g_fake_cur;
@@ -153,15 +175,17 @@ static int fake_find(const void *p)
 
 /* Where the fake's copies find the bytes at @p: a device address's
  * backing, or host memory as it is. */
-static void *fake_bytes(tern_cu_ptr p)
+static void *fake_bytes(tern_cu_ptr p, int *imported)
 {
 	char *c = (char *)(uintptr_t)p;
 	int i;
 
 	pthread_mutex_lock(&g_fake.lock);
 	i = fake_find(c);
-	if (i >= 0)
+	if (i >= 0) {
 		c = g_fake.alloc[i].mem + (c - g_fake.alloc[i].base);
+		*imported |= g_fake.alloc[i].imported;
+	}
 	pthread_mutex_unlock(&g_fake.lock);
 	return c;
 }
@@ -192,56 +216,189 @@ static tern_cu_result fk_attr(void *data, int attr, tern_cu_ptr p)
 	}
 }
 
-static tern_cu_result fk_alloc(tern_cu_ptr *p, size_t len)
+/* Take a free entry for [base, +len) backed by @mem (memfd @fd). */
+static int fake_track(char *base, char *mem, size_t len, int dev, int fd,
+		      int imported)
+{
+	pthread_mutex_lock(&g_fake.lock);
+	for (int i = 0; i < FAKE_ALLOCS; i++) {
+		if (g_fake.alloc[i].base == NULL) {
+			g_fake.alloc[i].base = base;
+			g_fake.alloc[i].mem = mem;
+			g_fake.alloc[i].len = len;
+			g_fake.alloc[i].dev = dev;
+			g_fake.alloc[i].fd = fd;
+			g_fake.alloc[i].imported = imported;
+			if (imported)
+				g_fake.ipc_opens++;
+			pthread_mutex_unlock(&g_fake.lock);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&g_fake.lock);
+	return -1;
+}
+
+/* Map memfd @fd as device memory (@hmem: where the pointer says too). */
+static tern_cu_result fake_map(int fd, size_t len, int hmem, int dev,
+			       int imported, tern_cu_ptr *p)
 {
 	void *m, *v;
-	int dev = g_fake_cur != NULL ? g_fake_cur->dev : -1;
 
-	if (dev < 0)
-		return 201; /* CUDA_ERROR_INVALID_CONTEXT */
-	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		 -1, 0);
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
 		return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
-	v = mmap(NULL, len, PROT_NONE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	v = hmem ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+		 : mmap(NULL, len, PROT_NONE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (v == MAP_FAILED) {
 		munmap(m, len);
 		return 2;
 	}
-	pthread_mutex_lock(&g_fake.lock);
-	for (int i = 0; i < FAKE_ALLOCS; i++) {
-		if (g_fake.alloc[i].base == NULL) {
-			g_fake.alloc[i].base = v;
-			g_fake.alloc[i].mem = m;
-			g_fake.alloc[i].len = len;
-			g_fake.alloc[i].dev = dev;
-			pthread_mutex_unlock(&g_fake.lock);
-			*p = (tern_cu_ptr)(uintptr_t)v;
-			return TERN_CU_SUCCESS;
-		}
+	if (fake_track(v, m, len, dev, fd, imported) != 0) {
+		munmap(m, len);
+		munmap(v, len);
+		return 2;
 	}
-	pthread_mutex_unlock(&g_fake.lock);
-	munmap(m, len);
-	munmap(v, len);
-	return 2;
+	*p = (tern_cu_ptr)(uintptr_t)v;
+	return TERN_CU_SUCCESS;
 }
 
-static tern_cu_result fk_free(tern_cu_ptr p)
+static tern_cu_result fk_alloc(tern_cu_ptr *p, size_t len)
+{
+	int dev = g_fake_cur != NULL ? g_fake_cur->dev : -1;
+	tern_cu_result r;
+	int fd;
+
+	if (dev < 0)
+		return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+	fd = memfd_create("tern-fake-gpu", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)len) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return 2;
+	}
+	r = fake_map(fd, len, g_fake.hmem, dev, 0, p);
+	if (r != TERN_CU_SUCCESS)
+		close(fd);
+	return r;
+}
+
+/* cuMemFree of an allocation, or cuIpcCloseMemHandle (@imported) of an
+ * opened handle: each refuses the other's pointer. */
+static tern_cu_result fake_release(tern_cu_ptr p, int imported)
 {
 	int i;
 
 	pthread_mutex_lock(&g_fake.lock);
 	i = fake_find((const void *)(uintptr_t)p);
-	if (i < 0 || g_fake.alloc[i].base != (char *)(uintptr_t)p) {
+	if (i < 0 || g_fake.alloc[i].base != (char *)(uintptr_t)p ||
+	    g_fake.alloc[i].imported != imported) {
 		pthread_mutex_unlock(&g_fake.lock);
 		return TERN_CU_ERROR_INVALID;
 	}
 	munmap(g_fake.alloc[i].base, g_fake.alloc[i].len);
 	munmap(g_fake.alloc[i].mem, g_fake.alloc[i].len);
+	close(g_fake.alloc[i].fd);
 	g_fake.alloc[i].base = g_fake.alloc[i].mem = NULL;
 	pthread_mutex_unlock(&g_fake.lock);
 	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_free(tern_cu_ptr p)
+{
+	return fake_release(p, 0);
+}
+
+static tern_cu_result fk_range(tern_cu_ptr *base, size_t *size, tern_cu_ptr p)
+{
+	int i;
+
+	pthread_mutex_lock(&g_fake.lock);
+	i = fake_find((const void *)(uintptr_t)p);
+	if (i >= 0) {
+		*base = (tern_cu_ptr)(uintptr_t)g_fake.alloc[i].base;
+		*size = g_fake.alloc[i].len;
+	}
+	pthread_mutex_unlock(&g_fake.lock);
+	return i >= 0 ? TERN_CU_SUCCESS : TERN_CU_ERROR_INVALID;
+}
+
+/* The fake's IPC handle: the owner's pid, the memfd's number and inode
+ * (checked after pidfd_getfd: a reused pid holds another file). */
+struct fake_ipc {
+	uint32_t magic, pid;
+	int32_t fd, dev;
+	uint64_t len, ino;
+};
+
+#define FAKE_IPC_MAGIC 0x50494654u /* "TFIP" */
+
+static tern_cu_result fk_ipc_get(tern_cu_ipc_handle *h, tern_cu_ptr p)
+{
+	struct fake_ipc f = { .magic = FAKE_IPC_MAGIC,
+			      .pid = (uint32_t)getpid() };
+	struct stat st;
+	int i;
+
+	pthread_mutex_lock(&g_fake.lock);
+	i = fake_find((const void *)(uintptr_t)p);
+	/* CUDA wants an allocation's base, and no re-export. */
+	if (i < 0 || g_fake.alloc[i].base != (char *)(uintptr_t)p ||
+	    g_fake.alloc[i].imported) {
+		pthread_mutex_unlock(&g_fake.lock);
+		return TERN_CU_ERROR_INVALID;
+	}
+	f.fd = g_fake.alloc[i].fd;
+	f.dev = g_fake.alloc[i].dev;
+	f.len = g_fake.alloc[i].len;
+	pthread_mutex_unlock(&g_fake.lock);
+	if (fstat(f.fd, &st) != 0)
+		return TERN_CU_ERROR_INVALID;
+	f.ino = (uint64_t)st.st_ino;
+	memset(h, 0, sizeof(*h));
+	memcpy(h->reserved, &f, sizeof(f));
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_ipc_open(tern_cu_ptr *p, tern_cu_ipc_handle h,
+				  unsigned int flags)
+{
+	int dev = g_fake_cur != NULL ? g_fake_cur->dev : -1;
+	struct fake_ipc f;
+	struct stat st;
+	tern_cu_result r;
+	long pidfd, fd;
+
+	(void)flags;
+	memcpy(&f, h.reserved, sizeof(f));
+	if (dev < 0)
+		return 201;
+	/* CUDA refuses a handle of this very process. */
+	if (f.magic != FAKE_IPC_MAGIC || f.pid == (uint32_t)getpid() ||
+	    f.len == 0)
+		return TERN_CU_ERROR_INVALID;
+	pidfd = syscall(SYS_pidfd_open, (pid_t)f.pid, 0);
+	if (pidfd < 0)
+		return TERN_CU_ERROR_INVALID;
+	fd = syscall(SYS_pidfd_getfd, (int)pidfd, f.fd, 0);
+	close((int)pidfd);
+	if (fd < 0)
+		return TERN_CU_ERROR_INVALID;
+	if (fstat((int)fd, &st) != 0 || (uint64_t)st.st_ino != f.ino ||
+	    (uint64_t)st.st_size < f.len) {
+		close((int)fd);
+		return TERN_CU_ERROR_INVALID;
+	}
+	r = fake_map((int)fd, (size_t)f.len, 0, dev, 1, p);
+	if (r != TERN_CU_SUCCESS)
+		close((int)fd);
+	return r;
+}
+
+static tern_cu_result fk_ipc_close(tern_cu_ptr p)
+{
+	return fake_release(p, 1);
 }
 
 static tern_cu_result fk_hostalloc(void **p, size_t len, unsigned int flags)
@@ -259,9 +416,21 @@ static tern_cu_result fk_freehost(void *p)
 	return TERN_CU_SUCCESS;
 }
 
+static void fake_count_ipc(int imported)
+{
+	if (!imported)
+		return;
+	pthread_mutex_lock(&g_fake.lock);
+	g_fake.ipc_copies++;
+	pthread_mutex_unlock(&g_fake.lock);
+}
+
 static tern_cu_result fk_memcpy(tern_cu_ptr d, tern_cu_ptr s, size_t len)
 {
-	memcpy(fake_bytes(d), fake_bytes(s), len);
+	int imported = 0;
+
+	memcpy(fake_bytes(d, &imported), fake_bytes(s, &imported), len);
+	fake_count_ipc(imported);
 	return TERN_CU_SUCCESS;
 }
 
@@ -269,11 +438,13 @@ static tern_cu_result fk_memcpy_async(tern_cu_ptr d, tern_cu_ptr s, size_t len,
 				      tern_cu_stream st)
 {
 	struct fake_op *op = calloc(1, sizeof(*op));
+	int imported = 0;
 
 	if (op == NULL)
 		return 2;
-	op->dst = fake_bytes(d);
-	op->src = fake_bytes(s);
+	op->dst = fake_bytes(d, &imported);
+	op->src = fake_bytes(s, &imported);
+	fake_count_ipc(imported);
 	op->len = len;
 	op->seq = ++st->enq;
 	pthread_mutex_lock(&g_fake.lock);
@@ -400,9 +571,13 @@ static int load_fake(const char *env)
 	int n = atoi(env);
 
 	g_fake.ndev = n < 1 ? 1 : n > FAKE_DEVS ? FAKE_DEVS : n;
+	const char *hmem = getenv("TERN_FAKE_CUDA_HMEM");
+
 	g_fake.fail_at = fail != NULL ? strtoull(fail, NULL, 10) : 0;
+	g_fake.hmem = hmem != NULL && strcmp(hmem, "1") == 0;
 	g_cu = (struct tern__cu){
 		.fake = 1,
+		.fake_hmem = g_fake.hmem,
 		.Init = fk_init,
 		.DriverGetVersion = fk_version,
 		.DeviceGetCount = fk_count,
@@ -427,6 +602,10 @@ static int load_fake(const char *env)
 		.EventRecord = fk_event_record,
 		.EventQuery = fk_event_query,
 		.GetErrorString = fk_errstr,
+		.MemGetAddressRange = fk_range,
+		.IpcGetMemHandle = fk_ipc_get,
+		.IpcOpenMemHandle = fk_ipc_open,
+		.IpcCloseMemHandle = fk_ipc_close,
 	};
 	return 0;
 }
@@ -437,6 +616,8 @@ void tern__cu_fake_stats(struct tern__cu_fake_stats *s)
 	s->copies = g_fake.ncopies;
 	s->bytes = g_fake.bytes;
 	s->max_pending = g_fake.max_pending;
+	s->ipc_opens = g_fake.ipc_opens;
+	s->ipc_copies = g_fake.ipc_copies;
 	pthread_mutex_unlock(&g_fake.lock);
 }
 
@@ -495,9 +676,18 @@ static int load_real(void)
 	SYM(EventQuery, "cuEventQuery");
 	SYM(GetErrorString, "cuGetErrorString");
 #undef SYM
-	/* Optional: dmabuf export (CUDA 11.7+). */
+	/* Optional: dmabuf export (CUDA 11.7+); IPC (the _v2 names are
+	 * CUDA 11's; all four, or none). */
 	*(void **)&g_cu.MemGetHandleForAddressRange = dlsym(
 		h, "cuMemGetHandleForAddressRange");
+	*(void **)&g_cu.MemGetAddressRange = dlsym(h,
+						   "cuMemGetAddressRange_v2");
+	*(void **)&g_cu.IpcGetMemHandle = dlsym(h, "cuIpcGetMemHandle");
+	*(void **)&g_cu.IpcOpenMemHandle = dlsym(h, "cuIpcOpenMemHandle_v2");
+	*(void **)&g_cu.IpcCloseMemHandle = dlsym(h, "cuIpcCloseMemHandle");
+	if (g_cu.MemGetAddressRange == NULL || g_cu.IpcGetMemHandle == NULL ||
+	    g_cu.IpcOpenMemHandle == NULL || g_cu.IpcCloseMemHandle == NULL)
+		g_cu.IpcGetMemHandle = NULL;
 	r = g_cu.Init(0);
 	if (r != TERN_CU_SUCCESS) {
 		snprintf(g_why, sizeof(g_why), "cuInit: %s",

@@ -11,7 +11,13 @@
  * queued copy per event query, in stream order, so a pipeline that posts
  * before its copy is done sends stale bytes and a test sees it.
  * $TERN_FAKE_CUDA_FAIL=K makes the K-th asynchronous copy of the process
- * fail.
+ * fail. $TERN_FAKE_CUDA_HMEM=1 stands in for a provider that reaches GPU
+ * memory: the fake's device memory is also mapped where its pointer
+ * says (the provider reads and writes it as host memory), so CUDA
+ * regions register zero-copy. The fake's device memory is a memfd, and
+ * its IPC handles name the owner's pid and fd: another process opens
+ * one with pidfd_getfd() and gets its own device pointer, which the host
+ * cannot touch (only the fake's copies reach the bytes).
  */
 #ifndef TERN_HMEM_CUDA_H
 #define TERN_HMEM_CUDA_H
@@ -42,10 +48,20 @@ typedef struct tern_cu_event_st *tern_cu_event;
 #define TERN_CU_EVENT_NO_TIMING	   2
 #define TERN_CU_HOSTALLOC_PORTABLE 1
 #define TERN_CU_HANDLE_DMABUF_FD   1
+#define TERN_CU_IPC_HANDLE_SIZE	   64
+#define TERN_CU_IPC_LAZY_PEER	   1 /* CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS */
+
+/* CUipcMemHandle: passed by value, as CUDA does. */
+typedef struct {
+	char reserved[TERN_CU_IPC_HANDLE_SIZE];
+} tern_cu_ipc_handle;
 
 /* The driver entry points tern calls (names in libcuda.so.1 in comments). */
 struct tern__cu {
-	int fake;    /* the test driver of $TERN_FAKE_CUDA */
+	int fake; /* the test driver of $TERN_FAKE_CUDA */
+	/* The fake's device memory is where its pointer says, for the
+	 * provider ($TERN_FAKE_CUDA_HMEM): register it as host memory. */
+	int fake_hmem;
 	int version; /* cuDriverGetVersion, e.g. 12040 */
 	int ndev;
 	tern_cu_result (*Init)(unsigned int);		    /* cuInit */
@@ -77,6 +93,14 @@ struct tern__cu {
 	tern_cu_result (*MemGetHandleForAddressRange)(void *, tern_cu_ptr,
 						      size_t, int,
 						      unsigned long long);
+	/* Optional: CUDA IPC, GPU memory shared with another process of
+	 * this host (the same-host path: engine/local.c). */
+	tern_cu_result (*MemGetAddressRange)(tern_cu_ptr *, size_t *,
+					     tern_cu_ptr); /* _v2 */
+	tern_cu_result (*IpcGetMemHandle)(tern_cu_ipc_handle *, tern_cu_ptr);
+	tern_cu_result (*IpcOpenMemHandle)(tern_cu_ptr *, tern_cu_ipc_handle,
+					   unsigned int); /* _v2 */
+	tern_cu_result (*IpcCloseMemHandle)(tern_cu_ptr);
 };
 
 /*
@@ -112,6 +136,8 @@ struct tern__cu_fake_stats {
 	uint64_t copies;
 	uint64_t bytes;
 	uint64_t max_pending;
+	uint64_t ipc_opens;  /* handles another process opened here */
+	uint64_t ipc_copies; /* cuMemcpyAsync calls touching them */
 };
 void tern__cu_fake_stats(struct tern__cu_fake_stats *s);
 /* Make the @n-th asynchronous copy from now fail (0: none). */

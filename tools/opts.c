@@ -344,6 +344,8 @@ static const char *const env_help[][2] = {
 	{ "TERN_WORLD_SIZE", "ranks at start (file, etcd worlds)" },
 	{ "TERN_LOCAL",
 	  "0: same-host peers over the provider too (default 1: memcpy)" },
+	{ "TERN_LOCAL_BROKER",
+	  "1: hand same-host peers our fds (SCM_RIGHTS); default: if Yama" },
 	{ "TERN_IMM_SOURCE",
 	  "whose arrival sources to trust: 0 none, 1 shm (default), 2 any" },
 	{ "TERN_FI_API",
@@ -371,6 +373,8 @@ static const char *const env_help[][2] = {
 	  "tern doctor: read DIR/sys, DIR/proc, DIR/dev instead" },
 	{ "TERN_FAKE_CUDA", "tests: N fake CUDA devices instead of libcuda" },
 	{ "TERN_FAKE_CUDA_FAIL", "tests: the K-th fake copy fails" },
+	{ "TERN_FAKE_CUDA_HMEM",
+	  "tests: 1: the fake GPU memory registers zero-copy" },
 };
 
 void cli_env_help(FILE *f)

@@ -53,10 +53,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -152,6 +156,8 @@ struct tern__local {
 		tern_cu_ctx cctx; /* the context it was made in */
 		tern_cu_stream s;
 	} stream[LDEVS];	    /* GPU copies, per device */
+	int lsock;		    /* the fd broker's socket, or -1 (none) */
+	pthread_t broker;	    /* its thread, while lsock >= 0 */
 	uint64_t slot_nonce[LSLOT]; /* attribution cache */
 	uint32_t slot_src[LSLOT];
 	uint64_t peers_gen, slot_gen[LSLOT];
@@ -184,7 +190,9 @@ struct tern__local_peer {
 	struct lbell *bell;
 	struct lslot *slot;
 	unsigned int slot_idx;
-	int cma; /* 1 works, 0 refused (then the fabric) */
+	int cma;	/* 1 works, 0 refused (then the fabric) */
+	int broker;	/* fds come from the owner's broker (SCM_RIGHTS) */
+	uint64_t nonce; /* the owner ctx's: its broker's name */
 	unsigned int hint;
 	struct lmap maps[LREG];
 };
@@ -258,6 +266,276 @@ int tern__local_enabled(void)
 	return tern__env_long("TERN_LOCAL", 1, 0, 1) != 0;
 }
 
+/* ---- the fd broker: SCM_RIGHTS where pidfd_getfd() is refused -----
+ *
+ * Where the kernel's ptrace rule refuses pidfd_getfd() between
+ * processes of one uid (Yama ptrace_scope >= 1, as on Ubuntu; seccomp in
+ * containers), the owner hands its fds out itself: a thread per ctx
+ * listens on an abstract unix socket named by the ctx's nonce (in its
+ * network namespace; nothing in the file system), takes one request per
+ * connection, checks the caller's uid with SO_PEERCRED, and sends the
+ * inbox and wake fds, or one exported shared region's memfd, with
+ * SCM_RIGHTS. Only what tern would give a local peer anyway: never other
+ * memory (cross-memory attach stays refused, and such regions go over
+ * the provider). A caller that connects and says nothing holds the
+ * broker for at most LBROKER_WAIT_MS. */
+
+#define LBROKER_MAGIC	0x424c5254u /* "TRLB" */
+#define LBROKER_INBOX	1
+#define LBROKER_REGION	2
+#define LBROKER_WAIT_MS 1000
+
+struct lbroker_msg {
+	uint32_t magic;
+	uint32_t what;	/* request: LBROKER_*; answer: 0 */
+	int32_t status; /* answer: 0 (fds attached) or -errno */
+	uint32_t idx;	/* LBROKER_REGION: the region's entry */
+};
+
+static void broker_name(struct sockaddr_un *a, socklen_t *len, uint64_t nonce)
+{
+	int n;
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	/* Abstract: sun_path[0] is NUL; the name is not NUL-terminated. */
+	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
+		     "tern-local-%016" PRIx64, nonce);
+	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			   (size_t)n);
+}
+
+/* What the broker may hand out for @m: fds in @fds (not ours to close). */
+static int broker_fds(struct tern__local *l, const struct lbroker_msg *m,
+		      int fds[2], int *nfds)
+{
+	if (m->what == LBROKER_INBOX) {
+		fds[0] = l->fd;
+		fds[1] = (int)l->id.wake_fd;
+		*nfds = 2;
+		return 0;
+	}
+	if (m->what == LBROKER_REGION && m->idx < LREG) {
+		const struct lreg *e = &l->reg[m->idx];
+		uint64_t g = atomic_load_explicit(&e->gen,
+						  memory_order_acquire);
+		int32_t fd = e->shm_fd;
+		uint64_t ino = e->shm_ino;
+
+		atomic_thread_fence(memory_order_acquire);
+		/* A live shared region's memfd (the peer checks its inode
+		 * against the entry, so a stale one is harmless). */
+		if (!(g & 1) || fd < 0 || ino == 0 ||
+		    atomic_load_explicit(&e->gen, memory_order_relaxed) != g)
+			return -ENOENT;
+		fds[0] = fd;
+		*nfds = 1;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static void broker_serve(struct tern__local *l, int c)
+{
+	struct timeval tv = { LBROKER_WAIT_MS / 1000,
+			      (LBROKER_WAIT_MS % 1000) * 1000 };
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct lbroker_msg m;
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int fds[2], nfds = 0, st;
+
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (recv(c, &m, sizeof(m), 0) != (ssize_t)sizeof(m) ||
+	    m.magic != LBROKER_MAGIC)
+		return;
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 ||
+	    cred.uid != getuid()) {
+		tern_debug("same-host fd broker: pid %d of uid %u refused",
+			   (int)cred.pid, (unsigned int)cred.uid);
+		st = -EPERM;
+	} else {
+		st = broker_fds(l, &m, fds, &nfds);
+	}
+	m = (struct lbroker_msg){ .magic = LBROKER_MAGIC, .status = st };
+	if (st == 0) {
+		struct cmsghdr *cm;
+
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
+	}
+	if (sendmsg(c, &mh, MSG_NOSIGNAL) < 0 && st == 0) {
+		/* An fd closed since (a region freed): say so instead. */
+		m.status = -errno;
+		mh.msg_control = NULL;
+		mh.msg_controllen = 0;
+		(void)sendmsg(c, &mh, MSG_NOSIGNAL);
+	}
+}
+
+static void *broker_main(void *arg)
+{
+	struct tern__local *l = arg;
+
+	for (;;) {
+		int c = accept4(l->lsock, NULL, NULL, SOCK_CLOEXEC);
+
+		if (c < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				usleep(10000);
+			else if (errno != EINTR && errno != ECONNABORTED)
+				return NULL; /* shut down: the ctx closes */
+			continue;
+		}
+		broker_serve(l, c);
+		close(c);
+	}
+}
+
+/* Does this process need a broker: $TERN_LOCAL_BROKER (0, 1; default:
+ * where Yama restricts ptrace, or pidfd_getfd() fails even on ourselves,
+ * as under a seccomp filter)? */
+static int broker_wanted(void)
+{
+	long v = tern__env_long("TERN_LOCAL_BROKER", -1, -1, 1);
+	char buf[8] = "";
+	long pfd, fd;
+	int yama;
+
+	if (v >= 0)
+		return (int)v;
+	fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		yama = read((int)fd, buf, sizeof(buf) - 1) > 0 && buf[0] != '0';
+		close((int)fd);
+		if (yama)
+			return 1;
+	}
+	pfd = pidfd_open(getpid());
+	if (pfd < 0)
+		return 1;
+	fd = pidfd_getfd((int)pfd, (int)pfd);
+	close((int)pfd);
+	if (fd < 0)
+		return 1;
+	close((int)fd);
+	return 0;
+}
+
+static void broker_start(struct tern__local *l)
+{
+	struct sockaddr_un a;
+	socklen_t alen;
+
+	l->lsock = -1;
+	if (!broker_wanted())
+		return;
+	l->lsock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	broker_name(&a, &alen, l->id.nonce);
+	if (l->lsock < 0 || bind(l->lsock, (struct sockaddr *)&a, alen) != 0 ||
+	    listen(l->lsock, 64) != 0 ||
+	    pthread_create(&l->broker, NULL, broker_main, l) != 0) {
+		tern_info("same-host path: no fd broker (%s): peers the "
+			  "kernel's ptrace rule refuses go over the provider",
+			  strerror(errno));
+		if (l->lsock >= 0)
+			close(l->lsock);
+		l->lsock = -1;
+		return;
+	}
+	tern_debug("same-host path: fd broker @%s", a.sun_path + 1);
+}
+
+static void broker_stop(struct tern__local *l)
+{
+	if (l->lsock < 0)
+		return;
+	shutdown(l->lsock, SHUT_RDWR); /* accept() returns: the thread ends */
+	pthread_join(l->broker, NULL);
+	close(l->lsock);
+	l->lsock = -1;
+}
+
+/* Ask the broker of ctx @nonce for @what (@idx): exactly @max fds into
+ * @fds. @return @max, or -errno (-EPERM: refused). */
+static int broker_get(uint64_t nonce, uint32_t what, uint32_t idx, int *fds,
+		      int max)
+{
+	struct timeval tv = { LBROKER_WAIT_MS / 1000,
+			      (LBROKER_WAIT_MS % 1000) * 1000 };
+	struct lbroker_msg m = { .magic = LBROKER_MAGIC,
+				 .what = what,
+				 .idx = idx };
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct sockaddr_un a;
+	struct cmsghdr *cm;
+	socklen_t alen;
+	int s, n = 0, ret;
+
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	broker_name(&a, &alen, nonce);
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(s, (struct sockaddr *)&a, alen) != 0 ||
+	    send(s, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m) ||
+	    recvmsg(s, &mh, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof(m)) {
+		ret = -errno;
+		close(s);
+		return ret != 0 ? ret : -EPROTO;
+	}
+	close(s);
+	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t k = 0;
+		     k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + k * sizeof(int),
+			       sizeof(int));
+			if (n < max)
+				fds[n++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if (m.magic != LBROKER_MAGIC || m.status != 0 || n != max) {
+		for (int k = 0; k < n; k++)
+			close(fds[k]);
+		return m.status != 0 ? m.status : -EPROTO;
+	}
+	return n;
+}
+
+int tern__local_broker_ask(const struct tern_ctx *owner, unsigned int what,
+			   unsigned int idx, int *fds, int max)
+{
+	if (owner->local == NULL)
+		return -ENOENT;
+	return broker_get(owner->local->id.nonce, what, idx, fds, max);
+}
+
 int tern__local_open(struct tern_ctx *ctx)
 {
 	struct tern__local *l;
@@ -315,6 +593,7 @@ int tern__local_open(struct tern_ctx *ctx)
 		l->id.nonce = ((uint64_t)rand() << 32) ^ (uint64_t)rand() ^
 			      tern__now_ns() ^ (uint64_t)(uintptr_t)l;
 	} while (l->id.nonce == 0);
+	broker_start(l);
 	ctx->local = l;
 	return 0;
 
@@ -331,6 +610,7 @@ void tern__local_close(struct tern_ctx *ctx)
 
 	if (l == NULL)
 		return;
+	broker_stop(l);
 	for (int d = 0; d < LDEVS; d++) {
 		const struct tern__cu *cu = tern__cu_get(NULL, 0);
 		tern_cu_ctx cur = NULL;
@@ -749,14 +1029,29 @@ void tern__local_peer_add(struct tern_ctx *ctx, struct tern_peer *peer,
 		why = "its process runs under another uid";
 		goto refused;
 	}
+	lp->nonce = c->nonce;
 	fd = pidfd_getfd(lp->pidfd, (int)c->inbox_fd);
 	if (fd < 0) {
-		snprintf(whybuf, sizeof(whybuf),
-			 "pidfd_getfd: %s (the kernel's ptrace rule: Yama "
-			 "ptrace_scope, a container)",
-			 strerror(errno));
-		why = whybuf;
-		goto refused;
+		int err = errno, two[2], ret;
+
+		/* The kernel's ptrace rule (Yama ptrace_scope, a container):
+		 * ask the owner's broker instead. */
+		ret = broker_get(c->nonce, LBROKER_INBOX, 0, two, 2);
+		if (ret < 0) {
+			snprintf(whybuf, sizeof(whybuf),
+				 "pidfd_getfd: %s (the kernel's ptrace rule: "
+				 "Yama ptrace_scope, a container), and its fd "
+				 "broker: %s",
+				 strerror(err), strerror(-ret));
+			why = whybuf;
+			goto refused;
+		}
+		fd = two[0];
+		lp->wake_fd = two[1];
+		lp->broker = 1;
+		tern_debug("peer pid %d: pidfd_getfd refused (%s); fds from "
+			   "its broker",
+			   (int)lp->pid, strerror(err));
 	}
 	if (fstat((int)fd, &st) != 0 || (uint64_t)st.st_ino != c->inbox_ino ||
 	    (size_t)st.st_size < INBOX_SIZE) {
@@ -785,12 +1080,14 @@ void tern__local_peer_add(struct tern_ctx *ctx, struct tern_peer *peer,
 		why = "its inbox is of another layout (another tern version)";
 		goto refused;
 	}
-	fd = pidfd_getfd(lp->pidfd, (int)c->wake_fd);
-	if (fd < 0) {
-		why = "pidfd_getfd of its eventfd failed";
-		goto refused;
+	if (!lp->broker) {
+		fd = pidfd_getfd(lp->pidfd, (int)c->wake_fd);
+		if (fd < 0) {
+			why = "pidfd_getfd of its eventfd failed";
+			goto refused;
+		}
+		lp->wake_fd = (int)fd;
 	}
-	lp->wake_fd = (int)fd;
 	if (claim_slot(lp, ctx->local->id.nonce) != 0) {
 		why = "its inbox has no free slot (64 same-host writers)";
 		goto refused;
@@ -977,7 +1274,16 @@ static uint8_t *region_map(struct tern__local_peer *lp, int i, uint64_t gen)
 		return cuda_map(lp, i, gen, base, len);
 	if (ino == 0 || sfd < 0)
 		return NULL;
-	fd = pidfd_getfd(lp->pidfd, sfd);
+	if (lp->broker) {
+		int one;
+
+		fd = broker_get(lp->nonce, LBROKER_REGION, (uint32_t)i, &one,
+				1) == 1
+			     ? one
+			     : -1;
+	} else {
+		fd = pidfd_getfd(lp->pidfd, sfd);
+	}
 	if (fd < 0)
 		return NULL;
 	if (fstat((int)fd, &st) != 0 || (uint64_t)st.st_ino != ino ||

@@ -13,6 +13,13 @@
  *           region at once and serves another peer;
  *   mixed   one ctx, a local peer and a peer over the provider (a child
  *           with TERN_LOCAL=0), both written and verified;
+ *   scm     a child that the kernel refuses pidfd_getfd() and
+ *           cross-memory attach (a seccomp filter, as Yama ptrace_scope
+ *           1 or a container would) gets the inbox and a shared region's
+ *           memfd from the parent's fd broker (SCM_RIGHTS), and writes
+ *           and reads it byte-exact on the same-host path;
+ *   scmuid  the broker refuses a process of another uid, a bad request
+ *           and a region that is not shared memory;
  *   cuda    GPU memory across processes (CUDA IPC; the fake driver with
  *           $TERN_FAKE_CUDA_HMEM, or a GPU): a child reads and writes
  *           the parent's zero-copy GPU region from host memory and from
@@ -26,10 +33,15 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -299,6 +311,34 @@ static void wait_msg(int fd, struct tern_ctx *ctx)
  * write without end, "fabric" write once. */
 static void child_cuda(struct pipe2 *pp);
 
+/* The kernel refuses us pidfd_getfd() and cross-memory attach, as Yama
+ * ptrace_scope 1 does between siblings (EPERM). */
+static void deny_ptrace_rule(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_getfd, 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_writev, 1,
+			 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+
+	CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+		      prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0,
+	      "seccomp: %s", strerror(errno));
+	CHECK(syscall(SYS_pidfd_getfd, 0, 0, 0) < 0 && errno == EPERM,
+	      "the seccomp filter does not refuse pidfd_getfd");
+}
+
+/* The parent's ctx, as the child of a "scmuid" case sees it (fork). */
+static struct tern_ctx *g_owner;
+int tern__local_broker_ask(const struct tern_ctx *owner, unsigned int what,
+			   unsigned int idx, int *fds, int max);
+
 static void child(struct pipe2 *pp, const char *what)
 {
 	uint8_t card[TERN_CARD_MAX], *buf;
@@ -313,6 +353,21 @@ static void child(struct pipe2 *pp, const char *what)
 
 	if (strcmp(what, "cuda") == 0)
 		child_cuda(pp);
+	if (strcmp(what, "scmuid") == 0) {
+		int fds[2], ret = tern__local_broker_ask(g_owner, 1, 0, fds, 2);
+
+		CHECK(ret == -EPERM,
+		      "uid %u asked the parent's broker for its inbox: %s "
+		      "(want refused)",
+		      (unsigned int)getuid(), strerror(-ret));
+		ret = tern__local_broker_ask(g_owner, 2, 0, fds, 1);
+		CHECK(ret == -EPERM, "uid %u asked for a region: %s",
+		      (unsigned int)getuid(), strerror(-ret));
+		put(pp->to_parent[1], "done", 4);
+		exit(0);
+	}
+	if (strcmp(what, "scm") == 0)
+		deny_ptrace_rule();
 	ctx = open_ctx();
 	n = tern_ctx_card(ctx, card, sizeof(card));
 	put(pp->to_parent[1], card, (size_t)n);
@@ -333,7 +388,7 @@ static void child(struct pipe2 *pp, const char *what)
 			      pump(&r, ctx, NULL, NULL) == 0,
 		      "child: write: %s", tern_strerror(r.status));
 	} while (strcmp(what, "loop") == 0);
-	if (strcmp(what, "cma") == 0) {
+	if (strcmp(what, "cma") == 0 || strcmp(what, "scm") == 0) {
 		uint8_t *orig = malloc(REGION);
 
 		CHECK(orig != NULL, "alloc");
@@ -436,19 +491,32 @@ static int landed(struct tern_ctx *ctx, const uint8_t *buf, const uint8_t *want,
 	return 0;
 }
 
+static int case_scmuid(void);
+
 static int case_child(const char *what)
 {
 	struct tern_ctx *ctx = open_ctx();
-	uint8_t *buf = malloc(REGION), *want = malloc(REGION);
+	uint8_t *buf = NULL, *want = malloc(REGION);
 	struct tern_peer *peer;
 	struct tern_mr *mr;
 	struct pipe2 pp;
 	pid_t pid;
 	int path, st;
 
+	/* The broker hands out shared memory only. */
+	if (strcmp(what, "scm") == 0)
+		CHECK(tern_mem_alloc(TERN_MEM_SHARED, 0, REGION,
+				     (void **)&buf) == 0,
+		      "shared alloc");
+	else
+		buf = malloc(REGION);
 	CHECK(buf != NULL && want != NULL, "alloc");
 	memset(buf, 0xcc, REGION);
 	CHECK(tern_mr_reg(ctx, buf, REGION, RW, &mr) == 0, "reg");
+	if (strcmp(what, "scmuid") == 0) {
+		g_owner = ctx;
+		return case_scmuid();
+	}
 	if (strcmp(what, "uid") == 0) {
 		if (geteuid() != 0) {
 			printf("SKIP: uid needs root (to run a child under "
@@ -466,11 +534,11 @@ static int case_child(const char *what)
 		       g_prov);
 		return 0;
 	}
-	if (strcmp(what, "cma") == 0 || strcmp(what, "fabric") == 0) {
+	if (strcmp(what, "cma") == 0 || strcmp(what, "fabric") == 0 ||
+	    strcmp(what, "scm") == 0) {
 		int fabric = strcmp(what, "fabric") == 0;
 
-		path = parent(fabric ? "fabric" : "cma", 0, fabric, ctx, buf,
-			      mr, &peer, &pid, &pp);
+		path = parent(what, 0, fabric, ctx, buf, mr, &peer, &pid, &pp);
 		CHECK(path == (fabric ? TERN_PATH_FABRIC : TERN_PATH_LOCAL),
 		      "child's path %d", path);
 		wait_done(&pp, ctx);
@@ -484,7 +552,11 @@ static int case_child(const char *what)
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed");
 		printf("%s: a child's write of %u bytes at offset 5 "
 		       "byte-exact (%s)\n",
-		       what, REGION - 8, fabric ? g_prov : "same-host path");
+		       what, REGION - 8,
+		       fabric ? g_prov
+		       : strcmp(what, "scm") == 0
+			       ? "same-host path, fds from the broker"
+			       : "same-host path");
 		return 0;
 	}
 	if (strcmp(what, "kill") == 0) {
@@ -526,6 +598,49 @@ static int case_child(const char *what)
 	}
 	FAIL("unknown case %s", what);
 	return 1;
+}
+
+/* The parent's broker: a process of another uid is refused, and so are
+ * a bad request and a region that is not shared memory. */
+static int case_scmuid(void)
+{
+	struct tern_ctx *ctx = g_owner;
+	uint8_t *host = malloc(4096);
+	struct tern_mr *hmr;
+	struct pipe2 pp;
+	char done[8];
+	int fds[2], st, ret;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		printf("SKIP: scmuid needs root (a child under another uid)\n");
+		return 77;
+	}
+	/* Entry 0 is the parent's region (malloc: not shared memory), 1 a
+	 * plain host region too. */
+	CHECK(host != NULL && tern_mr_reg(ctx, host, 4096, RW, &hmr) == 0,
+	      "reg");
+	ret = tern__local_broker_ask(ctx, 1, 0, fds, 2);
+	CHECK(ret == 2, "our own uid's request for the inbox: %s",
+	      strerror(-ret));
+	close(fds[0]);
+	close(fds[1]);
+	ret = tern__local_broker_ask(ctx, 2, 1, fds, 1);
+	CHECK(ret == -ENOENT, "a region that is not shared memory: %s",
+	      strerror(-ret));
+	ret = tern__local_broker_ask(ctx, 2, 100000, fds, 1);
+	CHECK(ret == -EINVAL, "entry 100000: %s", strerror(-ret));
+	ret = tern__local_broker_ask(ctx, 7, 0, fds, 1);
+	CHECK(ret == -EINVAL, "request 7: %s", strerror(-ret));
+	pid = spawn(&pp, "scmuid", 1, 0);
+	get(pp.to_parent[0], done, sizeof(done));
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed");
+	printf("scmuid: the broker refused uid 65534, a bad entry, a bad "
+	       "request and a region not in shared memory\n");
+	tern_mr_close(hmr);
+	free(host);
+	return 0;
 }
 
 static int case_mixed(void)

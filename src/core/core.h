@@ -6,8 +6,18 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include <tern/common.h>
+
+/* pidfd_open(2) and pidfd_getfd(2) (Linux 5.3, 5.6), for libc headers
+ * older than the kernel: the same-host path and the fake CUDA driver. */
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
 
 #define TERN_XSTR(x)	   #x
 #define TERN_STR(x)	   TERN_XSTR(x)

@@ -69,13 +69,6 @@
 #include "../hmem/cuda.h"
 #include "../wire/card.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_getfd
-#define SYS_pidfd_getfd 438
-#endif
-
 #define LMAGIC	    0x4c4e5254u /* "TRNL" */
 #define LVER	    2
 #define LREG	    256	 /* regions a ctx exports */

@@ -35,13 +35,6 @@ _Static_assert(TERN_CU_IPC_LAZY_PEER == CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS,
 _Static_assert(sizeof(tern_cu_ipc_handle) == sizeof(CUipcMemHandle), "cuda.h");
 #endif
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_getfd
-#define SYS_pidfd_getfd 438
-#endif
-
 static struct tern__cu g_cu;
 static char g_why[160];
 static int g_ok;

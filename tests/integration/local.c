@@ -493,15 +493,15 @@ static int landed(struct tern_ctx *ctx, const uint8_t *buf, const uint8_t *want,
 
 static int case_scmuid(void);
 
+static int child_case(const char *what, struct tern_ctx *ctx, uint8_t *buf,
+		      uint8_t *want);
+
+/* A case with a child: the parent's ctx and region, freed after. */
 static int case_child(const char *what)
 {
 	struct tern_ctx *ctx = open_ctx();
 	uint8_t *buf = NULL, *want = malloc(REGION);
-	struct tern_peer *peer;
-	struct tern_mr *mr;
-	struct pipe2 pp;
-	pid_t pid;
-	int path, st;
+	int ret;
 
 	/* The broker hands out shared memory only. */
 	if (strcmp(what, "scm") == 0)
@@ -511,6 +511,25 @@ static int case_child(const char *what)
 	else
 		buf = malloc(REGION);
 	CHECK(buf != NULL && want != NULL, "alloc");
+	ret = child_case(what, ctx, buf, want);
+	tern_ctx_close(ctx); /* and its regions */
+	if (strcmp(what, "scm") == 0)
+		tern_mem_free(TERN_MEM_SHARED, buf);
+	else
+		free(buf);
+	free(want);
+	return ret;
+}
+
+static int child_case(const char *what, struct tern_ctx *ctx, uint8_t *buf,
+		      uint8_t *want)
+{
+	struct tern_peer *peer;
+	struct tern_mr *mr;
+	struct pipe2 pp;
+	pid_t pid;
+	int path, st;
+
 	memset(buf, 0xcc, REGION);
 	CHECK(tern_mr_reg(ctx, buf, REGION, RW, &mr) == 0, "reg");
 	if (strcmp(what, "scmuid") == 0) {
@@ -593,7 +612,6 @@ static int case_child(const char *what)
 		       "once and another peer served\n");
 		tern_ctx_close(other);
 		free(ob);
-		tern_ctx_close(ctx);
 		return 0;
 	}
 	FAIL("unknown case %s", what);
@@ -687,6 +705,8 @@ static int case_mixed(void)
 	       g_prov);
 	tern_ctx_close(me);
 	tern_ctx_close(ctx);
+	free(buf);
+	free(want);
 	return 0;
 }
 
@@ -873,6 +893,9 @@ static int case_cuda(void)
 		printf("SKIP: no CUDA (%s); $TERN_FAKE_CUDA=1 "
 		       "$TERN_FAKE_CUDA_HMEM=1 runs this on the fake driver\n",
 		       info.why);
+		tern_ctx_close(ctx);
+		free(w);
+		free(h);
 		return 77;
 	}
 	CHECK(tern_mem_alloc(TERN_MEM_CUDA, 0, REGION, &g) == 0, "cuda alloc");
@@ -885,6 +908,10 @@ static int case_cuda(void)
 		printf("SKIP: %s reaches no GPU memory here (the region is "
 		       "%s): CUDA IPC is for zero-copy regions\n",
 		       g_prov, tern_mr_path_str(tern_mr_path(gmr)));
+		tern_ctx_close(ctx);
+		tern_mem_free(TERN_MEM_CUDA, g);
+		free(w);
+		free(h);
 		return 77;
 	}
 	CHECK(tern_mem_alloc(TERN_MEM_SHARED, 0, REGION, &s) == 0, "shared");

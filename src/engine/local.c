@@ -55,6 +55,8 @@
 #include <string.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -148,8 +150,11 @@ struct tern__local {
 	struct {
 		tern_cu_ctx cctx; /* the context it was made in */
 		tern_cu_stream s;
-	} stream[LDEVS];	    /* GPU copies, per device */
-	int lsock;		    /* the fd broker's socket, or -1 (none) */
+	} stream[LDEVS]; /* GPU copies, per device */
+	int lsock;	 /* the fd broker's socket, or -1 (none) */
+	int exited;	 /* a peer's pidfd fired in the loop: sweep */
+	unsigned int ticks;
+	uint64_t next_sweep;	    /* ns: look at the peers' pidfds again */
 	pthread_t broker;	    /* its thread, while lsock >= 0 */
 	uint64_t slot_nonce[LSLOT]; /* attribution cache */
 	uint32_t slot_src[LSLOT];
@@ -784,11 +789,55 @@ static uint32_t slot_src(struct tern_ctx *ctx, unsigned int s)
 	return l->slot_src[s];
 }
 
+void *tern__local_ev(struct tern_ctx *ctx)
+{
+	return &ctx->local;
+}
+
+void tern__local_exited(struct tern_ctx *ctx)
+{
+	if (ctx->local != NULL)
+		ctx->local->exited = 1;
+}
+
+/* Peers whose process has ended (their pidfd is readable): gone, as a
+ * world says of a dead rank (queued operations and expectations from
+ * them fail -TERN_EPEERGONE), and their attachment's fds and mappings
+ * let go now; the caller still removes the peer. */
+static void sweep_exited(struct tern_ctx *ctx)
+{
+	for (struct tern_peer *p = ctx->peers; p != NULL; p = p->next) {
+		struct pollfd pf;
+
+		if (p->local == NULL || p->removed)
+			continue;
+		pf = (struct pollfd){ .fd = p->local->pidfd, .events = POLLIN };
+		if (poll(&pf, 1, 0) != 1 || !(pf.revents & POLLIN))
+			continue;
+		tern_info("peer pid %d on the same-host path: its process "
+			  "ended",
+			  (int)p->local->pid);
+		if (!p->gone)
+			tern__peer_gone(p);
+		tern__local_peer_release(ctx, p);
+	}
+}
+
 int tern__local_poll(struct tern_ctx *ctx)
 {
 	struct tern__local *l = ctx->local;
 	uint64_t claimed;
 	int n = 0;
+
+	/* Peers that ended: when the loop saw a pidfd fire, and once a
+	 * second or so for loops that never sleep. */
+	if (tern_unlikely(l->exited) ||
+	    tern_unlikely((++l->ticks & 255) == 0 &&
+			  tern__now_ns() >= l->next_sweep)) {
+		l->exited = 0;
+		l->next_sweep = tern__now_ns() + 1000000000ULL;
+		sweep_exited(ctx);
+	}
 
 	/* Awake (tern_ctx_arm() may have left it set): no more wake-ups. */
 	if (atomic_load_explicit(&l->hdr->sleeping, memory_order_relaxed))
@@ -1102,6 +1151,14 @@ void tern__local_peer_add(struct tern_ctx *ctx, struct tern_peer *peer,
 		}
 	}
 	peer->local = lp;
+	/* Its pidfd turns readable when its process ends: the loop wakes
+	 * (once) and the next pass lets its attachment go. */
+	if (ctx->epfd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT,
+					  .data.ptr = tern__local_ev(ctx) };
+
+		(void)epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, lp->pidfd, &ev);
+	}
 	tern_debug("peer pid %d: same-host path (slot %u)", (int)lp->pid,
 		   lp->slot_idx);
 	return;

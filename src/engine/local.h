@@ -39,6 +39,11 @@ int tern__local_atomic(struct tern_ctx *ctx, struct tern_req *req,
 		       const struct tern_mr_desc *rd, uint64_t roff);
 int tern__local_pieces(struct tern_ctx *ctx, struct tern_req *req);
 
+/* The epoll tag of the peers' pidfds, and what the loop calls when one
+ * fires (a peer's process ended: the next progress pass looks). */
+void *tern__local_ev(struct tern_ctx *ctx);
+void tern__local_exited(struct tern_ctx *ctx);
+
 /* Progress: immediates from the rings (how many), and the local queue. */
 int tern__local_poll(struct tern_ctx *ctx);
 int tern__local_flush(struct tern_ctx *ctx);

@@ -402,6 +402,10 @@ static int dispatch_events(struct tern_ctx *ctx, int nevs)
 				;
 			continue;
 		}
+		if ((void *)io == (void *)&ctx->local) {
+			tern__local_exited(ctx); /* a local peer's pidfd */
+			continue;
+		}
 		if (ev->events & (EPOLLIN | EPOLLRDHUP))
 			what |= TERN_IO_READ;
 		if (ev->events & EPOLLOUT)

@@ -273,6 +273,11 @@ int tern_peer_remove(struct tern_peer *peer)
 	peer_abort_queued(ctx, peer, -ECANCELED);
 	tern__imm_peer_fail(ctx, peer, -ECANCELED);
 	tern__ctrl_forget_peer(ctx, peer);
+	/* Nothing local is left queued to it: its same-host attachment
+	 * (pidfd, eventfd, mappings, inbox slot) goes now, not with the
+	 * last operation the provider holds (a send to a dead process on
+	 * shm may never complete). */
+	tern__local_peer_release(ctx, peer);
 	peer->removed = 1;
 	tern__peer_release(peer);
 	return 0;

@@ -587,11 +587,32 @@ static int child_case(const char *what, struct tern_ctx *ctx, uint8_t *buf,
 		uint64_t t0;
 		uint8_t *ob = calloc(1, 4096);
 
+		struct tern_req x;
+		int ret;
+
 		path = parent("loop", 0, 0, ctx, buf, mr, &peer, &pid, &pp);
 		CHECK(path == TERN_PATH_LOCAL, "child's path %d", path);
+		/* An expectation that counts on the child alone. */
+		tern_req_init(&x, NULL, NULL);
+		ret = tern_imm_expect_from(ctx, peer, 99, 1, 60000, &x);
+		CHECK(ret == 0, "expect from the child: %s",
+		      tern_strerror(ret));
 		usleep(200000); /* it is copying without end */
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);
+		/* Its pidfd says it ended: the peer is gone (the expectation
+		 * fails at once, not at its deadline) and its attachment let
+		 * go (the fabric's from here on). */
+		for (int i = 0; i < 3000 && !x.done; i++) {
+			tern_progress(ctx);
+			usleep(1000);
+		}
+		CHECK(x.done && x.status == -TERN_EPEERGONE,
+		      "the killed child's expectation: %s (want %s)",
+		      x.done ? tern_strerror(x.status) : "still waiting",
+		      tern_strerror(-TERN_EPEERGONE));
+		CHECK(tern_peer_path(peer) == TERN_PATH_FABRIC,
+		      "the killed child's peer still has the same-host path");
 		t0 = (uint64_t)time(NULL);
 		CHECK(tern_mr_close(mr) == 0, "close after the kill");
 		CHECK((uint64_t)time(NULL) - t0 <= 2,
@@ -608,8 +629,9 @@ static int child_case(const char *what, struct tern_ctx *ctx, uint8_t *buf,
 			      pump(&r, other, ctx, NULL) == 0,
 		      "another peer's write");
 		CHECK(memcmp(buf, ob, 4096) == 0, "another peer's bytes");
-		printf("kill: a writer killed mid-copy; the region closed at "
-		       "once and another peer served\n");
+		printf("kill: a writer killed mid-copy: gone within 3 s (its "
+		       "pidfd), the region closed at once, another peer "
+		       "served\n");
 		tern_ctx_close(other);
 		free(ob);
 		return 0;

@@ -35,6 +35,9 @@ fi
 build=$1
 shift
 export TERN="$build/tern" HOSTILE="$build/tests/integration/hostile"
+# These tests are about verbs: both processes of a pair share the guest,
+# where the same-host path (docs/local.md) would carry them instead.
+export TERN_LOCAL=0
 ops="$build/tests/integration/ops"
 example="$build/examples/verbs_write_imm"
 

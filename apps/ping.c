@@ -349,7 +349,10 @@ static void refuse(struct app_msgbox *mb, const struct app_hello *h,
 	struct tern_peer *peer;
 	ssize_t n;
 
-	if (tern_peer_add(mb->ctx, h->card, h->card_len, &peer) != 0)
+	/* Refused: reached through the provider only, nothing of it
+	 * touched on this host (docs/local.md, "Trust"). */
+	if (tern_peer_add_flags(mb->ctx, h->card, h->card_len,
+				TERN_PEER_FABRIC_ONLY, &peer) != 0)
 		return;
 	n = app_hello_encode(mb->sbuf, APP_MSGBOX_MAX, &e);
 	if (n > 0)

@@ -249,7 +249,10 @@ static void reply_error_card(struct fill_server *srv, const void *msg,
 	if (r == NULL || fill_connect_card(msg, len, &card, &card_len) ||
 	    (card_len == srv->card_len &&
 	     memcmp(card, srv->card, card_len) == 0) ||
-	    tern_peer_add(srv->ctx, card, card_len, &peer) != 0) {
+	    /* Not admitted: reached through the provider only, nothing of
+	     * it touched on this host (docs/local.md, "Trust"). */
+	    tern_peer_add_flags(srv->ctx, card, card_len, TERN_PEER_FABRIC_ONLY,
+				&peer) != 0) {
 		srv->st.dropped++;
 		slog(srv,
 		     "no reply to a %zu-byte message from an unknown "

@@ -237,6 +237,22 @@ TERN_API ssize_t tern_ctx_card(const struct tern_ctx *ctx, void *buf,
 TERN_API int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 			   struct tern_peer **peer_p);
 
+/** tern_peer_add_flags(): the peer goes through the provider only. */
+#define TERN_PEER_FABRIC_ONLY (1ULL << 0)
+
+/**
+ * tern_peer_add() with @p flags. TERN_PEER_FABRIC_ONLY: tern neither
+ * attaches to the peer on this host (its process, inbox and memory are
+ * not touched) nor lets it write to this ctx on the same-host path; it is
+ * reached through the provider, with the keys its descriptors carry. For
+ * a peer not admitted yet, e.g. a server's reply to a client it refuses
+ * (docs/local.md, "Trust").
+ * @return as tern_peer_add(); -EINVAL for a flag tern does not know.
+ */
+TERN_API int tern_peer_add_flags(struct tern_ctx *ctx, const void *card,
+				 size_t len, uint64_t flags,
+				 struct tern_peer **peer_p);
+
 /**
  * Remove a peer. Runs no callback: operations to it still queued in tern
  * are cancelled, and complete with -ECANCELED from the next progress pass
@@ -258,11 +274,15 @@ enum tern_path {
 };
 
 /**
- * The path tern gives @p peer, decided at tern_peer_add(): TERN_PATH_LOCAL
- * when its card says it runs on this boot of this host, in this user
- * namespace, under this uid, and the kernel let tern reach its inbox;
- * else TERN_PATH_FABRIC ($TERN_LOCAL=0 makes every peer so; why a
- * same-host peer was refused is logged once per ctx).
+ * The path tern gives @p peer now: TERN_PATH_LOCAL when its card says it
+ * runs on this boot of this host, in this user namespace, under this uid,
+ * the kernel proved its process holds the inbox the card names, and that
+ * process has added a card of ours in turn (the owner of memory lets a
+ * same-host peer write to it only then); else TERN_PATH_FABRIC
+ * ($TERN_LOCAL=0 makes every peer so; why a same-host peer was refused is
+ * logged once per ctx). It may turn TERN_PATH_LOCAL after
+ * tern_peer_add(): when the peer adds us later, or its fd broker answers
+ * from a later progress pass (docs/local.md).
  * @return an enum tern_path, or -EINVAL for NULL.
  */
 TERN_API int tern_peer_path(const struct tern_peer *peer);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include <tern/common.h>
 
@@ -18,6 +19,16 @@
 #ifndef SYS_pidfd_getfd
 #define SYS_pidfd_getfd 438
 #endif
+
+static inline long tern__pidfd_open(int pid)
+{
+	return syscall(SYS_pidfd_open, pid, 0);
+}
+
+static inline long tern__pidfd_getfd(int pidfd, int fd)
+{
+	return syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+}
 
 #define TERN_XSTR(x)	   #x
 #define TERN_STR(x)	   TERN_XSTR(x)

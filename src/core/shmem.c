@@ -75,7 +75,7 @@ int tern__shmem_alloc(size_t len, void **ptr_p)
 	e = calloc(1, sizeof(*e));
 	if (e == NULL)
 		return -ENOMEM;
-	e->fd = memfd_create("tern-shared", MFD_CLOEXEC);
+	e->fd = memfd_create("tern-shared", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (e->fd < 0) {
 		int err = -errno;
 
@@ -83,7 +83,13 @@ int tern__shmem_alloc(size_t len, void **ptr_p)
 		free(e);
 		return err;
 	}
-	if (ftruncate(e->fd, (off_t)mlen) != 0 || fstat(e->fd, &st) != 0) {
+	/* Sealed at its size: a peer that maps it (src/engine/local_*.c)
+	 * must never see it shrink under its mapping (SIGBUS), whoever
+	 * holds the fd. */
+	if (ftruncate(e->fd, (off_t)mlen) != 0 ||
+	    fcntl(e->fd, F_ADD_SEALS,
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
+	    fstat(e->fd, &st) != 0) {
 		int err = -errno;
 
 		tern_warn("shared memory: sizing %zu bytes: %s", mlen,

@@ -62,6 +62,10 @@ struct tern__req_priv {
 		struct { /* write, write_imm, read on one rail */
 			uint64_t raddr, rkey;
 		} rma;
+		struct { /* same host (local_copy.c): rail = region index */
+			uint64_t raddr, gen, base; /* as found at the post */
+			uint64_t operand, compare; /* atomics */
+		} lrma;
 		struct { /* fetch-add, compare-swap */
 			uint64_t raddr, rkey;
 			uint64_t operand; /* the add, or the swap */
@@ -235,6 +239,7 @@ struct tern_peer {
 	 * its ctx, which tells its writes in our inbox apart. */
 	struct tern__local_peer *local;
 	uint64_t local_nonce;
+	int fabric_only; /* TERN_PEER_FABRIC: never the same-host path */
 	size_t card_len;
 	uint8_t card[]; /* the card it was added with */
 };

@@ -52,14 +52,12 @@ int tern__local_pending(const struct tern_ctx *ctx);
 /* The loop is about to sleep (1: returns whether it must not after all)
  * or woke (0). */
 int tern__local_sleep(struct tern_ctx *ctx, int on);
-/* Tests: ask @owner's fd broker, as a peer process would, for its inbox
- * and wake fds (@what 1, @max 2) or region entry @idx's memfd (@what 2,
- * @max 1). @return @max (the fds are the caller's), or -errno: -EPERM
- * (another uid), -ENOENT (not a live shared region), -EINVAL (a bad
- * request), -ECONNREFUSED (no broker). */
-int tern__local_broker_ask(const struct tern_ctx *owner, unsigned int what,
-			   unsigned int idx, int *fds, int max);
-/* The queue of operations waiting for ring room, or NULL. */
-struct tern__reqq *tern__local_queue(struct tern_ctx *ctx);
+/* Cancel @req, queued on the local path (ST_LOCALQ), with @status; and
+ * every operation still queued (ctx drain). */
+void tern__local_cancel(struct tern_ctx *ctx, struct tern_req *req, int status);
+void tern__local_cancel_all(struct tern_ctx *ctx, int status);
+/* Finish every operation queued for @peer with @status. */
+void tern__local_abort_peer(struct tern_ctx *ctx, struct tern_peer *peer,
+			    int status);
 
 #endif /* TERN_LOCAL_H */

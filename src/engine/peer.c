@@ -56,13 +56,35 @@ static int card_check(const struct tern_ctx *ctx, const uint8_t *p, size_t len,
 		/* Names (shm: "fi_shm://PID:0:N") differ in length between
 		 * processes: any length goes, if every one ends in its NUL
 		 * within the card. */
+		char mine[TERN_ADDR_MAX + 1];
+		const char *sep;
+		size_t scheme;
+
+		memcpy(mine, ctx->rails[0].addr, ctx->rails[0].addrlen);
+		mine[ctx->rails[0].addrlen] = '\0';
+		sep = strstr(mine, "://");
+		scheme = sep != NULL ? (size_t)(sep - mine) + 3 : 0;
+
 		for (unsigned int i = 0; i < card->nrails; i++) {
+			const char *a = (const char *)card->addrs +
+					i * card->addrlen;
+
 			if (card->addrlen > TERN_ADDR_MAX ||
-			    memchr(card->addrs + i * card->addrlen, 0,
-				   card->addrlen) == NULL) {
+			    memchr(a, 0, card->addrlen) == NULL) {
 				tern_warn("card: address %u is not a "
 					  "terminated name",
 					  i);
+				return -TERN_ECARD;
+			}
+			/* A name of our provider's kind ("fi_shm://",
+			 * "fi_sockaddr_in://"), with something after it. */
+			if (scheme != 0 && (strncmp(a, mine, scheme) != 0 ||
+					    strlen(a) <= scheme)) {
+				tern_warn("card: address %u (%.40s) is not "
+					  "a %.*s name of this ctx's "
+					  "provider %s",
+					  i, a, (int)scheme, mine,
+					  ctx->prov_name);
 				return -TERN_ECARD;
 			}
 		}
@@ -135,12 +157,19 @@ static void src_map(struct tern_ctx *ctx, const struct tern_peer *peer,
 int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 		  struct tern_peer **peer_p)
 {
+	return tern_peer_add_flags(ctx, card, len, 0, peer_p);
+}
+
+int tern_peer_add_flags(struct tern_ctx *ctx, const void *card, size_t len,
+			uint64_t flags, struct tern_peer **peer_p)
+{
 	struct tern_peer *peer, *same;
 	struct tern__card c;
 	unsigned int i = 0;
 	int ret;
 
-	if (ctx == NULL || card == NULL || peer_p == NULL)
+	if (ctx == NULL || card == NULL || peer_p == NULL ||
+	    (flags & ~TERN_PEER_FABRIC_ONLY) != 0)
 		return -EINVAL;
 	ret = card_check(ctx, card, len, &c);
 	if (ret != 0)
@@ -149,6 +178,7 @@ int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 	if (peer == NULL)
 		return -ENOMEM;
 	peer->ctx = ctx;
+	peer->fabric_only = (flags & TERN_PEER_FABRIC_ONLY) != 0;
 	peer->nrails = c.nrails;
 	peer->card_len = len;
 	memcpy(peer->card, card, len);
@@ -223,15 +253,8 @@ void tern__peer_release(struct tern_peer *peer)
 static void peer_abort_queued(struct tern_ctx *ctx, struct tern_peer *peer,
 			      int status)
 {
-	struct tern__reqq *lq = tern__local_queue(ctx);
-
 	tern__stage_cancel_peer(ctx, peer, status);
-	for (struct tern_req *r = lq != NULL ? lq->head : NULL, *next;
-	     r != NULL; r = next) {
-		next = tern__rp(r)->next;
-		if (tern__rp(r)->peer == peer)
-			tern__req_abort(ctx, lq, r, status);
-	}
+	tern__local_abort_peer(ctx, peer, status);
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		struct tern__reqq *q = &ctx->rails[i].txq;
 		struct tern_req *r = q->head, *next;

@@ -1115,8 +1115,7 @@ void tern__loop_drain(struct tern_ctx *ctx)
 	struct tern_req *req;
 
 	tern__stage_cancel_peer(ctx, NULL, -ECANCELED);
-	if (ctx->local != NULL)
-		cancel_queue(ctx, tern__local_queue(ctx));
+	tern__local_cancel_all(ctx, -ECANCELED);
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		cancel_queue(ctx, &ctx->rails[i].rxq);
 		cancel_queue(ctx, &ctx->rails[i].txq);
@@ -1180,7 +1179,7 @@ static int req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 		tern__stage_cancel(ctx, req);
 		return 0;
 	case TERN__ST_LOCALQ:
-		tern__req_abort(ctx, tern__local_queue(ctx), req, -ECANCELED);
+		tern__local_cancel(ctx, req, -ECANCELED);
 		return 0;
 	case TERN__ST_POSTED:
 		if (tern__rp(req)->op != TERN__OP_RECV)

@@ -371,10 +371,10 @@ static tern_cu_result fk_ipc_open(tern_cu_ptr *p, tern_cu_ipc_handle h,
 	if (f.magic != FAKE_IPC_MAGIC || f.pid == (uint32_t)getpid() ||
 	    f.len == 0)
 		return TERN_CU_ERROR_INVALID;
-	pidfd = syscall(SYS_pidfd_open, (pid_t)f.pid, 0);
+	pidfd = tern__pidfd_open((int)f.pid);
 	if (pidfd < 0)
 		return TERN_CU_ERROR_INVALID;
-	fd = syscall(SYS_pidfd_getfd, (int)pidfd, f.fd, 0);
+	fd = tern__pidfd_getfd((int)pidfd, f.fd);
 	close((int)pidfd);
 	if (fd < 0)
 		return TERN_CU_ERROR_INVALID;

@@ -40,8 +40,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,6 +53,12 @@
 #include <tern/tern.h>
 
 #include "check.h"
+
+#include "../../src/wire/card.h"
+#include "../../src/wire/local.h"
+
+/* Internal: a ctx's same-host identity (its nonce names its broker). */
+const struct tern__card_local *tern__local_id(const struct tern_ctx *ctx);
 
 #define FAIL(...) CHECK(0, __VA_ARGS__)
 
@@ -336,8 +346,90 @@ static void deny_ptrace_rule(void)
 
 /* The parent's ctx, as the child of a "scmuid" case sees it (fork). */
 static struct tern_ctx *g_owner;
-int tern__local_broker_ask(const struct tern_ctx *owner, unsigned int what,
-			   unsigned int idx, int *fds, int max);
+
+/*
+ * Ask the broker of the ctx of nonce @owner, as the ctx of nonce @me, for
+ * @what (@idx, showing @d's keys) and wait for its answer: the number of
+ * fds it sent (in @fds, at most 2; @rdonly_p says how), or -errno: its
+ * status, -ECONNREFUSED (no broker).
+ */
+static int ask_broker(uint64_t owner, uint64_t me, uint32_t what, uint32_t idx,
+		      const struct tern_mr_desc *d, int *fds,
+		      uint32_t *rdonly_p)
+{
+	struct tern__lb_req req = { .what = what, .idx = idx, .nonce = me };
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	uint8_t buf[TERN__LB_REQ_MAX], ans[TERN__LB_ANS_LEN];
+	struct iovec iov = { ans, sizeof(ans) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct tern__lb_ans an;
+	struct pollfd pf;
+	char why[128];
+	socklen_t alen;
+	ssize_t len, got;
+	int s, n = 0;
+
+	if (d != NULL) {
+		req.nkeys = d->nkeys;
+		memcpy(req.keys, d->keys, d->nkeys * sizeof(d->keys[0]));
+	}
+	len = tern__lb_req_pack(&req, buf, sizeof(buf));
+	CHECK(len > 0, "pack a broker request");
+	alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			   (size_t)snprintf(a.sun_path + 1,
+					    sizeof(a.sun_path) - 1,
+					    "tern-local-%016llx",
+					    (unsigned long long)owner));
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	CHECK(s >= 0, "socket");
+	if (connect(s, (struct sockaddr *)&a, alen) != 0) {
+		close(s);
+		return -errno;
+	}
+	(void)send(s, buf, (size_t)len, MSG_NOSIGNAL);
+	pf = (struct pollfd){ .fd = s, .events = POLLIN };
+	CHECK(poll(&pf, 1, 3000) == 1, "the broker did not answer in 3 s");
+	got = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+	close(s);
+	/* A broker that refuses before it reads closes at once: our
+	 * request, unread, may reset the connection before its answer is
+	 * read. That is a refusal too. */
+	if (got < 0 && errno == ECONNRESET)
+		return -EPERM;
+	CHECK(got >= 0, "recvmsg: %s", strerror(errno));
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm != NULL;
+	     cm = CMSG_NXTHDR(&mh, cm)) {
+		for (size_t k = 0;
+		     k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int) && n < 2;
+		     k++)
+			memcpy(&fds[n++], CMSG_DATA(cm) + k * sizeof(int),
+			       sizeof(int));
+	}
+	CHECK(tern__lb_ans_parse(ans, (size_t)got, &an, why, sizeof(why)) == 0,
+	      "%s", why);
+	CHECK((int)an.nfds == n, "answer says %u fds, %d came", an.nfds, n);
+	if (rdonly_p != NULL)
+		*rdonly_p = an.rdonly;
+	return an.status != 0 ? an.status : n;
+}
+
+/* Progress @ctx until @p has the same-host path (at most 3 s: a broker
+ * answers in a later pass). */
+static int wait_path(struct tern_ctx *ctx, struct tern_peer *p)
+{
+	for (int i = 0; i < 3000 && tern_peer_path(p) != TERN_PATH_LOCAL; i++) {
+		tern_progress(ctx);
+		usleep(1000);
+	}
+	return tern_peer_path(p);
+}
 
 static void child(struct pipe2 *pp, const char *what)
 {
@@ -354,13 +446,15 @@ static void child(struct pipe2 *pp, const char *what)
 	if (strcmp(what, "cuda") == 0)
 		child_cuda(pp);
 	if (strcmp(what, "scmuid") == 0) {
-		int fds[2], ret = tern__local_broker_ask(g_owner, 1, 0, fds, 2);
+		uint64_t owner = tern__local_id(g_owner)->nonce;
+		int fds[2], ret;
 
+		ret = ask_broker(owner, 1, TERN__LB_INBOX, 0, NULL, fds, NULL);
 		CHECK(ret == -EPERM,
 		      "uid %u asked the parent's broker for its inbox: %s "
 		      "(want refused)",
 		      (unsigned int)getuid(), strerror(-ret));
-		ret = tern__local_broker_ask(g_owner, 2, 0, fds, 1);
+		ret = ask_broker(owner, 1, TERN__LB_REGION, 0, NULL, fds, NULL);
 		CHECK(ret == -EPERM, "uid %u asked for a region: %s",
 		      (unsigned int)getuid(), strerror(-ret));
 		put(pp->to_parent[1], "done", 4);
@@ -374,7 +468,7 @@ static void child(struct pipe2 *pp, const char *what)
 	len = get(pp->to_child[0], card, sizeof(card));
 	CHECK(tern_peer_add(ctx, card, len, &p) == 0, "child: peer add");
 	get(pp->to_child[0], &d, sizeof(d));
-	path = tern_peer_path(p);
+	path = strcmp(what, "uid") == 0 ? tern_peer_path(p) : wait_path(ctx, p);
 	put(pp->to_parent[1], &path, sizeof(path));
 	if (strcmp(what, "uid") == 0)
 		exit(0);
@@ -640,45 +734,107 @@ static int child_case(const char *what, struct tern_ctx *ctx, uint8_t *buf,
 	return 1;
 }
 
-/* The parent's broker: a process of another uid is refused, and so are
- * a bad request and a region that is not shared memory. */
+/* The parent's broker answers only the peers it added, with only what
+ * its own table holds: a process of another uid is refused before it is
+ * heard, and so are an asker it did not add, a bad entry, a request it
+ * does not know, wrong keys, a region that is not shared memory, and a
+ * region that is part of its memfd; a read-only region's memfd cannot be
+ * mapped writable. */
 static int case_scmuid(void)
 {
-	struct tern_ctx *ctx = g_owner;
-	uint8_t *host = malloc(4096);
-	struct tern_mr *hmr;
+	struct tern_ctx *ctx = g_owner, *peer_ctx = open_ctx();
+	uint64_t owner = tern__local_id(ctx)->nonce;
+	uint64_t me = tern__local_id(peer_ctx)->nonce;
+	uint8_t *host = malloc(4096), *shm, *part;
+	struct tern_mr *hmr, *rmr, *pmr;
+	struct tern_mr_desc d, bad;
+	struct tern_peer *p;
+	uint8_t buf[512], card[TERN_CARD_MAX];
+	uint32_t rdonly = 9;
 	struct pipe2 pp;
 	char done[8];
 	int fds[2], st, ret;
+	ssize_t n;
 	pid_t pid;
+	void *m;
 
 	if (geteuid() != 0) {
 		printf("SKIP: scmuid needs root (a child under another uid)\n");
 		return 77;
 	}
+	(void)buf;
 	/* Entry 0 is the parent's region (malloc: not shared memory), 1 a
-	 * plain host region too. */
+	 * plain host region too, 2 a whole shared allocation read-only, 3
+	 * a part of one. */
 	CHECK(host != NULL && tern_mr_reg(ctx, host, 4096, RW, &hmr) == 0,
 	      "reg");
-	ret = tern__local_broker_ask(ctx, 1, 0, fds, 2);
-	CHECK(ret == 2, "our own uid's request for the inbox: %s",
+	CHECK(tern_mem_alloc(TERN_MEM_SHARED, 0, 8192, (void **)&shm) == 0 &&
+		      tern_mem_alloc(TERN_MEM_SHARED, 0, 8192,
+				     (void **)&part) == 0,
+	      "shared alloc");
+	CHECK(tern_mr_reg(ctx, shm, 8192,
+			  TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_READ,
+			  &rmr) == 0 &&
+		      tern_mr_reg(ctx, part + 4096, 4096, RW, &pmr) == 0,
+	      "reg shared");
+	/* Not added yet: refused before a byte is read. */
+	ret = ask_broker(owner, me, TERN__LB_INBOX, 0, NULL, fds, NULL);
+	CHECK(ret == -EPERM, "an asker not added: %s (want refused)",
 	      strerror(-ret));
+	n = tern_ctx_card(peer_ctx, card, sizeof(card));
+	CHECK(n > 0 && tern_peer_add(ctx, card, (size_t)n, &p) == 0,
+	      "add the asker");
+	ret = ask_broker(owner, me, TERN__LB_INBOX, 0, NULL, fds, NULL);
+	CHECK(ret == 2, "our own peer's request for the inbox: %s",
+	      strerror(-ret));
+	/* The inbox comes read-only, and sealed: no writable mapping. */
+	m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	CHECK(m == MAP_FAILED, "the broker's inbox maps writable");
 	close(fds[0]);
 	close(fds[1]);
-	ret = tern__local_broker_ask(ctx, 2, 1, fds, 1);
+	ret = ask_broker(owner, me ^ 1, TERN__LB_INBOX, 0, NULL, fds, NULL);
+	CHECK(ret == -EPERM, "another ctx's nonce: %s", strerror(-ret));
+	tern_mr_desc(hmr, &d);
+	ret = ask_broker(owner, me, TERN__LB_REGION, 1, &d, fds, NULL);
 	CHECK(ret == -ENOENT, "a region that is not shared memory: %s",
 	      strerror(-ret));
-	ret = tern__local_broker_ask(ctx, 2, 100000, fds, 1);
-	CHECK(ret == -EINVAL, "entry 100000: %s", strerror(-ret));
-	ret = tern__local_broker_ask(ctx, 7, 0, fds, 1);
-	CHECK(ret == -EINVAL, "request 7: %s", strerror(-ret));
+	ret = ask_broker(owner, me, TERN__LB_REGION, 100000, &d, fds, NULL);
+	CHECK(ret == -EPROTO, "entry 100000: %s", strerror(-ret));
+	ret = ask_broker(owner, me, 7, 0, &d, fds, NULL);
+	CHECK(ret == -EPROTO, "request 7: %s", strerror(-ret));
+	tern_mr_desc(rmr, &d);
+	bad = d;
+	bad.keys[0] ^= 0x5a5a;
+	ret = ask_broker(owner, me, TERN__LB_REGION, 2, &bad, fds, NULL);
+	CHECK(ret == -EACCES, "wrong keys: %s", strerror(-ret));
+	ret = ask_broker(owner, me, TERN__LB_REGION, 2, &d, fds, &rdonly);
+	CHECK(ret == 1 && rdonly == 1, "a read-only region: %s (rdonly %u)",
+	      strerror(-ret), rdonly);
+	m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	CHECK(m == MAP_FAILED, "a read-only region's memfd maps writable");
+	m = mmap(NULL, 8192, PROT_READ, MAP_SHARED, fds[0], 0);
+	CHECK(m != MAP_FAILED, "a read-only region's memfd maps read-only");
+	munmap(m, 8192);
+	close(fds[0]);
+	tern_mr_desc(pmr, &d);
+	ret = ask_broker(owner, me, TERN__LB_REGION, 3, &d, fds, NULL);
+	CHECK(ret == -ERANGE, "a region that is part of its memfd: %s",
+	      strerror(-ret));
 	pid = spawn(&pp, "scmuid", 1, 0);
 	get(pp.to_parent[0], done, sizeof(done));
 	waitpid(pid, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed");
-	printf("scmuid: the broker refused uid 65534, a bad entry, a bad "
-	       "request and a region not in shared memory\n");
+	printf("scmuid: the broker refused uid 65534, an asker it had not "
+	       "added, another ctx's nonce, a bad entry, a bad request, wrong "
+	       "keys, a region not in shared memory and a part of one; a "
+	       "read-only region came read-only\n");
+	tern_peer_remove(p);
 	tern_mr_close(hmr);
+	tern_mr_close(rmr);
+	tern_mr_close(pmr);
+	tern_ctx_close(peer_ctx);
+	tern_mem_free(TERN_MEM_SHARED, shm);
+	tern_mem_free(TERN_MEM_SHARED, part);
 	free(host);
 	return 0;
 }
@@ -705,6 +861,10 @@ static int case_mixed(void)
 		      tern_peer_path(fab) == TERN_PATH_FABRIC,
 	      "a child with TERN_LOCAL=0 is on the same-host path");
 	loc = add(me, ctx);
+	/* The owner lets a same-host peer write only once it added it. */
+	CHECK(tern_peer_path(loc) == TERN_PATH_FABRIC,
+	      "a peer the owner did not add was given the same-host path");
+	add(ctx, me);
 	CHECK(tern_peer_path(loc) == TERN_PATH_LOCAL, "in-process peer");
 	wait_done(&pp, ctx);
 	/* The local peer writes the 5 bytes before what the fabric peer

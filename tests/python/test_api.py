@@ -301,6 +301,10 @@ def test_peer_path_same_host():
         src = bytearray(b"x" * 4096)
         rs = a.register(src)
         peer = a.peer(b.card)
+        # the owner (b) lets a same-host peer write only once it has
+        # added that peer's card in turn
+        assert peer.path == "fabric"
+        b.peer(a.card)
         assert peer.path == want
         dst = bytearray(4096)
         r = b.register(dst)

@@ -17,6 +17,7 @@
 #include <tern/tern.h>
 
 #include "wire/ctrl.h"
+#include "wire/local.h"
 #include "wire/wire.h"
 
 #define CANARY 0xa5
@@ -292,6 +293,120 @@ static void test_ctrl(void **state)
 	assert_memory_equal(&got, &untouched, sizeof(got));
 }
 
+/* The same-host fd broker's messages: round trips, and every field a
+ * hostile asker or answerer could get wrong refused with its name. */
+static void test_local_broker(void **state)
+{
+	struct tern__lb_req r = { .what = TERN__LB_REGION,
+				  .idx = 7,
+				  .nonce = 0x1122334455667788ULL,
+				  .nkeys = 2,
+				  .keys = { 5, 0xffffffffffffffffULL } },
+			    back;
+	struct tern__lb_ans a = { .status = 0, .what = 1, .nfds = 2 }, ab;
+	uint8_t buf[TERN__LB_REQ_MAX + 8];
+	char why[128];
+	ssize_t n;
+
+	(void)state;
+	n = tern__lb_req_pack(&r, buf, sizeof(buf));
+	assert_int_equal(n, 24 + 16);
+	assert_int_equal(
+		tern__lb_req_parse(buf, (size_t)n, &back, why, sizeof(why)), 0);
+	assert_int_equal(back.what, r.what);
+	assert_int_equal(back.idx, 7);
+	assert_true(back.nonce == r.nonce && back.nkeys == 2 &&
+		    back.keys[1] == r.keys[1]);
+	/* Short, long, a bad magic, what, entry or key count. */
+	assert_int_equal(
+		tern__lb_req_parse(buf, (size_t)n - 1, &back, why, sizeof(why)),
+		-EPROTO);
+	assert_non_null(strstr(why, "nkeys"));
+	assert_int_equal(tern__lb_req_parse(buf, 10, &back, why, sizeof(why)),
+			 -EPROTO);
+	assert_non_null(strstr(why, "short"));
+	buf[0] ^= 1;
+	assert_int_equal(
+		tern__lb_req_parse(buf, (size_t)n, &back, why, sizeof(why)),
+		-EPROTO);
+	assert_non_null(strstr(why, "magic"));
+	buf[0] ^= 1;
+	r.what = 9;
+	n = tern__lb_req_pack(&r, buf, sizeof(buf));
+	assert_int_equal(
+		tern__lb_req_parse(buf, (size_t)n, &back, why, sizeof(why)),
+		-EPROTO);
+	assert_non_null(strstr(why, "what 9"));
+	r.what = TERN__LB_REGION;
+	r.idx = TERN__L_NREG;
+	n = tern__lb_req_pack(&r, buf, sizeof(buf));
+	assert_int_equal(
+		tern__lb_req_parse(buf, (size_t)n, &back, why, sizeof(why)),
+		-EPROTO);
+	assert_non_null(strstr(why, "region 256"));
+	r.nkeys = TERN__L_MAXKEYS + 1;
+	assert_int_equal(tern__lb_req_pack(&r, buf, sizeof(buf)), -EINVAL);
+	/* Answers: a round trip; fds with an error, too many, a status
+	 * that is not an errno. */
+	n = tern__lb_ans_pack(&a, buf, sizeof(buf));
+	assert_int_equal(n, TERN__LB_ANS_LEN);
+	assert_int_equal(
+		tern__lb_ans_parse(buf, (size_t)n, &ab, why, sizeof(why)), 0);
+	assert_int_equal(ab.nfds, 2);
+	a.status = -EPERM;
+	n = tern__lb_ans_pack(&a, buf, sizeof(buf));
+	assert_int_equal(
+		tern__lb_ans_parse(buf, (size_t)n, &ab, why, sizeof(why)),
+		-EPROTO);
+	a.nfds = 0;
+	a.status = 5;
+	n = tern__lb_ans_pack(&a, buf, sizeof(buf));
+	assert_int_equal(
+		tern__lb_ans_parse(buf, (size_t)n, &ab, why, sizeof(why)),
+		-EPROTO);
+	a.status = 0;
+	a.nfds = 3;
+	n = tern__lb_ans_pack(&a, buf, sizeof(buf));
+	assert_int_equal(
+		tern__lb_ans_parse(buf, (size_t)n, &ab, why, sizeof(why)),
+		-EPROTO);
+	assert_int_equal(
+		tern__lb_ans_parse(buf, (size_t)n + 1, &ab, why, sizeof(why)),
+		-EPROTO);
+}
+
+/* The inbox's checks: what a ring may claim, the header, the key hash. */
+static void test_local_ring(void **state)
+{
+	struct tern__lhdr h = { .magic = TERN__L_MAGIC,
+				.version = TERN__L_VERSION,
+				.nreg = TERN__L_NREG,
+				.npeer = TERN__L_NPEER,
+				.ring = TERN__L_RING };
+	uint64_t k1[2] = { 1, 2 }, k2[2] = { 1, 3 };
+
+	(void)state;
+	assert_int_equal(tern__lring_avail(10, 10), 0);
+	assert_int_equal(tern__lring_avail(10, 10 + TERN__L_RING),
+			 TERN__L_RING);
+	assert_int_equal(tern__lring_avail(10, 11 + TERN__L_RING), -1);
+	assert_int_equal(tern__lring_avail(10, 9), -1); /* behind the head */
+	assert_int_equal(tern__lring_avail(UINT64_MAX, 1), 2); /* wraps */
+	assert_null(tern__lhdr_check(&h));
+	h.version = 2;
+	assert_non_null(strstr(tern__lhdr_check(&h), "another layout"));
+	h.version = TERN__L_VERSION;
+	h.ring = 8;
+	assert_non_null(strstr(tern__lhdr_check(&h), "sizes"));
+	h.magic = 0;
+	assert_non_null(strstr(tern__lhdr_check(&h), "magic"));
+	assert_true(tern__lkeyhash(7, 2, k1) == tern__lkeyhash(7, 2, k1));
+	assert_true(tern__lkeyhash(7, 2, k1) != tern__lkeyhash(7, 2, k2));
+	assert_true(tern__lkeyhash(7, 2, k1) != tern__lkeyhash(8, 2, k1));
+	assert_true(tern__lkeyhash(7, 1, k1) != tern__lkeyhash(7, 2, k1));
+	assert_true(tern__lkeyhash(0, 0, NULL) != 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -301,6 +416,8 @@ int main(void)
 		cmocka_unit_test(test_read_overrun),
 		cmocka_unit_test(test_nested),
 		cmocka_unit_test(test_ctrl),
+		cmocka_unit_test(test_local_broker),
+		cmocka_unit_test(test_local_ring),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

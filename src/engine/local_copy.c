@@ -1,0 +1,891 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The same-host path: operations (docs/local.md). A write, read, atomic
+ * or batch to a peer we are attached to, and that lets us write to it, is
+ * checked at its post against the peer's table (a live region, the
+ * right, the descriptor's keys), queued on that peer's own queue, and
+ * copied by the CPU (or the GPU) in the next progress pass. A peer whose
+ * ring is full holds up its own queue and no other.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "local_int.h"
+
+#ifndef F_SEAL_SHRINK
+#define F_SEAL_SHRINK 0x0002
+#endif
+
+/* ---- mappings of the peer's regions -------------------------------- */
+
+static void lmap_drop(struct lmap *m)
+{
+	if (m->map != NULL)
+		munmap(m->map, m->maplen);
+	if (m->dptr != 0) {
+		const struct tern__cu *cu = tern__cu_get(NULL, 0);
+
+		if (cu != NULL && tern__cu_ctx_ensure(cu, m->dev) == 0)
+			cu->IpcCloseMemHandle(m->dptr);
+	}
+	memset(m, 0, sizeof(*m));
+}
+
+void tern__local_maps_drop(struct tern__local_peer *lp)
+{
+	for (unsigned int i = 0; i < LREG; i++)
+		lmap_drop(&lp->maps[i]);
+}
+
+/* Open GPU region @i (generation @gen) by its CUDA IPC handle, once:
+ * the region's first byte as a device pointer here, or NULL (no CUDA
+ * here, or the handle refused: the fabric takes it). In the owner's own
+ * process its pointer is ours already (CUDA refuses to open a handle
+ * there). */
+static uint8_t *cuda_map(struct tern__local_peer *lp, int i, uint64_t gen,
+			 uint64_t base, uint64_t len)
+{
+	const struct tern__cu *cu = tern__cu_get(NULL, 0);
+	const struct tern__lcuda *c = &lp->cu[i];
+	struct lmap *m = &lp->maps[i];
+	tern_cu_ipc_handle h;
+	tern_cu_ptr p = 0;
+	tern_cu_result r;
+	uint64_t off, alen;
+	int dev;
+
+	memcpy(h.reserved, c->handle, sizeof(h.reserved));
+	off = c->off;
+	alen = c->alen;
+	dev = c->dev;
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&lp->reg[i].gen, memory_order_relaxed) !=
+		    gen ||
+	    cu == NULL || off > alen || len > alen - off)
+		return NULL;
+	/* Opened in the owner's device's context where we see that device
+	 * (the same numbering both sides: CUDA_VISIBLE_DEVICES), else the
+	 * first; peer access comes with it (NVLink where present). */
+	if (dev < 0 || dev >= cu->ndev)
+		dev = 0;
+	if (lp->pid == getpid()) {
+		m->ptr = (uint8_t *)(uintptr_t)base;
+	} else {
+		if (cu->IpcOpenMemHandle == NULL ||
+		    tern__cu_ctx_ensure(cu, dev) != 0)
+			return NULL;
+		r = cu->IpcOpenMemHandle(&p, h, TERN_CU_IPC_LAZY_PEER);
+		if (r != TERN_CU_SUCCESS) {
+			tern_info("peer pid %d: opening the CUDA IPC handle of "
+				  "its region at 0x%" PRIx64
+				  ": %s; the fabric takes it",
+				  (int)lp->pid, base, tern__cu_errstr(cu, r));
+			return NULL;
+		}
+		m->dptr = p;
+		m->ptr = (uint8_t *)(uintptr_t)(p + off);
+	}
+	m->cuda = 1;
+	m->dev = dev;
+	m->gen = gen;
+	return m->ptr;
+}
+
+/* Map @fd (the memfd of region @i, generation @gen; ours to close) after
+ * checking it is the one the entry names, whole and sealed. */
+int tern__local_map_region_fd(struct tern__local_peer *lp, int i, uint64_t gen,
+			      int fd, int rdonly)
+{
+	const struct tern__lreg *e = &lp->reg[i];
+	struct lmap *m = &lp->maps[i];
+	uint64_t off, ino, len;
+	struct stat st;
+	int seals;
+	void *p;
+
+	off = e->shm_off;
+	ino = e->shm_ino;
+	len = e->len;
+	atomic_thread_fence(memory_order_acquire);
+	seals = fcntl(fd, F_GET_SEALS);
+	if (atomic_load_explicit(&e->gen, memory_order_relaxed) != gen ||
+	    fstat(fd, &st) != 0 || (uint64_t)st.st_ino != ino ||
+	    off > (uint64_t)st.st_size || len > (uint64_t)st.st_size - off ||
+	    seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		/* Not the entry's, or it could shrink under us (SIGBUS). */
+		close(fd);
+		return -1;
+	}
+	if (m->ptr != NULL)
+		lmap_drop(m);
+	/* Map from the page holding the region's first byte. */
+	m->maplen = (size_t)(len + (off & (PAGE - 1)));
+	p = mmap(NULL, m->maplen, rdonly ? PROT_READ : PROT_READ | PROT_WRITE,
+		 MAP_SHARED, fd, (off_t)(off & ~(uint64_t)(PAGE - 1)));
+	close(fd);
+	if (p == MAP_FAILED) {
+		memset(m, 0, sizeof(*m));
+		return -1;
+	}
+	m->map = p;
+	m->ptr = (uint8_t *)p + (off & (PAGE - 1));
+	m->gen = gen;
+	m->rdonly = rdonly;
+	return 0;
+}
+
+/* Region @i (generation @gen) mapped here when it is shared memory or
+ * GPU memory with an IPC handle: its base (for GPU memory a device
+ * pointer: lp->maps[i].cuda), or NULL (cross-memory attach, or not yet:
+ * its broker is asked, and the fabric takes this one). */
+static uint8_t *region_map(struct tern__local *l, struct tern__local_peer *lp,
+			   int i, uint64_t gen, const struct tern_mr_desc *rd)
+{
+	const struct tern__lreg *e = &lp->reg[i];
+	struct lmap *m = &lp->maps[i];
+	uint64_t ino, len, base;
+	uint32_t flags;
+	int32_t sfd;
+	long fd;
+
+	if (m->gen == gen && m->ptr != NULL)
+		return m->ptr;
+	ino = e->shm_ino;
+	len = e->len;
+	base = e->base;
+	sfd = e->shm_fd;
+	flags = e->flags;
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&e->gen, memory_order_relaxed) != gen)
+		return NULL;
+	if (m->ptr != NULL) /* an older region's (closed since) */
+		lmap_drop(m);
+	if (flags & TERN__LREG_CUDA)
+		return cuda_map(lp, i, gen, base, len);
+	if (ino == 0 || sfd < 0)
+		return NULL;
+	if (!lp->broker) {
+		fd = tern__pidfd_getfd(lp->pidfd, sfd);
+		if (fd < 0 ||
+		    tern__local_map_region_fd(lp, i, gen, (int)fd, 0) != 0)
+			return NULL;
+		return m->ptr;
+	}
+	/* From its broker, showing the keys; never waited for here. */
+	if (lp->bfailed_gen[i] != gen && lp->bsock < 0 && rd != NULL &&
+	    tern__broker_ask(l, lp, TERN__LB_REGION, (uint32_t)i, rd->keys,
+			     rd->nkeys) == 0)
+		lp->bgen = gen;
+	return NULL;
+}
+
+/* Is region @i (generation @gen) being fetched from @lp's broker? */
+static int map_pending(const struct tern__local_peer *lp, int i, uint64_t gen)
+{
+	return lp->bsock >= 0 && lp->bwhat == TERN__LB_REGION &&
+	       lp->bidx == (uint32_t)i && lp->bgen == gen;
+}
+
+/* ---- the peer's table ----------------------------------------------- */
+
+/* Does @lp let us write to it (its table lists this process and ctx,
+ * proved by the kernel, with our ring mapped)? Our entry is cached
+ * (index, generation) and looked for again when its table changed. */
+static int allowed(const struct tern__local *l, struct tern__local_peer *lp)
+{
+	uint64_t pg;
+
+	if (lp->cidx >= 0) {
+		const struct tern__lpeer *e = &lp->peers[lp->cidx];
+
+		if (atomic_load_explicit(&e->gen, memory_order_acquire) ==
+			    lp->cgen &&
+		    atomic_load_explicit(&e->state, memory_order_relaxed) ==
+			    TERN__LPEER_LIVE)
+			return 1;
+		lp->cidx = -1;
+		lp->seen_peers_gen = 0;
+	}
+	pg = atomic_load_explicit(&lp->hdr->peers_gen, memory_order_acquire);
+	if (pg == lp->seen_peers_gen)
+		return 0;
+	lp->seen_peers_gen = pg;
+	for (int i = 0; i < LPEER; i++) {
+		const struct tern__lpeer *e = &lp->peers[i];
+		uint64_t g = atomic_load_explicit(&e->gen,
+						  memory_order_acquire);
+		int ok = (g & 1) && e->nonce == l->id.nonce &&
+			 e->pid == l->id.pid && e->start == l->id.start &&
+			 atomic_load_explicit(&e->state,
+					      memory_order_relaxed) ==
+				 TERN__LPEER_LIVE;
+
+		atomic_thread_fence(memory_order_acquire);
+		if (ok &&
+		    atomic_load_explicit(&e->gen, memory_order_relaxed) == g) {
+			lp->cidx = i;
+			lp->cgen = g;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Our outgoing ring to @lp, paired with its entry for us: the one we
+ * gave it before (its tail goes on), else a free one, else the one let
+ * go longest ago, its tail set to the peer's head. */
+static struct tern__lout *out_get(struct tern__local *l,
+				  struct tern__local_peer *lp)
+{
+	struct tern__lout *o;
+	int pick = -1;
+
+	if (lp->oidx >= 0) {
+		o = tern__l_out(l->map, lp->oidx);
+		if (atomic_load_explicit(&o->cgen, memory_order_relaxed) ==
+		    lp->cgen)
+			return o;
+		if (--l->out_refs[lp->oidx] == 0)
+			l->out_released[lp->oidx] = tern__now_ns();
+		lp->oidx = -1;
+	}
+	for (int i = 0; i < LPEER; i++) {
+		o = tern__l_out(l->map, i);
+		if (atomic_load_explicit(&o->target, memory_order_relaxed) ==
+			    lp->nonce &&
+		    atomic_load_explicit(&o->cgen, memory_order_relaxed) ==
+			    lp->cgen) {
+			pick = i;
+			goto take;
+		}
+	}
+	for (int i = 0; i < LPEER; i++) {
+		if (l->out_refs[i] != 0)
+			continue;
+		if (pick < 0 || l->out_released[i] < l->out_released[pick])
+			pick = i;
+	}
+	if (pick < 0)
+		return NULL;
+	o = tern__l_out(l->map, pick);
+	atomic_store_explicit(
+		&o->seq,
+		atomic_load_explicit(&o->seq, memory_order_relaxed) + 1,
+		memory_order_seq_cst);
+	atomic_store_explicit(&o->target, lp->nonce, memory_order_relaxed);
+	atomic_store_explicit(&o->cgen, lp->cgen, memory_order_relaxed);
+	atomic_store_explicit(&o->tail,
+			      atomic_load_explicit(&lp->peers[lp->cidx].head,
+						   memory_order_acquire),
+			      memory_order_relaxed);
+	atomic_store_explicit(&o->busy, 0, memory_order_relaxed);
+	atomic_store_explicit(
+		&o->seq,
+		atomic_load_explicit(&o->seq, memory_order_relaxed) + 1,
+		memory_order_release);
+	atomic_fetch_add_explicit(&l->hdr->out_gen, 1, memory_order_release);
+take:
+	l->out_refs[pick]++;
+	lp->oidx = pick;
+	return tern__l_out(l->map, pick);
+}
+
+/* The live region of the owner holding [addr, addr + len) with @right,
+ * whose keys are @rd's: its index, its generation and base in @gen_p and
+ * @base_p (read under its seqlock: what the copy uses); -1 when none
+ * (not registered, closed, without that right, other keys), -2 when one
+ * does but only the fabric reaches it. */
+static int region_find(struct tern__local_peer *lp, uint64_t addr, uint64_t len,
+		       uint64_t right, const struct tern_mr_desc *rd,
+		       uint64_t *gen_p, uint64_t *base_p)
+{
+	unsigned int n = lp->hdr->nused;
+	uint64_t kh = 0;
+
+	if (n > LREG)
+		n = LREG;
+	for (unsigned int k = 0; k < n; k++) {
+		unsigned int i = (lp->hint + k) % n;
+		const struct tern__lreg *e = &lp->reg[i];
+		uint64_t g1, g2, base, rlen, access, keyhash;
+		uint32_t flags;
+		int tries = 0;
+
+	again:
+		g1 = atomic_load_explicit(&e->gen, memory_order_acquire);
+		if (!(g1 & 1))
+			continue;
+		base = e->base;
+		rlen = e->len;
+		access = e->access;
+		flags = e->flags;
+		keyhash = e->keyhash;
+		atomic_thread_fence(memory_order_acquire);
+		g2 = atomic_load_explicit(&e->gen, memory_order_relaxed);
+		if (g1 != g2) {
+			if (++tries < 3) /* being rewritten: look again */
+				goto again;
+			continue;
+		}
+		if (addr < base || addr - base > rlen ||
+		    len > rlen - (addr - base))
+			continue;
+		if (kh == 0)
+			kh = tern__lkeyhash(lp->hdr->salt, rd->nkeys, rd->keys);
+		if (!(access & right) || keyhash != kh)
+			return -1;
+		if (flags & TERN__LREG_FABRIC)
+			return -2;
+		lp->hint = i;
+		*gen_p = g1;
+		*base_p = base;
+		return (int)i;
+	}
+	return -1;
+}
+
+/* When region_find() gave @i < 0: the fabric takes it (1) where the owner
+ * said so or could not list every region (overflow); else (0) the
+ * operation is queued to fail -TERN_EACCESS, as a NIC fails a write with
+ * a key it does not know (the post succeeds; a write with immediate that
+ * fails tells its target: ctrl.c). */
+static int missed(const struct tern__local_peer *lp, int i)
+{
+	return i == -2 || lp->hdr->overflow;
+}
+
+/* ---- copies --------------------------------------------------------- */
+
+/* A copy that a GPU buffer is on one side of (or both): cuMemcpyAsync on
+ * this ctx's stream for @dev, waited for. Synchronous, as memcpy is: the
+ * operation completes in this pass, and a write's immediate is pushed
+ * after its bytes are in GPU memory. */
+static int cuda_copy(struct tern__local *l, void *dst, const void *src,
+		     size_t len, int dev)
+{
+	const struct tern__cu *cu = tern__cu_get(NULL, 0);
+	tern_cu_stream st = NULL;
+	tern_cu_ctx cur = NULL;
+	tern_cu_result r;
+
+	if (cu == NULL)
+		return -TERN_ENOCUDA;
+	if (tern__cu_ctx_ensure(cu, dev) != 0 ||
+	    cu->CtxGetCurrent(&cur) != TERN_CU_SUCCESS)
+		return -TERN_EHMEM;
+	/* Our stream, where the thread's context is the one it was made
+	 * in (a stream belongs to its context). */
+	if (dev >= 0 && dev < LDEVS) {
+		if (l->stream[dev].s == NULL &&
+		    cu->StreamCreate(&l->stream[dev].s, 0) == TERN_CU_SUCCESS)
+			l->stream[dev].cctx = cur;
+		if (l->stream[dev].cctx == cur)
+			st = l->stream[dev].s;
+	}
+	/* Else the context's default stream. */
+	r = cu->MemcpyAsync((tern_cu_ptr)(uintptr_t)dst,
+			    (tern_cu_ptr)(uintptr_t)src, len, st);
+	if (r == TERN_CU_SUCCESS)
+		r = cu->StreamSynchronize(st);
+	if (r != TERN_CU_SUCCESS) {
+		tern_warn("same-host path: GPU copy of %zu bytes on device %d: "
+			  "%s",
+			  len, dev, tern__cu_errstr(cu, r));
+		return -TERN_EHMEM;
+	}
+	return 0;
+}
+
+/* One copy's where and what. */
+struct lcopy {
+	int write;
+	void *lbuf;	    /* ours */
+	int ldev;	    /* the GPU @lbuf is on, -1: host memory */
+	int i;		    /* the peer's region */
+	uint64_t gen, base; /* as region_find() read them */
+	uint64_t raddr, len;
+};
+
+/* Store "copying into region @i", then see whether we still may: the
+ * writer's side of the Dekker pairs (region closed, permission taken
+ * back). */
+static int claim(struct tern__local_peer *lp, struct tern__lout *o, int i,
+		 uint64_t gen)
+{
+	atomic_store_explicit(&o->busy, (uint64_t)i + 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&lp->reg[i].gen, memory_order_seq_cst) ==
+		    gen &&
+	    atomic_load_explicit(&lp->peers[lp->cidx].gen,
+				 memory_order_seq_cst) == lp->cgen)
+		return 0;
+	atomic_store_explicit(&o->busy, 0, memory_order_release);
+	return -TERN_EACCESS; /* closed by its owner, or we were removed */
+}
+
+/* @return 0; 1: not local after all (cross-memory attach refused since);
+ * <0 an error for the request. */
+static int copy(struct tern__local *l, struct tern__local_peer *lp,
+		struct tern__lout *o, const struct lcopy *c)
+{
+	struct lmap *m = &lp->maps[c->i];
+	uint8_t *mapped = m->gen == c->gen ? m->ptr : NULL;
+	int ret = 0;
+
+	/* Generation 0 is never live: a range in no region of the peer's
+	 * with that right and those keys, copied nowhere. */
+	if (c->gen == 0 || o == NULL)
+		return -TERN_EACCESS;
+	if (mapped == NULL && (!lp->cma || c->ldev >= 0 ||
+			       (lp->reg[c->i].flags & TERN__LREG_CUDA)))
+		return atomic_load_explicit(&lp->reg[c->i].gen,
+					    memory_order_acquire) != c->gen
+			       ? -TERN_EACCESS /* closed by its owner */
+			       : 1;
+	if (mapped != NULL && c->write && m->rdonly)
+		return -TERN_EACCESS;
+	ret = claim(lp, o, c->i, c->gen);
+	if (ret != 0)
+		return ret;
+	if (mapped != NULL) {
+		uint8_t *at = mapped + (c->raddr - c->base);
+		void *lbuf = c->lbuf;
+
+		if (c->ldev >= 0 || m->cuda)
+			ret = cuda_copy(l, c->write ? (void *)at : lbuf,
+					c->write ? lbuf : (void *)at, c->len,
+					m->cuda ? m->dev : c->ldev);
+		else if (c->write)
+			memcpy(at, lbuf, c->len);
+		else
+			memcpy(lbuf, at, c->len);
+	} else {
+		struct iovec li = { c->lbuf, c->len };
+		struct iovec ri = { (void *)(uintptr_t)c->raddr, c->len };
+		struct pollfd pf = { .fd = lp->pidfd, .events = POLLIN };
+		ssize_t n;
+
+		/* It takes a pid, not our pidfd: the process must still be
+		 * the one the pidfd holds (an ended one's pid may be
+		 * another's soon). */
+		if (poll(&pf, 1, 0) != 0) {
+			atomic_store_explicit(&o->busy, 0,
+					      memory_order_release);
+			return -TERN_EPEERGONE;
+		}
+		n = c->write ? process_vm_writev(lp->pid, &li, 1, &ri, 1, 0)
+			     : process_vm_readv(lp->pid, &li, 1, &ri, 1, 0);
+		if (n < 0 && (errno == EPERM || errno == ENOSYS)) {
+			lp->cma = 0;
+			ret = 1;
+		} else if (n < 0) {
+			ret = errno == ESRCH ? -TERN_EPEERGONE : -EFAULT;
+		} else if ((uint64_t)n != c->len) {
+			ret = -EFAULT;
+		}
+		atomic_thread_fence(memory_order_seq_cst);
+	}
+	atomic_store_explicit(&o->busy, 0, memory_order_release);
+	return ret;
+}
+
+static int ring_room(const struct tern__local_peer *lp,
+		     const struct tern__lout *o, uint64_t n)
+{
+	uint64_t tail = atomic_load_explicit(&o->tail, memory_order_relaxed);
+	uint64_t head = atomic_load_explicit(&lp->peers[lp->cidx].head,
+					     memory_order_acquire);
+
+	return tail - head <= LRING && LRING - (tail - head) >= n;
+}
+
+static void ring_push(struct tern__lout *o, uint32_t imm)
+{
+	uint64_t tail = atomic_load_explicit(&o->tail, memory_order_relaxed);
+
+	o->ring[tail & (LRING - 1)] = imm;
+	atomic_store_explicit(&o->tail, tail + 1, memory_order_release);
+}
+
+static void ring_ring(struct tern__local_peer *lp)
+{
+	uint64_t one = 1;
+
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&lp->hdr->sleeping, memory_order_relaxed) &&
+	    write(lp->wake_fd, &one, sizeof(one)) < 0)
+		(void)0; /* full or gone: the owner is awake anyway */
+}
+
+static uint64_t right_of(int write)
+{
+	return write ? TERN_ACCESS_REMOTE_WRITE : TERN_ACCESS_REMOTE_READ;
+}
+
+/* Region @i (generation @gen) can be reached from our memory on GPU
+ * @dev (-1: host) now: mapped shared memory, an opened IPC handle, or
+ * cross-memory attach (host memory both sides). */
+static int reachable(struct tern__local *l, struct tern__local_peer *lp, int i,
+		     uint64_t gen, int dev, const struct tern_mr_desc *rd)
+{
+	return region_map(l, lp, i, gen, rd) != NULL ||
+	       map_pending(lp, i, gen) ||
+	       (lp->cma && dev < 0 && !(lp->reg[i].flags & TERN__LREG_CUDA));
+}
+
+/* Where the local side of @rp's copies is: its region's GPU, or -1. */
+static int side_dev(const struct tern__req_priv *rp)
+{
+	return rp->mr->kind == TERN_MEM_CUDA ? rp->mr->device : -1;
+}
+
+/* A write or read: 0 done (status in @status_p), 2 wait for ring room. */
+static int run_rma(struct tern__local *l, struct tern__local_peer *lp,
+		   struct tern__lout *o, struct tern_req *req, int *status_p)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+	struct lcopy c = {
+		.write = rp->op != TERN__OP_READ,
+		.lbuf = rp->buf,
+		.ldev = side_dev(rp),
+		.i = rp->rail,
+		.gen = rp->u.lrma.gen,
+		.base = rp->u.lrma.base,
+		.raddr = rp->u.lrma.raddr,
+		.len = req->len,
+	};
+	int ret;
+
+	if (rp->op == TERN__OP_WRITE_IMM && o != NULL && !ring_room(lp, o, 1))
+		return 2;
+	if (c.gen != 0 && map_pending(lp, c.i, c.gen))
+		return 2; /* its memfd is on its way from the broker */
+	ret = copy(l, lp, o, &c);
+	if (ret == 1)
+		ret = -EPERM; /* cross-memory attach refused since */
+	if (ret == 0 && rp->op == TERN__OP_WRITE_IMM) {
+		ring_push(o, rp->imm);
+		ring_ring(lp);
+	}
+	*status_p = ret;
+	return 0;
+}
+
+static int run_atomic(struct tern__local *l, struct tern__local_peer *lp,
+		      struct tern__lout *o, struct tern_req *req, int *status_p)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+	struct lmap *m;
+	uint64_t *w, old;
+	int i = rp->rail;
+
+	(void)l;
+	m = &lp->maps[i];
+	if (rp->u.lrma.gen == 0 || o == NULL || m->gen != rp->u.lrma.gen ||
+	    m->ptr == NULL || m->cuda || m->rdonly ||
+	    claim(lp, o, i, rp->u.lrma.gen) != 0) {
+		*status_p = -TERN_EACCESS;
+		return 0;
+	}
+	w = (uint64_t *)(void *)(m->ptr + (rp->u.lrma.raddr - rp->u.lrma.base));
+	if (rp->op == TERN__OP_FADD) {
+		old = __atomic_fetch_add(w, rp->u.lrma.operand,
+					 __ATOMIC_SEQ_CST);
+	} else {
+		old = rp->u.lrma.compare;
+		__atomic_compare_exchange_n(w, &old, rp->u.lrma.operand, 0,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	}
+	atomic_store_explicit(&o->busy, 0, memory_order_release);
+	req->value = old;
+	*status_p = 0;
+	return 0;
+}
+
+static int run_pieces(struct tern__local *l, struct tern__local_peer *lp,
+		      struct tern__lout *o, struct tern_req *req, int *status_p)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+	int write = !rp->u.batch.read, status = 0, ret;
+
+	if (rp->u.batch.with_imm && o != NULL && !ring_room(lp, o, rp->npieces))
+		return 2;
+	if (lp->bsock >= 0 && lp->bwhat == TERN__LB_REGION)
+		return 2; /* a memfd is on its way from the broker */
+	for (uint32_t k = 0; k < rp->npieces && status == 0; k++) {
+		struct tern_piece pc = tern__piece(rp, k);
+		const struct tern_mr_desc *d = &rp->u.batch.regions[pc.region];
+		struct lcopy c = {
+			.write = write,
+			.lbuf = (uint8_t *)rp->mr->buf + pc.loff,
+			.ldev = side_dev(rp),
+			.raddr = d->base + pc.roff,
+			.len = pc.len,
+		};
+
+		c.i = region_find(lp, c.raddr, pc.len, right_of(write), d,
+				  &c.gen, &c.base);
+		if (c.i < 0) {
+			status = -TERN_EACCESS;
+			break;
+		}
+		ret = copy(l, lp, o, &c);
+		if (ret != 0)
+			status = ret == 1 ? -EPERM : ret;
+		else if (rp->u.batch.with_imm)
+			ring_push(o, rp->imm);
+	}
+	if (rp->u.batch.with_imm && o != NULL)
+		ring_ring(lp);
+	*status_p = status;
+	return 0;
+}
+
+/* ---- posts and the queues ------------------------------------------- */
+
+/* Queue a prepared request (its checks passed) for the next pass. */
+static void enqueue(struct tern_ctx *ctx, struct tern__local_peer *lp,
+		    struct tern_req *req)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+
+	rp->state = TERN__ST_LOCALQ;
+	rp->mr->inflight++;
+	rp->peer->inflight++;
+	tern__reqq_push(&lp->q, req);
+	ctx->local->nqueued++;
+}
+
+/* The peer of @rp, when the local path takes its operations now: we are
+ * attached, it lets us write, and our ring to it is ours. */
+static struct tern__local_peer *usable(struct tern_ctx *ctx,
+				       const struct tern__req_priv *rp)
+{
+	struct tern__local_peer *lp = rp->peer->local;
+
+	if (!lp->mapped) {
+		/* Its broker may be due another ask. */
+		if (lp->bsock < 0 && lp->broker)
+			(void)tern__broker_poll(ctx, lp);
+		return NULL;
+	}
+	if (!allowed(ctx->local, lp) || out_get(ctx->local, lp) == NULL)
+		return NULL;
+	return lp;
+}
+
+int tern__local_rma(struct tern_ctx *ctx, struct tern_req *req,
+		    const struct tern_mr_desc *rd, uint64_t roff)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+	struct tern__local_peer *lp = usable(ctx, rp);
+	int write = rp->op != TERN__OP_READ, i;
+	uint64_t gen = 0, base = 0;
+
+	if (lp == NULL)
+		return 1;
+	if (rd->base > UINT64_MAX - roff)
+		return -TERN_EBOUNDS;
+	i = region_find(lp, rd->base + roff, req->len, right_of(write), rd,
+			&gen, &base);
+	if (i < 0 ? missed(lp, i)
+		  : !reachable(ctx->local, lp, i, gen, side_dev(rp), rd))
+		return 1;
+	if (i < 0) {
+		/* Registered nowhere with that right and those keys: it
+		 * fails -TERN_EACCESS in its pass, and nothing is copied. */
+		i = 0;
+		gen = 0;
+	}
+	rp->rail = (uint8_t)i; /* not a rail's: the region's index */
+	rp->u.lrma.raddr = rd->base + roff;
+	rp->u.lrma.gen = gen;
+	rp->u.lrma.base = base;
+	enqueue(ctx, lp, req);
+	return 0;
+}
+
+int tern__local_atomic(struct tern_ctx *ctx, struct tern_req *req,
+		       const struct tern_mr_desc *rd, uint64_t roff)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+	struct tern__local_peer *lp = usable(ctx, rp);
+	uint64_t gen = 0, base = 0, operand, compare;
+	uint8_t *p;
+	int i;
+
+	if (lp == NULL)
+		return 1;
+	if (rd->base > UINT64_MAX - roff)
+		return -TERN_EBOUNDS;
+	i = region_find(lp, rd->base + roff, 8, TERN_ACCESS_REMOTE_ATOMIC, rd,
+			&gen, &base);
+	/* Not shared host memory mapped writable: the fabric's atomics. */
+	p = i < 0 ? NULL : region_map(ctx->local, lp, i, gen, rd);
+	if (i < 0 ? missed(lp, i)
+		  : p == NULL || lp->maps[i].cuda || lp->maps[i].rdonly)
+		return 1;
+	if (i < 0) {
+		i = 0;
+		gen = 0;
+	}
+	operand = rp->u.atomic.operand;
+	compare = rp->u.atomic.compare;
+	rp->rail = (uint8_t)i;
+	rp->u.lrma.raddr = rd->base + roff;
+	rp->u.lrma.gen = gen;
+	rp->u.lrma.base = base;
+	rp->u.lrma.operand = operand;
+	rp->u.lrma.compare = compare;
+	enqueue(ctx, lp, req);
+	return 0;
+}
+
+int tern__local_pieces(struct tern_ctx *ctx, struct tern_req *req)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+	struct tern__local_peer *lp = usable(ctx, rp);
+	int write = !rp->u.batch.read;
+
+	if (lp == NULL)
+		return 1;
+	/* Every region must be local, or the whole batch goes over the
+	 * fabric: checked before any byte moves. */
+	if (rp->u.batch.with_imm && rp->npieces > LRING)
+		return 1;
+	for (unsigned int r = 0; r < rp->u.batch.nregions; r++) {
+		const struct tern_mr_desc *d = &rp->u.batch.regions[r];
+		uint64_t gen, base;
+		int i = region_find(lp, d->base, d->len, right_of(write), d,
+				    &gen, &base);
+
+		if (i < 0 ? missed(lp, i)
+			  : !reachable(ctx->local, lp, i, gen, side_dev(rp), d))
+			return 1;
+	}
+	enqueue(ctx, lp, req);
+	return 0;
+}
+
+/* Run @lp's queue in order until its ring is full. */
+static int flush_peer(struct tern_ctx *ctx, struct tern__local_peer *lp)
+{
+	struct tern__local *l = ctx->local;
+	struct tern__lout *o;
+	struct tern_req *req;
+	int n = 0;
+
+	/* Our ring to it, as long as it lets us write (else each fails
+	 * -TERN_EACCESS: it took its permission back). */
+	o = lp->mapped && allowed(l, lp) ? out_get(l, lp) : NULL;
+	while ((req = lp->q.head) != NULL) {
+		struct tern__req_priv *rp = tern__rp(req);
+		int status = 0, ret;
+
+		switch (rp->op) {
+		case TERN__OP_PIECES:
+			ret = run_pieces(l, lp, o, req, &status);
+			break;
+		case TERN__OP_FADD:
+		case TERN__OP_CSWAP:
+			ret = run_atomic(l, lp, o, req, &status);
+			break;
+		default:
+			ret = run_rma(l, lp, o, req, &status);
+			break;
+		}
+		if (ret == 2)
+			break; /* its ring is full: in order, later */
+		tern__reqq_remove(&lp->q, req);
+		l->nqueued--;
+		l->copies++;
+		l->bytes += req->len;
+		tern__req_complete(ctx, req, status);
+		n++;
+	}
+	return n;
+}
+
+int tern__local_flush(struct tern_ctx *ctx)
+{
+	struct tern__local *l = ctx->local;
+	int n = 0;
+
+	if (l->nqueued == 0)
+		return 0;
+	for (int i = 0; i < LPEER; i++) {
+		if (l->att[i] != NULL && l->att[i]->q.len != 0)
+			n += flush_peer(ctx, l->att[i]);
+	}
+	return n;
+}
+
+void tern__local_cancel(struct tern_ctx *ctx, struct tern_req *req, int status)
+{
+	tern__req_abort(ctx, &tern__rp(req)->peer->local->q, req, status);
+	ctx->local->nqueued--;
+}
+
+static void abort_queue(struct tern_ctx *ctx, struct tern__local_peer *lp,
+			const struct tern_peer *peer, int status)
+{
+	for (struct tern_req *r = lp->q.head, *next; r != NULL; r = next) {
+		next = tern__rp(r)->next;
+		if (peer == NULL || tern__rp(r)->peer == peer) {
+			tern__req_abort(ctx, &lp->q, r, status);
+			ctx->local->nqueued--;
+		}
+	}
+}
+
+void tern__local_cancel_all(struct tern_ctx *ctx, int status)
+{
+	if (ctx->local == NULL)
+		return;
+	for (int i = 0; i < LPEER; i++) {
+		if (ctx->local->att[i] != NULL)
+			abort_queue(ctx, ctx->local->att[i], NULL, status);
+	}
+}
+
+void tern__local_abort_peer(struct tern_ctx *ctx, struct tern_peer *peer,
+			    int status)
+{
+	if (ctx->local != NULL && peer->local != NULL)
+		abort_queue(ctx, peer->local, peer, status);
+}
+
+int tern_peer_path(const struct tern_peer *peer)
+{
+	const struct tern__local_peer *lp;
+
+	if (peer == NULL)
+		return -EINVAL;
+	lp = peer->local;
+	if (lp == NULL || !lp->mapped)
+		return TERN_PATH_FABRIC;
+	/* Whether it lets us write to it now (not cached: a const look). */
+	for (int i = 0; i < LPEER; i++) {
+		const struct tern__lpeer *e = &lp->peers[i];
+		const struct tern__card_local *me = &peer->ctx->local->id;
+		uint64_t g = atomic_load_explicit(&e->gen,
+						  memory_order_acquire);
+
+		if ((g & 1) && e->nonce == me->nonce && e->pid == me->pid &&
+		    e->start == me->start &&
+		    atomic_load_explicit(&e->state, memory_order_relaxed) ==
+			    TERN__LPEER_LIVE)
+			return TERN_PATH_LOCAL;
+	}
+	return TERN_PATH_FABRIC;
+}

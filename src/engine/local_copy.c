@@ -341,12 +341,13 @@ static int region_find(struct tern__local_peer *lp, uint64_t addr, uint64_t len,
 		if (addr < base || addr - base > rlen ||
 		    len > rlen - (addr - base))
 			continue;
+		/* Only the fabric reaches it: the provider checks its keys. */
+		if (flags & TERN__LREG_FABRIC)
+			return -2;
 		if (kh == 0)
 			kh = tern__lkeyhash(lp->hdr->salt, rd->nkeys, rd->keys);
 		if (!(access & right) || keyhash != kh)
 			return -1;
-		if (flags & TERN__LREG_FABRIC)
-			return -2;
 		lp->hint = i;
 		*gen_p = g1;
 		*base_p = base;

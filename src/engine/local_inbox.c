@@ -578,7 +578,7 @@ int tern__local_poll(struct tern_ctx *ctx)
 		if (lp == NULL)
 			continue;
 		if (tern_unlikely(lp->bsock >= 0 || !lp->mapped))
-			n += tern__broker_poll(ctx, lp) == 0;
+			(void)tern__broker_poll(ctx, lp);
 		if (lp->mapped) {
 			uint64_t before = atomic_load_explicit(
 				&l->lpeer[i].head, memory_order_relaxed);

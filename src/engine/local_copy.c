@@ -99,6 +99,8 @@ static uint8_t *cuda_map(struct tern__local_peer *lp, int i, uint64_t gen,
 	m->cuda = 1;
 	m->dev = dev;
 	m->gen = gen;
+	m->base = base;
+	m->len = len;
 	return m->ptr;
 }
 
@@ -109,7 +111,7 @@ int tern__local_map_region_fd(struct tern__local_peer *lp, int i, uint64_t gen,
 {
 	const struct tern__lreg *e = &lp->reg[i];
 	struct lmap *m = &lp->maps[i];
-	uint64_t off, ino, len;
+	uint64_t off, ino, len, base;
 	struct stat st;
 	int seals;
 	void *p;
@@ -117,6 +119,7 @@ int tern__local_map_region_fd(struct tern__local_peer *lp, int i, uint64_t gen,
 	off = e->shm_off;
 	ino = e->shm_ino;
 	len = e->len;
+	base = e->base;
 	atomic_thread_fence(memory_order_acquire);
 	seals = fcntl(fd, F_GET_SEALS);
 	if (atomic_load_explicit(&e->gen, memory_order_relaxed) != gen ||
@@ -141,6 +144,8 @@ int tern__local_map_region_fd(struct tern__local_peer *lp, int i, uint64_t gen,
 	m->map = p;
 	m->ptr = (uint8_t *)p + (off & (PAGE - 1));
 	m->gen = gen;
+	m->base = base;
+	m->len = len;
 	m->rdonly = rdonly;
 	return 0;
 }
@@ -436,6 +441,15 @@ static int claim(struct tern__local_peer *lp, struct tern__lout *o, int i,
 
 /* @return 0; 1: not local after all (cross-memory attach refused since);
  * <0 an error for the request. */
+/* Is [@raddr, @raddr + @len) inside what @m maps? (An owner could
+ * rewrite its entry's fields under the same generation: a copy trusts
+ * only what it mapped.) */
+static int in_map(const struct lmap *m, uint64_t raddr, uint64_t len)
+{
+	return raddr >= m->base && raddr - m->base <= m->len &&
+	       len <= m->len - (raddr - m->base);
+}
+
 static int copy(struct tern__local *l, struct tern__local_peer *lp,
 		struct tern__lout *o, const struct lcopy *c)
 {
@@ -453,13 +467,14 @@ static int copy(struct tern__local *l, struct tern__local_peer *lp,
 					    memory_order_acquire) != c->gen
 			       ? -TERN_EACCESS /* closed by its owner */
 			       : 1;
-	if (mapped != NULL && c->write && m->rdonly)
+	if (mapped != NULL &&
+	    ((c->write && m->rdonly) || !in_map(m, c->raddr, c->len)))
 		return -TERN_EACCESS;
 	ret = claim(lp, o, c->i, c->gen);
 	if (ret != 0)
 		return ret;
 	if (mapped != NULL) {
-		uint8_t *at = mapped + (c->raddr - c->base);
+		uint8_t *at = mapped + (c->raddr - m->base);
 		void *lbuf = c->lbuf;
 
 		if (c->ldev >= 0 || m->cuda)
@@ -594,11 +609,13 @@ static int run_atomic(struct tern__local *l, struct tern__local_peer *lp,
 	m = &lp->maps[i];
 	if (rp->u.lrma.gen == 0 || o == NULL || m->gen != rp->u.lrma.gen ||
 	    m->ptr == NULL || m->cuda || m->rdonly ||
+	    !in_map(m, rp->u.lrma.raddr, 8) ||
+	    ((uintptr_t)m->ptr + (rp->u.lrma.raddr - m->base)) % 8 != 0 ||
 	    claim(lp, o, i, rp->u.lrma.gen) != 0) {
 		*status_p = -TERN_EACCESS;
 		return 0;
 	}
-	w = (uint64_t *)(void *)(m->ptr + (rp->u.lrma.raddr - rp->u.lrma.base));
+	w = (uint64_t *)(void *)(m->ptr + (rp->u.lrma.raddr - m->base));
 	if (rp->op == TERN__OP_FADD) {
 		old = __atomic_fetch_add(w, rp->u.lrma.operand,
 					 __ATOMIC_SEQ_CST);

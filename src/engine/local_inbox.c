@@ -328,7 +328,10 @@ void tern__local_mr_close(struct tern_ctx *ctx, struct tern_mr *mr)
 		memory_order_seq_cst);
 	/* A copy already under way finishes first. */
 	for (unsigned int p = 0; p < LPEER; p++) {
-		if (l->att[p] != NULL && l->att[p]->mapped)
+		if (l->att[p] != NULL && l->att[p]->mapped &&
+		    atomic_load_explicit(&l->lpeer[p].state,
+					 memory_order_relaxed) ==
+			    TERN__LPEER_LIVE)
 			tern__local_wait_copies(l, l->att[p], mr->local_idx);
 	}
 	mr->local_idx = -1;
@@ -495,10 +498,17 @@ void tern__local_wait_copies(struct tern__local *l, struct tern__local_peer *lp,
 			if (poll(&pf, 1, 0) == 1)
 				break;
 			if (tern__now_ns() > deadline) {
+				/* Hung, or hostile: it writes to us no
+				 * more (its entry is no longer live); a
+				 * copy of its own may still land. */
 				tern_warn("same-host peer pid %d was still "
 					  "copying into region %" PRIu64
-					  " after 1 s; going on",
+					  " after 1 s: going on, and it goes "
+					  "over the provider from now on",
 					  (int)lp->pid, b - 1);
+				lpeer_write(l, lp->pidx, lp->nonce,
+					    (uint32_t)lp->pid, lp->start,
+					    TERN__LPEER_ADDED);
 				return;
 			}
 			sched_yield();

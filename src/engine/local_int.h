@@ -88,8 +88,9 @@ struct tern__local_peer {
 	struct tern__reqq q; /* operations waiting for room in its ring */
 	struct lmap {
 		uint64_t gen;
-		uint8_t *ptr; /* the region's first byte, mapped here */
-		void *map;    /* the mapping (from a page boundary) */
+		uint64_t base, len; /* the region as mapped: copies stay in */
+		uint8_t *ptr;	    /* the region's first byte, mapped here */
+		void *map;	    /* the mapping (from a page boundary) */
 		size_t maplen;
 		int cuda;	  /* GPU memory: @ptr is a device pointer */
 		int dev;	  /* the device whose context opened it */

@@ -43,9 +43,10 @@
 #define TERN__LREG_CUDA	  2u /* GPU memory: its CUDA IPC handle is in lcuda */
 
 /* tern__lpeer.state */
-#define TERN__LPEER_ADDED 1u /* its card was added: its broker asks are heard \
-			      */
-#define TERN__LPEER_LIVE 2u  /* its ring is mapped here: it may write to us */
+#define TERN__LPEER_ADDED                                                    \
+	1u		    /* its card was added: its broker asks are heard \
+			     */
+#define TERN__LPEER_LIVE 2u /* its ring is mapped here: it may write to us */
 
 struct tern__lhdr {
 	uint32_t magic, version;

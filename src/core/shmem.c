@@ -2,9 +2,10 @@
 /*
  * Shared host memory (tern_mem_alloc(TERN_MEM_SHARED)): each allocation is
  * a memfd of its own, mapped here; a peer on this host maps the same pages
- * (src/engine/local.c) after fetching the fd with pidfd_getfd(), under the
- * kernel's ptrace rules. No name is ever made in /dev/shm or anywhere else
- * another user could open.
+ * (src/engine/local_*.c) after fetching the fd with pidfd_getfd(), under the
+ * kernel's ptrace rules, or from our fd broker. Each memfd is sealed at its
+ * size, so no holder can shrink it under a peer's mapping. No name is ever
+ * made in /dev/shm or anywhere else another user could open.
  *
  * The one process-wide table in tern: tern_mem_alloc() takes no ctx, and a
  * region registered on any ctx must find its memfd. A mutex guards it; it

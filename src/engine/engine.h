@@ -17,8 +17,8 @@
 #include "../prov/prov.h"
 
 struct tern__stage;
-struct tern__local;	 /* local.c: a ctx's inbox */
-struct tern__local_peer; /* local.c: a same-host peer's inbox, mapped */
+struct tern__local;	 /* local_inbox.c: a ctx's inbox */
+struct tern__local_peer; /* local_attach.c: a same-host peer attached */
 
 /* A pooled copy of a remote descriptor, for operations that address the
  * peer's region on several rails or in several chunks (striped, staged):
@@ -165,7 +165,7 @@ enum tern__state {
 	TERN__ST_WAITING, /* an imm expectation in the imm table */
 	TERN__ST_STAGING, /* on a staged region: in ctx->stage (src/hmem/) */
 	TERN__ST_READY,	  /* finished, on ctx->ready: its callback is due */
-	TERN__ST_LOCALQ,  /* same-host: waiting for ring room (local.c) */
+	TERN__ST_LOCALQ,  /* same-host: waiting for ring room (local_*.c) */
 	TERN__ST_DONE,
 };
 
@@ -235,11 +235,11 @@ struct tern_peer {
 	 * entries). Never 0; unique in the ctx while any of them lives. */
 	uint32_t src_id;
 	unsigned long nexpect; /* expectations from it waiting */
-	/* Same host (local.c): its inbox, mapped, or NULL; the nonce of
-	 * its ctx, which tells its writes in our inbox apart. */
+	/* Same host (local_*.c): its attachment (shared by the peers added
+	 * with cards naming one ctx), or NULL; that ctx's nonce. */
 	struct tern__local_peer *local;
 	uint64_t local_nonce;
-	int fabric_only; /* TERN_PEER_FABRIC: never the same-host path */
+	int fabric_only; /* TERN_PEER_FABRIC_ONLY: never the same-host path */
 	size_t card_len;
 	uint8_t card[]; /* the card it was added with */
 };
@@ -263,7 +263,7 @@ struct tern_mr {
 	/* Staged: the pinned host shadow's region (holds the keys). */
 	struct tern_mr *smr;
 	int dmabuf_fd; /* zero-copy, while registering: the export, or -1 */
-	int local_idx; /* its entry in the ctx's inbox (local.c), or -1 */
+	int local_idx; /* its entry in the ctx's inbox (local_*.c), or -1 */
 	uint64_t dmabuf_off;
 };
 
@@ -430,7 +430,7 @@ struct tern_ctx {
 	void *evs;	  /* struct epoll_event[TERN__EVS] */
 	int hmem;	  /* every rail's provider reaches GPU memory itself */
 	struct tern__stage *stage; /* src/engine/stage.c, made on first need */
-	struct tern__local *local; /* same-host path (local.c), or NULL */
+	struct tern__local *local; /* same-host path (local_*.c), or NULL */
 	uint64_t stage_copies;	   /* staging copies queued, ever */
 	uint64_t stage_bytes;
 	char prov_name[64];

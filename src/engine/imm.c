@@ -391,7 +391,7 @@ int tern_imm_expect_from(struct tern_ctx *ctx, struct tern_peer *peer,
 		if (peer->gone)
 			return -TERN_EPEERGONE;
 		/* A same-host peer's writes come through its slot of our
-		 * inbox, which names it (local.c). */
+		 * inbox, whose memory holds its ring (local_*.c). */
 		if (!ctx->imm_source && peer->local == NULL)
 			return -TERN_ENOTSUP;
 		src = peer->src_id;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The same-host path (local.c, docs/local.md), as the engine calls it. */
+/* The same-host path (local_*.c, docs/local.md), as the engine calls it. */
 #ifndef TERN_LOCAL_H
 #define TERN_LOCAL_H
 

@@ -397,11 +397,23 @@ void tern__local_peer_put(struct tern_ctx *ctx, struct tern__local_peer *lp)
 
 	if (--lp->refs != 0)
 		return;
-	/* It may no longer write to us: then no copy of its is under way. */
+	/* It may no longer write to us: then no copy of its is under way,
+	 * and what it wrote before is read one last time (its immediates
+	 * count, as they would over the fabric after a removal). */
 	if (lp->pidx >= 0) {
+		uint64_t cgen = atomic_load_explicit(&l->lpeer[lp->pidx].gen,
+						     memory_order_relaxed);
+		uint64_t head = atomic_load_explicit(&l->lpeer[lp->pidx].head,
+						     memory_order_relaxed);
+		int live = atomic_load_explicit(&l->lpeer[lp->pidx].state,
+						memory_order_relaxed) ==
+			   TERN__LPEER_LIVE;
+
 		tern__lpeer_unpublish(l, lp->pidx);
-		if (lp->mapped)
+		if (lp->mapped && live) {
 			tern__local_wait_copies(l, lp, -1);
+			tern__local_drain_ring(ctx, lp, cgen, head);
+		}
 	}
 	tern__broker_cancel(l, lp);
 	out_put(l, lp);

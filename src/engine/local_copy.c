@@ -494,11 +494,8 @@ static int copy(struct tern__local *l, struct tern__local_peer *lp,
 		/* It takes a pid, not our pidfd: the process must still be
 		 * the one the pidfd holds (an ended one's pid may be
 		 * another's soon). */
-		if (poll(&pf, 1, 0) != 0) {
-			atomic_store_explicit(&o->busy, 0,
-					      memory_order_release);
+		if (poll(&pf, 1, 0) != 0)
 			return -TERN_EPEERGONE;
-		}
 		n = c->write ? process_vm_writev(lp->pid, &li, 1, &ri, 1, 0)
 			     : process_vm_readv(lp->pid, &li, 1, &ri, 1, 0);
 		if (n < 0 && (errno == EPERM || errno == ENOSYS)) {
@@ -511,8 +508,17 @@ static int copy(struct tern__local *l, struct tern__local_peer *lp,
 		}
 		atomic_thread_fence(memory_order_seq_cst);
 	}
-	atomic_store_explicit(&o->busy, 0, memory_order_release);
+	/* "Copying" stays set until the caller has pushed the immediate
+	 * (unbusy()): an owner that takes its permission back waits for
+	 * busy to clear, then reads the ring one last time. */
 	return ret;
+}
+
+/* The copy and its immediate are done: the owner may go on. */
+static void unbusy(struct tern__lout *o)
+{
+	if (o != NULL)
+		atomic_store_explicit(&o->busy, 0, memory_order_release);
 }
 
 static int ring_room(const struct tern__local_peer *lp,
@@ -589,10 +595,11 @@ static int run_rma(struct tern__local *l, struct tern__local_peer *lp,
 	ret = copy(l, lp, o, &c);
 	if (ret == 1)
 		ret = -EPERM; /* cross-memory attach refused since */
-	if (ret == 0 && rp->op == TERN__OP_WRITE_IMM) {
+	if (ret == 0 && rp->op == TERN__OP_WRITE_IMM)
 		ring_push(o, rp->imm);
+	unbusy(o);
+	if (ret == 0 && rp->op == TERN__OP_WRITE_IMM)
 		ring_ring(lp);
-	}
 	*status_p = ret;
 	return 0;
 }
@@ -663,6 +670,7 @@ static int run_pieces(struct tern__local *l, struct tern__local_peer *lp,
 		else if (rp->u.batch.with_imm)
 			ring_push(o, rp->imm);
 	}
+	unbusy(o);
 	if (rp->u.batch.with_imm && o != NULL)
 		ring_ring(lp);
 	*status_p = status;

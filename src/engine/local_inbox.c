@@ -428,6 +428,40 @@ static void ring_broken(struct tern__local *l, struct tern__local_peer *lp,
 		  (int)lp->pid, tail, head, LRING);
 }
 
+/* Count what @lp's ring @ridx holds past @head, if it is still paired
+ * with @cgen: the new head, or @head (nothing, or a ring not paired). */
+static uint64_t ring_count(struct tern_ctx *ctx, struct tern__local_peer *lp,
+			   int ridx, uint64_t cgen, uint64_t head)
+{
+	struct tern__local *l = ctx->local;
+	const struct tern__lout *o = tern__l_out(lp->ro, ridx);
+	uint64_t s1 = atomic_load_explicit(&o->seq, memory_order_acquire);
+	uint64_t tail = atomic_load_explicit(&o->tail, memory_order_acquire);
+
+	if (!(s1 & 1) ||
+	    atomic_load_explicit(&o->target, memory_order_relaxed) !=
+		    l->id.nonce ||
+	    atomic_load_explicit(&o->cgen, memory_order_relaxed) != cgen ||
+	    atomic_load_explicit(&o->seq, memory_order_acquire) != s1)
+		return head;
+	if (tern__lring_avail(head, tail) < 0) {
+		ring_broken(l, lp, head, tail);
+		return head;
+	}
+	for (; head != tail; head++)
+		tern__imm_arrived(ctx, o->ring[head & (LRING - 1)], lp->src_id);
+	return head;
+}
+
+void tern__local_drain_ring(struct tern_ctx *ctx, struct tern__local_peer *lp,
+			    uint64_t cgen, uint64_t head)
+{
+	int ridx = lp->ridx >= 0 ? lp->ridx : ring_find(ctx->local, lp, cgen);
+
+	if (ridx >= 0 && !lp->broken)
+		(void)ring_count(ctx, lp, ridx, cgen, head);
+}
+
 void tern__local_read_ring(struct tern_ctx *ctx, struct tern__local_peer *lp)
 {
 	struct tern__local *l = ctx->local;

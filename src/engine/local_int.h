@@ -140,6 +140,10 @@ int tern__lpeer_publish(struct tern__local *l, struct tern__local_peer *lp);
 void tern__lpeer_state(struct tern__local *l, int pidx, uint32_t state);
 void tern__lpeer_unpublish(struct tern__local *l, int pidx);
 void tern__local_read_ring(struct tern_ctx *ctx, struct tern__local_peer *lp);
+/* Read @lp's ring to us once more, as paired with our entry of
+ * generation @cgen read up to @head, after that entry was taken back. */
+void tern__local_drain_ring(struct tern_ctx *ctx, struct tern__local_peer *lp,
+			    uint64_t cgen, uint64_t head);
 /* Wait until @lp copies into none of our regions (@reg: that one, -1:
  * any): the owner's side of the Dekker pair. */
 void tern__local_wait_copies(struct tern__local *l, struct tern__local_peer *lp,

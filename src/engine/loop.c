@@ -514,7 +514,7 @@ int tern__loop_block(struct tern_ctx *ctx, int64_t timeout_ns)
 	ms = t < 0 ? -1 : (int)((t + 999999) / 1000000);
 	if (t > (int64_t)INT32_MAX * 1000000)
 		ms = INT32_MAX;
-	/* Same-host writers write our eventfd while we sleep (local.c). */
+	/* Same-host writers write our eventfd while we sleep (local_*.c). */
 	if (ctx->local != NULL && ms != 0 && tern__local_sleep(ctx, 1))
 		ms = 0;
 	nevs = epoll_wait(ctx->epfd, ctx->evs, TERN__EVS, ms);
@@ -662,7 +662,7 @@ int tern_ctx_arm(struct tern_ctx *ctx)
 	if (work_waiting(ctx) || timer_wait_ns(ctx) == 0)
 		return -EAGAIN;
 	/* Same-host writers write our eventfd (in the fd) from now on; the
-	 * next progress pass stops them (local.c). */
+	 * next progress pass stops them (local_*.c). */
 	if (ctx->local != NULL && tern__local_sleep(ctx, 1)) {
 		tern__local_sleep(ctx, 0);
 		return -EAGAIN;

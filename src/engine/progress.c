@@ -707,7 +707,7 @@ static int remote_check(const struct tern_peer *peer,
 	return 0;
 }
 
-/* A write or read to a same-host peer (local.c): 1 when it is not one the
+/* A write or read to a same-host peer (local_*.c): 1 when it is not one the
  * local path takes (the caller goes on to the fabric). */
 static __attribute__((noinline)) int local_rma(
 	struct tern_peer *peer, struct tern_mr *mr, const void *buf, size_t len,

@@ -94,7 +94,7 @@ struct tern__cu {
 						      size_t, int,
 						      unsigned long long);
 	/* Optional: CUDA IPC, GPU memory shared with another process of
-	 * this host (the same-host path: engine/local.c). */
+	 * this host (the same-host path: engine/local_*.c). */
 	tern_cu_result (*MemGetAddressRange)(tern_cu_ptr *, size_t *,
 					     tern_cu_ptr); /* _v2 */
 	tern_cu_result (*IpcGetMemHandle)(tern_cu_ipc_handle *, tern_cu_ptr);

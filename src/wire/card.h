@@ -15,7 +15,7 @@
 #define TERN_CARD_LOCAL_LEN	68
 
 /*
- * Who made a card, for the same-host path (src/engine/local.c): which
+ * Who made a card, for the same-host path (src/engine/local_*.c): which
  * boot of which host, which user namespace and uid, which process (pid
  * and start time: a pid alone may be reused), and where its ctx's inbox
  * memfd and wake eventfd are in that process's fd table.

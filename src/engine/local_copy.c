@@ -98,6 +98,8 @@ static uint8_t *cuda_map(struct tern__local_peer *lp, int i, uint64_t gen,
 	}
 	m->cuda = 1;
 	m->dev = dev;
+	m->base = base;
+	m->len = len;
 	m->gen = gen;
 	return m->ptr;
 }
@@ -109,7 +111,7 @@ int tern__local_map_region_fd(struct tern__local_peer *lp, int i, uint64_t gen,
 {
 	const struct tern__lreg *e = &lp->reg[i];
 	struct lmap *m = &lp->maps[i];
-	uint64_t off, ino, len;
+	uint64_t off, ino, len, base;
 	struct stat st;
 	int seals;
 	void *p;
@@ -117,6 +119,7 @@ int tern__local_map_region_fd(struct tern__local_peer *lp, int i, uint64_t gen,
 	off = e->shm_off;
 	ino = e->shm_ino;
 	len = e->len;
+	base = e->base;
 	atomic_thread_fence(memory_order_acquire);
 	seals = fcntl(fd, F_GET_SEALS);
 	if (atomic_load_explicit(&e->gen, memory_order_relaxed) != gen ||
@@ -142,6 +145,8 @@ int tern__local_map_region_fd(struct tern__local_peer *lp, int i, uint64_t gen,
 	m->ptr = (uint8_t *)p + (off & (PAGE - 1));
 	m->gen = gen;
 	m->rdonly = rdonly;
+	m->base = base;
+	m->len = len;
 	return 0;
 }
 
@@ -417,6 +422,17 @@ struct lcopy {
 	uint64_t raddr, len;
 };
 
+/* Does mapping @m hold [@raddr, @raddr + @len) of a region at @base? The
+ * base and length a copy uses are the entry's as read under its
+ * generation; an owner that rewrites them without a new generation (only
+ * a hostile one does) must not move a copy outside what we mapped. */
+static int in_map(const struct lmap *m, uint64_t base, uint64_t raddr,
+		  uint64_t len)
+{
+	return base == m->base && raddr >= base && raddr - base <= m->len &&
+	       len <= m->len - (raddr - base);
+}
+
 /* Store "copying into region @i", then see whether we still may: the
  * writer's side of the Dekker pairs (region closed, permission taken
  * back). */
@@ -452,7 +468,8 @@ static int copy(struct tern__local *l, struct tern__local_peer *lp,
 					    memory_order_acquire) != c->gen
 			       ? -TERN_EACCESS /* closed by its owner */
 			       : 1;
-	if (mapped != NULL && c->write && m->rdonly)
+	if (mapped != NULL &&
+	    ((c->write && m->rdonly) || !in_map(m, c->base, c->raddr, c->len)))
 		return -TERN_EACCESS;
 	ret = claim(lp, o, c->i, c->gen);
 	if (ret != 0)
@@ -593,6 +610,7 @@ static int run_atomic(struct tern__local *l, struct tern__local_peer *lp,
 	m = &lp->maps[i];
 	if (rp->u.lrma.gen == 0 || o == NULL || m->gen != rp->u.lrma.gen ||
 	    m->ptr == NULL || m->cuda || m->rdonly ||
+	    !in_map(m, rp->u.lrma.base, rp->u.lrma.raddr, sizeof(*w)) ||
 	    claim(lp, o, i, rp->u.lrma.gen) != 0) {
 		*status_p = -TERN_EACCESS;
 		return 0;

@@ -95,6 +95,10 @@ struct tern__local_peer {
 		int dev;	  /* the device whose context opened it */
 		int rdonly;	  /* mapped read-only (its broker said so) */
 		tern_cu_ptr dptr; /* what cuIpcOpenMemHandle gave (0: none) */
+		/* The entry's base and length when it was mapped: what
+		 * @ptr covers (a copy never goes past it, whatever the
+		 * entry says later under the same generation). */
+		uint64_t base, len;
 	} maps[LREG];
 };
 

@@ -18,6 +18,9 @@
  *             once), counts nothing, and another peer is still served;
  *   silent    20 silent connections to a broker hold up no good peer's
  *             ask; another uid's are refused;
+ *   resize    an owner that rewrites a region's length or base under the
+ *             generation we mapped it at: copies past the mapping fail
+ *             -TERN_EACCESS;
  * usage: local_hostile --provider P [--node ADDR] CASE. Exit 0 pass,
  * 1 fail, 77 skip (the case needs root).
  */
@@ -1257,6 +1260,100 @@ static int case_silent(void)
 	return 0;
 }
 
+/* ---- resize: an owner that rewrites an entry under its generation ---- */
+
+static int case_resize(void)
+{
+	struct tern_ctx *o = open_ctx(), *w = open_ctx();
+	uint8_t *ob, *want = malloc(8192), src[4096];
+	struct tern_mr *omr, *wmr;
+	struct tern_mr_desc d, big;
+	struct tern__lreg *e = NULL;
+	struct tern_peer *p;
+	struct tern_req r;
+	uint64_t base;
+	int ret;
+
+	CHECK(want != NULL, "alloc");
+	CHECK(tern_mem_alloc(TERN_MEM_SHARED, 0, 8192, (void **)&ob) == 0,
+	      "shared alloc");
+	memset(ob, 0, 8192);
+	CHECK(tern_mr_reg(o, ob, 8192, RW, &omr) == 0 &&
+		      tern_mr_reg(w, src, sizeof(src), RW, &wmr) == 0,
+	      "reg");
+	tern_mr_desc(omr, &d);
+	add(o, w);
+	p = add(w, o);
+	CHECK(tern_peer_path(p) == TERN_PATH_LOCAL, "no same-host path");
+	/* A first write maps the region's memfd (8 KiB) in w. */
+	fill(src, sizeof(src), 6);
+	tern_req_init(&r, NULL, NULL);
+	CHECK(tern_write(p, wmr, src, sizeof(src), &d, 0, &r) == 0 &&
+		      pump(&r, w, o) == 0,
+	      "a first write");
+	memcpy(want, ob, 8192);
+	/* The owner (hostile: it writes its own inbox) says its region is
+	 * 1 GiB long, then starts 64 KiB earlier, under the generation w
+	 * mapped it at, and hands out a descriptor to match. */
+	for (int i = 0; i < TERN__L_NREG; i++)
+		if (o->local->reg[i].base == (uint64_t)(uintptr_t)ob)
+			e = &o->local->reg[i];
+	CHECK(e != NULL, "the region's entry");
+	base = e->base;
+	big = d;
+	big.len = 1ull << 30;
+	for (int k = 0; k < 2; k++) {
+		const char *how = k == 0 ? "longer" : "earlier";
+		uint64_t roff = k == 0 ? 1u << 20 : 0;
+
+		if (k == 0) {
+			e->len = big.len;
+		} else {
+			e->len = 8192;
+			e->base = base - 65536;
+			big.base = base - 65536;
+		}
+		tern_req_init(&r, NULL, NULL);
+		CHECK(tern_write(p, wmr, src, sizeof(src), &big, roff, &r) == 0,
+		      "post");
+		ret = pump(&r, w, o);
+		CHECK(ret == -TERN_EACCESS,
+		      "a write past what w mapped (entry made %s): %s (want "
+		      "%s)",
+		      how, tern_strerror(ret), tern_strerror(-TERN_EACCESS));
+		tern_req_init(&r, NULL, NULL);
+		CHECK(tern_read(p, wmr, src, sizeof(src), &big, roff, &r) == 0,
+		      "post");
+		ret = pump(&r, w, o);
+		CHECK(ret == -TERN_EACCESS,
+		      "a read past what w mapped (%s): %s", how,
+		      tern_strerror(ret));
+		tern_req_init(&r, NULL, NULL);
+		CHECK(tern_atomic_fetch_add(p, &big, roff, 1, &r) == 0, "post");
+		ret = pump(&r, w, o);
+		CHECK(ret == -TERN_EACCESS,
+		      "an atomic past what w mapped (%s): %s", how,
+		      tern_strerror(ret));
+	}
+	CHECK(memcmp(ob, want, 8192) == 0, "the region changed");
+	e->base = base;
+	tern_req_init(&r, NULL, NULL);
+	CHECK(tern_write(p, wmr, src, sizeof(src), &d, 4096, &r) == 0 &&
+		      pump(&r, w, o) == 0,
+	      "a write once the entry is honest again");
+	CHECK(memcmp(ob + 4096, src, sizeof(src)) == 0, "its bytes");
+	good_peer(o, "resize");
+	printf("resize: an entry made longer or moved under its generation: "
+	       "writes, reads and atomics past the mapping -TERN_EACCESS\n");
+	tern_mr_close(omr);
+	tern_mr_close(wmr);
+	tern_ctx_close(w);
+	tern_ctx_close(o);
+	tern_mem_free(TERN_MEM_SHARED, ob);
+	free(want);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -1271,7 +1368,7 @@ int main(int argc, char **argv)
 		{ "spoof", case_spoof },       { "forged", case_forged },
 		{ "noregion", case_noregion }, { "unsealed", case_unsealed },
 		{ "hol", case_hol },	       { "scribble", case_scribble },
-		{ "silent", case_silent },
+		{ "silent", case_silent },     { "resize", case_resize },
 	};
 	const char *what;
 	int c;

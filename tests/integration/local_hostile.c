@@ -21,6 +21,10 @@
  *   resize    an owner that rewrites a region's length or base under the
  *             generation we mapped it at: copies past the mapping fail
  *             -TERN_EACCESS;
+ *   serve     `tern serve --token` sent 200 CONNECTs without a ticket, each
+ *             naming another local tern process's card: that process's
+ *             memory and fds untouched, the server's fds and RSS flat, a
+ *             good client served.
  * usage: local_hostile --provider P [--node ADDR] CASE. Exit 0 pass,
  * 1 fail, 77 skip (the case needs root).
  */
@@ -49,6 +53,8 @@
 
 #include "check.h"
 
+#include "../../apps/fill/fill.h"
+#include "../../apps/fill/proto.h"
 #include "../../src/engine/local_int.h"
 #include "../../src/wire/card.h"
 #include "../../src/wire/local.h"
@@ -169,8 +175,9 @@ static uint64_t now_ms(void)
 
 /* ---- what a case looks at ------------------------------------------ */
 
-/* /proc/@pid/fd as text: "fd -> target" lines, sorted by fd. */
-static char *fd_table(pid_t pid)
+/* /proc/@pid/fd as text: "fd -> target" lines, sorted by fd; sockets
+ * left out when @no_sockets (a provider's connections: the fabric's). */
+static char *fd_table_of(pid_t pid, int no_sockets)
 {
 	char path[64], *out = NULL;
 	struct dirent **ents;
@@ -189,13 +196,70 @@ static char *fd_table(pid_t pid)
 			snprintf(p, sizeof(p), "%s/%s", path, ents[i]->d_name);
 			k = readlink(p, t, sizeof(t) - 1);
 			t[k > 0 ? k : 0] = '\0';
-			fprintf(f, "%s -> %s\n", ents[i]->d_name, t);
+			if (!no_sockets || strncmp(t, "socket:", 7) != 0)
+				fprintf(f, "%s -> %s\n", ents[i]->d_name, t);
 		}
 		free(ents[i]);
 	}
 	free(ents);
 	fclose(f);
 	return out;
+}
+
+static char *fd_table(pid_t pid)
+{
+	return fd_table_of(pid, 0);
+}
+
+/* Does @pid hold a pidfd of @target (/proc/PID/fdinfo's "Pid:")? */
+static int holds_pidfd(pid_t pid, pid_t target)
+{
+	char path[64], line[128], want[32];
+	struct dirent *e;
+	int found = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo", (int)pid);
+	snprintf(want, sizeof(want), "Pid:\t%d\n", (int)target);
+	d = opendir(path);
+	CHECK(d != NULL, "%s", path);
+	while ((e = readdir(d)) != NULL && !found) {
+		char p[600];
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+		f = fopen(p, "r");
+		if (f == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL)
+			found |= strcmp(line, want) == 0;
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+/* Children to end if a check fails (exit with them alive would keep
+ * the test's output open). */
+static pid_t g_kids[16];
+static int g_nkids;
+static pid_t g_main;
+
+static void kill_kids(void)
+{
+	if (getpid() != g_main)
+		return;
+	for (int i = 0; i < g_nkids; i++)
+		if (g_kids[i] > 0)
+			kill(g_kids[i], SIGKILL);
+}
+
+static void kid(pid_t pid)
+{
+	if (g_nkids < 16)
+		g_kids[g_nkids++] = pid;
 }
 
 /* Capturing our own stderr (tern logs there): begin, then end, which
@@ -283,6 +347,7 @@ static pid_t fork_child(struct chan *parent_end, void (*fn)(struct chan *))
 		fn(&c);
 		exit(0);
 	}
+	kid(pid);
 	close(a[0]);
 	close(b[1]);
 	parent_end->in = b[0];
@@ -1354,6 +1419,191 @@ static int case_resize(void)
 	return 0;
 }
 
+/* ---- serve: tern serve answers CONNECTs naming a local victim -------- */
+
+#define SERVE_CONNECTS 200
+
+/* A number from /proc/@pid/status's line @key (VmRSS: kB). */
+static long proc_status(pid_t pid, const char *key)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	CHECK(f != NULL, "%s", path);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, key, strlen(key)) == 0)
+			v = atol(line + strlen(key));
+	fclose(f);
+	return v;
+}
+
+static int nfds(pid_t pid)
+{
+	char *t = fd_table(pid);
+	int n = 0;
+
+	for (char *p = t; *p != '\0'; p++)
+		n += *p == '\n';
+	free(t);
+	return n;
+}
+
+static int case_serve(void)
+{
+	const char *tern = getenv("TERN");
+	char log[] = "/tmp/tern-serve-XXXXXX", addr[128] = "", why[256];
+	uint8_t vcard[TERN_CARD_MAX], *msg = malloc(FILL_MSG_MAX);
+	uint8_t *want = malloc(MEM);
+	struct tern_boot_info mine = { 0 }, theirs;
+	struct fill_params good = { .page_size = 4096, .pages = 8, .seed = 9 };
+	struct fill_report rep;
+	struct fill_conn *conn;
+	struct tern_mr_desc vd;
+	struct tern_ctx *a;
+	char *vfds_before, *vfds_after, *text = NULL;
+	long rss0, rss1;
+	int lfd, bfd, fd0, fd1, ret, good_pidfd;
+	size_t vn;
+	pid_t spid, victim;
+	struct chan vc;
+
+	CHECK(tern != NULL, "$TERN names no tern binary");
+	CHECK(msg != NULL && want != NULL, "alloc");
+	lfd = mkstemp(log);
+	CHECK(lfd >= 0, "mkstemp");
+	/* The victim: a tern process of our uid on this host. */
+	victim = fork_child(&vc, owner_main);
+	vn = get(vc.in, vcard, sizeof(vcard));
+	get(vc.in, &vd, sizeof(vd));
+	fill(want, MEM, 11);
+	spid = fork();
+	CHECK(spid >= 0, "fork");
+	kid(spid);
+	if (spid == 0) {
+		dup2(lfd, 1);
+		dup2(lfd, 2);
+		const char *av[] = { tern,	"serve",    "--provider",
+				     g_prov,	"--listen", "127.0.0.1:0",
+				     "--token", "t0k",	    "--fill-timeout",
+				     "2000",	"--node",   g_node,
+				     NULL };
+
+		if (g_node == NULL)
+			av[10] = NULL;
+		execv(tern, (char **)av);
+		_exit(127);
+	}
+	for (int i = 0; i < 200 && addr[0] == '\0'; i++) {
+		char buf[4096], *p;
+		ssize_t n = pread(lfd, buf, sizeof(buf) - 1, 0);
+
+		buf[n > 0 ? n : 0] = '\0';
+		p = strstr(buf, " (TCP bootstrap");
+		if (p != NULL) {
+			char *q = p;
+
+			while (q > buf && q[-1] != ' ')
+				q--;
+			snprintf(addr, sizeof(addr), "%.*s", (int)(p - q), q);
+		} else {
+			usleep(50000);
+		}
+	}
+	CHECK(addr[0] != '\0', "tern serve did not start (log %s)", log);
+	/* A good client: the handshake, its ticket, a session. */
+	a = open_ctx();
+	mine.card_len = card_of(a, mine.card);
+	ret = tern_boot_dial(addr, 5000, &bfd, why, sizeof(why));
+	if (ret == 0)
+		ret = tern_boot_hello(bfd, "t0k", &mine, &theirs, 5000, why,
+				      sizeof(why));
+	CHECK(ret == 0, "handshake: %s", why);
+	ret = fill_conn_open_ticket(a, theirs.card, theirs.card_len,
+				    theirs.ticket, theirs.ticket_len, 10000,
+				    &conn, why, sizeof(why));
+	CHECK(ret == 0, "a good client's CONNECT: %s", why);
+	CHECK(fill_conn_fill(conn, &good, &rep) == 0, "a first fill: %s",
+	      rep.error);
+	vfds_before = fd_table_of(victim, 1);
+	fd0 = nfds(spid);
+	rss0 = proc_status(spid, "VmRSS:");
+	/* CONNECTs with no ticket, each naming the victim's card: the
+	 * server answers the card it names (over the fabric only). */
+	for (int k = 0; k < SERVE_CONNECTS; k++) {
+		ssize_t n = fill_connect_encode(msg, FILL_MSG_MAX,
+						(uint64_t)k + 100, vcard, vn,
+						fill_conn_regions(conn));
+
+		CHECK(n > 0 && fill_conn_send_raw(conn, msg, (size_t)n) == 0,
+		      "CONNECT %d", k);
+		if (k % 20 == 19)
+			for (int i = 0; i < 20; i++)
+				tern_wait(a, NULL, 1);
+	}
+	for (int i = 0; i < 300; i++)
+		tern_wait(a, NULL, 1);
+	/* The good client is still served. */
+	CHECK(fill_conn_fill(conn, &good, &rep) == 0 &&
+		      rep.verified == 4096ull * 8,
+	      "a fill after %d hostile CONNECTs: %s", SERVE_CONNECTS,
+	      rep.error);
+	fd1 = nfds(spid);
+	rss1 = proc_status(spid, "VmRSS:");
+	vfds_after = fd_table_of(victim, 1);
+	/* Its sockets may change: over tcp the server's ERROR to the card's
+	 * address is a connection to it (the fabric's, as any client's). */
+	CHECK(strcmp(vfds_before, vfds_after) == 0,
+	      "the victim's fd table changed:\n%s\nthen\n%s", vfds_before,
+	      vfds_after);
+	CHECK(!holds_pidfd(spid, victim),
+	      "the server holds a pidfd of the victim");
+	good_pidfd = holds_pidfd(spid, getpid());
+	CHECK(owner_has(&vc, want), "the victim's memory changed");
+	CHECK(fd1 <= fd0 + 2, "the server's fds went from %d to %d", fd0, fd1);
+	CHECK(rss1 <= rss0 + 16384, "the server's RSS went from %ld to %ld kB",
+	      rss0, rss1);
+	fill_conn_close(conn);
+	close(bfd);
+	put(vc.out, "bye", 3);
+	reap(victim);
+	kill(spid, SIGINT);
+	CHECK(waitpid(spid, &ret, 0) == spid && WIFEXITED(ret) &&
+		      WEXITSTATUS(ret) == 0,
+	      "tern serve exited %#x", ret);
+	{
+		struct stat st;
+
+		CHECK(fstat(lfd, &st) == 0, "fstat");
+		text = calloc(1, (size_t)st.st_size + 1);
+		CHECK(text != NULL && pread(lfd, text, (size_t)st.st_size, 0) ==
+					      (ssize_t)st.st_size,
+		      "read the server's log");
+	}
+	printf("--- server log\n%s---\n", text);
+	CHECK(count(text, "ticket") >= 1,
+	      "the server's log names no refusal for want of a ticket");
+	CHECK(count(text, "same-host path") == 0,
+	      "the server looked at the victim's same-host identity");
+	printf("serve: %d CONNECTs without a ticket naming pid %d's card: "
+	       "its memory and fds untouched, no pidfd of it in the server "
+	       "(which holds one of its good client: %s); server fds %d -> "
+	       "%d, RSS %ld -> %ld kB; a good client served\n",
+	       SERVE_CONNECTS, (int)victim, good_pidfd ? "yes" : "no", fd0, fd1,
+	       rss0, rss1);
+	tern_ctx_close(a);
+	close(lfd);
+	unlink(log);
+	free(text);
+	free(msg);
+	free(want);
+	free(vfds_before);
+	free(vfds_after);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -1369,6 +1619,7 @@ int main(int argc, char **argv)
 		{ "noregion", case_noregion }, { "unsealed", case_unsealed },
 		{ "hol", case_hol },	       { "scribble", case_scribble },
 		{ "silent", case_silent },     { "resize", case_resize },
+		{ "serve", case_serve },
 	};
 	const char *what;
 	int c;
@@ -1385,6 +1636,8 @@ int main(int argc, char **argv)
 			     "CASE");
 	what = argv[optind];
 	signal(SIGPIPE, SIG_IGN);
+	g_main = getpid();
+	atexit(kill_kids);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		if (strcmp(what, cases[i].name) == 0) {
 			int ret = cases[i].fn();

@@ -702,7 +702,7 @@ static int owner_has(struct chan *c, const uint8_t *want)
 
 static int case_forged(void)
 {
-	struct tern_ctx *a = open_ctx(), *dec = open_ctx();
+	struct tern_ctx *a, *dec;
 	uint8_t bcard[TERN_CARD_MAX], dcard[TERN_CARD_MAX];
 	uint8_t forged[TERN_CARD_MAX], *src = malloc(MEM), *want = malloc(MEM);
 	struct tern__card_local bloc;
@@ -717,7 +717,11 @@ static int case_forged(void)
 	int ret;
 
 	CHECK(src != NULL && want != NULL, "alloc");
+	/* Children first: a fork of a process with ctxs (threads) is not
+	 * one to run tern in. */
 	b = fork_child(&bc, owner_main);
+	a = open_ctx();
+	dec = open_ctx();
 	bn = get(bc.in, bcard, sizeof(bcard));
 	get(bc.in, &bd, sizeof(bd));
 	fill(want, MEM, 11); /* what B holds */
@@ -869,6 +873,7 @@ static int case_noregion(void)
 	CHECK(memcmp(tb, tw, MEM) == 0, "the peer's region changed");
 	CHECK(tern_imm_count(t, 9) == 0, "a refused write_imm counted");
 	good_peer(t, "noregion");
+	spin(w, t, 50); /* the refused write_imm's abort, sent to t */
 	printf("noregion: writes, reads and write_imm to memory in no region "
 	       "and to an unmapped address: -TERN_EACCESS, nothing copied\n");
 	tern_mr_close(tmr);
@@ -917,7 +922,7 @@ static void unsealed_main(struct chan *c)
 
 static int case_unsealed(void)
 {
-	struct tern_ctx *t = open_ctx(), *f = open_ctx();
+	struct tern_ctx *t, *f;
 	uint8_t card[TERN_CARD_MAX], forged[TERN_CARD_MAX], src[4096];
 	struct tern__card_local loc;
 	struct tern_mr *fmr, *tmr;
@@ -931,6 +936,8 @@ static int case_unsealed(void)
 	pid_t pid;
 
 	pid = fork_child(&c, unsealed_main);
+	t = open_ctx();
+	f = open_ctx();
 	get(c.in, v, sizeof(v));
 	fds_before = fd_table(pid);
 	memset(g_mem, 0, MEM);
@@ -1256,31 +1263,35 @@ static int ask_inbox(uint64_t owner, uint64_t me, int timeout_ms)
 	return an.status != 0 ? an.status : n;
 }
 
-static uint64_t g_silent_owner;
-
 static void other_uid_main(struct chan *c)
 {
+	uint64_t owner;
 	int refused = 0;
 
 	CHECK(setgid(65534) == 0 && setuid(65534) == 0, "setuid");
+	get(c->in, &owner, sizeof(owner));
 	for (int k = 0; k < 20; k++)
-		refused += ask_inbox(g_silent_owner, 1, 3000) == -EPERM;
+		refused += ask_inbox(owner, 1, 3000) == -EPERM;
 	put(c->out, &refused, sizeof(refused));
 }
 
 static int case_silent(void)
 {
-	struct tern_ctx *o = open_ctx(), *g = open_ctx();
-	uint64_t owner = tern__local_id(o)->nonce;
-	uint64_t me = tern__local_id(g)->nonce;
+	struct tern_ctx *o, *g;
+	uint64_t owner, me, t0, took;
 	int silent[20], ret, refused = 0;
-	uint64_t t0, took;
 	struct chan c;
 	char *log;
 	pid_t pid;
 
 	if (need_root("silent"))
 		return 77;
+	/* Another uid's process, forked before any ctx opens. */
+	pid = fork_child(&c, other_uid_main);
+	o = open_ctx();
+	g = open_ctx();
+	owner = tern__local_id(o)->nonce;
+	me = tern__local_id(g)->nonce;
 	CHECK(o->local->lsock >= 0,
 	      "no fd broker (run with TERN_LOCAL_BROKER=1)");
 	add(o, g); /* g's process (ours) may connect */
@@ -1298,10 +1309,9 @@ static int case_silent(void)
 	      "after %llu ms",
 	      strerror(-ret), (unsigned long long)took);
 	/* Another uid: refused before it is heard. */
-	g_silent_owner = owner;
 	tern_log_set_level(TERN_LOG_DEBUG);
 	cap_begin();
-	pid = fork_child(&c, other_uid_main);
+	put(c.out, &owner, sizeof(owner));
 	get(c.in, &refused, sizeof(refused));
 	reap(pid);
 	log = cap_end();

@@ -4,8 +4,9 @@
  * provider. Each case plays one hostile party and checks that tern
  * refuses it, says why in its log, leaves the victim's memory and fd
  * table as they were, and serves a good peer at once afterwards:
- *   spoof     a broker socket bound by another uid for a process that
- *             never used tern: never asked, the path stays the fabric's;
+ *   spoof     a broker socket bound by another uid, or by another process
+ *             of ours, for a process that never used tern: never asked,
+ *             the path stays the fabric's;
  *   forged    a card carrying another process's same-host part: nothing
  *             lands on the same-host path until that process adds us;
  *             then wrong keys fail -TERN_EACCESS and right keys land;
@@ -482,24 +483,30 @@ static int fake_inbox(uint64_t nonce, pid_t pid, int seal)
 	return fd;
 }
 
-/* The attacker: uid 65534, binds the broker name of SPOOF_NONCE, and
- * answers anyone who asks with a fake inbox; reports the connections it
- * took and the requests it read. */
+/* What the next attacker forked is: its broker name's nonce, and
+ * whether it runs under uid 65534 (else ours: another process of our
+ * uid). */
+static uint64_t g_att_nonce;
+static int g_att_other_uid;
+
+/* The attacker: binds the broker name of g_att_nonce, and answers anyone
+ * who asks with a fake inbox; reports the connections it took and the
+ * requests it read. */
 static void attacker_main(struct chan *c)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	socklen_t alen;
 	int s, conns = 0, reqs = 0, inbox, efd;
 
-	CHECK(setgid(65534) == 0 && setuid(65534) == 0, "setuid: %s",
-	      strerror(errno));
-	inbox = fake_inbox(SPOOF_NONCE, g_victim_pid, 1);
+	CHECK(!g_att_other_uid || (setgid(65534) == 0 && setuid(65534) == 0),
+	      "setuid: %s", strerror(errno));
+	inbox = fake_inbox(g_att_nonce, g_victim_pid, 1);
 	efd = eventfd(0, EFD_CLOEXEC);
 	alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
 			   (size_t)snprintf(a.sun_path + 1,
 					    sizeof(a.sun_path) - 1,
 					    "tern-local-%016llx",
-					    (unsigned long long)SPOOF_NONCE));
+					    (unsigned long long)g_att_nonce));
 	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	CHECK(s >= 0 && bind(s, (struct sockaddr *)&a, alen) == 0 &&
 		      listen(s, 16) == 0,
@@ -559,15 +566,15 @@ static int case_spoof(void)
 {
 	struct tern_ctx *t, *f;
 	struct tern__card_local loc;
-	struct chan vc, ac;
+	struct chan vc, ac[2];
 	uint8_t card[TERN_CARD_MAX], forged[TERN_CARD_MAX], *src;
 	struct tern_mr *fmr, *tmr;
 	struct tern_mr_desc d;
-	struct tern_peer *p;
+	struct tern_peer *p[2];
 	struct tern_req r;
 	char *fds_before, *fds_after, *log, ready[8];
-	int conns = -1, reqs = -1;
-	size_t n;
+	int conns[2] = { -1, -1 }, reqs[2] = { -1, -1 };
+	size_t n, cn;
 
 	if (need_root("spoof"))
 		return 77;
@@ -575,8 +582,14 @@ static int case_spoof(void)
 	get(vc.in, ready, sizeof(ready));
 	g_victim_start = tern__local_start_time(g_victim_pid);
 	CHECK(g_victim_start != 0, "the victim's start time");
-	fork_child(&ac, attacker_main);
-	get(ac.in, ready, sizeof(ready));
+	/* Attacker 0 runs under uid 65534, attacker 1 under ours (root):
+	 * neither is the card's process. */
+	for (int k = 0; k < 2; k++) {
+		g_att_nonce = SPOOF_NONCE + (uint64_t)k;
+		g_att_other_uid = k == 0;
+		fork_child(&ac[k], attacker_main);
+		get(ac[k].in, ready, sizeof(ready));
+	}
 	fds_before = fd_table(g_victim_pid);
 	/* Our ctx, and one whose fabric address the forged card carries
 	 * (the parent's own g_mem, at the victim's address: what the
@@ -589,29 +602,38 @@ static int case_spoof(void)
 		      tern_mr_reg(t, src, MEM, RW, &tmr) == 0,
 	      "reg src");
 	tern_mr_desc(fmr, &d);
-	n = card_of(f, card);
-	loc = local_of(card, n);
-	loc.pid = (uint32_t)g_victim_pid;
-	loc.start = g_victim_start;
-	loc.nonce = SPOOF_NONCE;
-	loc.inbox_fd = 987; /* not open there: pidfd_getfd fails */
-	loc.wake_fd = 988;
-	n = card_splice(card, n, &loc, forged);
+	cn = card_of(f, card);
 	cap_begin();
-	CHECK(tern_peer_add(t, forged, n, &p) == 0, "add the forged card");
+	for (int k = 0; k < 2; k++) {
+		loc = local_of(card, cn);
+		loc.pid = (uint32_t)g_victim_pid;
+		loc.start = g_victim_start;
+		loc.nonce = SPOOF_NONCE + (uint64_t)k;
+		loc.inbox_fd = 987; /* not open there: pidfd_getfd fails */
+		loc.wake_fd = 988;
+		n = card_splice(card, cn, &loc, forged);
+		CHECK(tern_peer_add(t, forged, n, &p[k]) == 0,
+		      "add forged card %d", k);
+	}
 	spin(t, f, 300); /* the broker is asked again and again */
-	fill(src, MEM, 3);
-	tern_req_init(&r, NULL, NULL);
-	CHECK(tern_write(p, tmr, src, MEM, &d, 0, &r) == 0, "post");
-	CHECK(pump(&r, t, f) == 0, "the write over the fabric: %s",
-	      tern_strerror(r.status));
+	for (int k = 0; k < 2; k++) {
+		fill(src, MEM, 3 + (unsigned int)k);
+		tern_req_init(&r, NULL, NULL);
+		CHECK(tern_write(p[k], tmr, src, MEM, &d, 0, &r) == 0, "post");
+		CHECK(pump(&r, t, f) == 0, "the write over the fabric: %s",
+		      tern_strerror(r.status));
+		CHECK(tern_peer_path(p[k]) == TERN_PATH_FABRIC,
+		      "a spoofed broker (attacker %d) gave the same-host path",
+		      k);
+	}
 	spin(t, f, 100);
 	log = cap_end();
-	CHECK(tern_peer_path(p) == TERN_PATH_FABRIC,
-	      "a spoofed broker gave the same-host path");
-	CHECK(count(log, "not its broker") == 1,
-	      "the log names the spoofed broker %d times (want once)",
-	      count(log, "not its broker"));
+	CHECK(count(log, "of uid 65534: not its broker") == 1 &&
+		      count(log, "of uid 0: not its broker") == 1,
+	      "the log names the spoofed brokers %d and %d times (want once "
+	      "each)",
+	      count(log, "of uid 65534: not its broker"),
+	      count(log, "of uid 0: not its broker"));
 	CHECK(victim_untouched(&vc), "the victim's memory changed");
 	fds_after = fd_table(g_victim_pid);
 	CHECK(strcmp(fds_before, fds_after) == 0,
@@ -619,19 +641,25 @@ static int case_spoof(void)
 	      fds_after);
 	CHECK(memcmp(g_mem, src, MEM) == 0,
 	      "the fabric write did not land at its fabric peer");
-	put(ac.out, "stop", 4);
-	get(ac.in, &conns, sizeof(conns));
-	get(ac.in, &reqs, sizeof(reqs));
-	CHECK(conns >= 1, "tern never connected to the broker name (%d)",
-	      conns);
-	CHECK(reqs == 0, "tern sent %d requests to a spoofed broker", reqs);
+	for (int k = 0; k < 2; k++) {
+		put(ac[k].out, "stop", 4);
+		get(ac[k].in, &conns[k], sizeof(conns[k]));
+		get(ac[k].in, &reqs[k], sizeof(reqs[k]));
+		CHECK(conns[k] >= 1,
+		      "tern never connected to broker name %d (%d)", k,
+		      conns[k]);
+		CHECK(reqs[k] == 0,
+		      "tern sent %d requests to spoofed broker %d", reqs[k], k);
+	}
 	good_peer(t, "spoof");
 	put(vc.out, "bye", 3);
 	reap(g_victim_pid);
-	printf("spoof: uid 65534's socket for pid %d refused (%d connects, 0 "
-	       "requests sent), the victim untouched, path %s\n",
-	       (int)g_victim_pid, conns, g_prov);
-	tern_peer_remove(p);
+	printf("spoof: sockets bound for pid %d by uid 65534 and by another "
+	       "process of uid 0 refused (%d and %d connects, 0 requests "
+	       "sent), the victim untouched, path %s\n",
+	       (int)g_victim_pid, conns[0], conns[1], g_prov);
+	tern_peer_remove(p[0]);
+	tern_peer_remove(p[1]);
 	tern_mr_close(fmr);
 	tern_mr_close(tmr);
 	tern_ctx_close(f);

@@ -1503,7 +1503,7 @@ static int case_serve(void)
 	struct tern_ctx *a;
 	char *vfds_before, *vfds_after, *text = NULL;
 	long rss0, rss1;
-	int lfd, bfd, fd0, fd1, ret, good_pidfd;
+	int lfd, bfd, fd0, fd1, ret, good_pidfd, vn0, vn1;
 	size_t vn;
 	pid_t spid, victim;
 	struct chan vc;
@@ -1566,6 +1566,7 @@ static int case_serve(void)
 	CHECK(fill_conn_fill(conn, &good, &rep) == 0, "a first fill: %s",
 	      rep.error);
 	vfds_before = fd_table_of(victim, 1);
+	vn0 = nfds(victim);
 	fd0 = nfds(spid);
 	rss0 = proc_status(spid, "VmRSS:");
 	/* CONNECTs with no ticket, each naming the victim's card: the
@@ -1591,6 +1592,7 @@ static int case_serve(void)
 	fd1 = nfds(spid);
 	rss1 = proc_status(spid, "VmRSS:");
 	vfds_after = fd_table_of(victim, 1);
+	vn1 = nfds(victim);
 	/* Its sockets may change: over tcp the server's ERROR to the card's
 	 * address is a connection to it (the fabric's, as any client's). */
 	CHECK(strcmp(vfds_before, vfds_after) == 0,
@@ -1627,10 +1629,11 @@ static int case_serve(void)
 	      "the server looked at the victim's same-host identity");
 	printf("serve: %d CONNECTs without a ticket naming pid %d's card: "
 	       "its memory and fds untouched, no pidfd of it in the server "
-	       "(which holds one of its good client: %s); server fds %d -> "
-	       "%d, RSS %ld -> %ld kB; a good client served\n",
-	       SERVE_CONNECTS, (int)victim, good_pidfd ? "yes" : "no", fd0, fd1,
-	       rss0, rss1);
+	       "(which holds one of its good client: %s); its fds %d -> %d "
+	       "(sockets included); server fds %d -> %d, RSS %ld -> %ld kB; "
+	       "a good client served\n",
+	       SERVE_CONNECTS, (int)victim, good_pidfd ? "yes" : "no", vn0, vn1,
+	       fd0, fd1, rss0, rss1);
 	tern_ctx_close(a);
 	close(lfd);
 	unlink(log);

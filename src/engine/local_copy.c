@@ -439,8 +439,6 @@ static int claim(struct tern__local_peer *lp, struct tern__lout *o, int i,
 	return -TERN_EACCESS; /* closed by its owner, or we were removed */
 }
 
-/* @return 0; 1: not local after all (cross-memory attach refused since);
- * <0 an error for the request. */
 /* Is [@raddr, @raddr + @len) inside what @m maps? (An owner could
  * rewrite its entry's fields under the same generation: a copy trusts
  * only what it mapped.) */
@@ -450,6 +448,8 @@ static int in_map(const struct lmap *m, uint64_t raddr, uint64_t len)
 	       len <= m->len - (raddr - m->base);
 }
 
+/* @return 0; 1: not local after all (cross-memory attach refused since);
+ * <0 an error for the request. */
 static int copy(struct tern__local *l, struct tern__local_peer *lp,
 		struct tern__lout *o, const struct lcopy *c)
 {
@@ -616,7 +616,7 @@ static int run_atomic(struct tern__local *l, struct tern__local_peer *lp,
 	m = &lp->maps[i];
 	if (rp->u.lrma.gen == 0 || o == NULL || m->gen != rp->u.lrma.gen ||
 	    m->ptr == NULL || m->cuda || m->rdonly ||
-	    !in_map(m, rp->u.lrma.raddr, 8) ||
+	    !in_map(m, rp->u.lrma.raddr, sizeof(*w)) ||
 	    ((uintptr_t)m->ptr + (rp->u.lrma.raddr - m->base)) % 8 != 0 ||
 	    claim(lp, o, i, rp->u.lrma.gen) != 0) {
 		*status_p = -TERN_EACCESS;

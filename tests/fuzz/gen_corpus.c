@@ -4,7 +4,7 @@
  * kind, made by tern's own encoders. The corpus in tests/fuzz/corpus/ is
  * what this program writes (the CTest fuzz_corpus checks it):
  *   gen_corpus DIR    writes DIR/fuzz_boot/, DIR/fuzz_desc/, DIR/fuzz_fill/,
- *                     DIR/fuzz_fill_session/, DIR/fuzz_ctrl/
+ *                     DIR/fuzz_fill_session/, DIR/fuzz_ctrl/, DIR/fuzz_local/
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -18,6 +18,7 @@
 #include "boot/wire.h"
 #include "wire/card.h"
 #include "wire/ctrl.h"
+#include "wire/local.h"
 #include "core/core.h"
 #include "apps/fill/proto.h"
 #include "fuzz_fill_session.h"
@@ -506,6 +507,51 @@ static void gen_ctrl(struct gen *g)
 	}
 }
 
+/* The same-host path (fuzz_local.c): byte 0 even, then a broker request
+ * or answer; byte 0 odd, then patches and operations on a peer's inbox. */
+static void gen_local(struct gen *g)
+{
+	static const uint8_t ops[] = {
+		1,	 /* odd: the inbox */
+		0,	 /* no patches */
+		0,    3, /* its ring 0 to us: 3 entries */
+		7,    0,    0, 0,    8,	   0,  0,
+		0,			      /* of imm 7, 8, 9 */
+		9,    0,    0, 0,    3,	   0, /* its tail 3 on */
+		5,			      /* 5 operations: */
+		0,    0,    1, 0,    16,   0, /* write 17 bytes at 256 */
+		2,    0,    1, 0,    16,   0, /* read them back */
+		3,    8,    0, 0,    8,	   0, /* write_imm 9 bytes at 8 */
+		5,    64,   0, 0,    0,	   0, /* fetch-add at 64 */
+		16,   0,    0, 0,    1,	   0, /* a write with wrong keys */
+		1,			      /* then 1 patch: region 0's */
+		0x10, 0x10, 0, 0,	      /* length (at 4096 + 16) */
+		0,    0,    0, 0x40, 0,	   0,  0,
+		0,				  /* 1 GiB, same generation */
+		0,    0,    0, 0,		  /* no ring */
+		1,    0,    0, 0,    0xf0, 16, 0, /* 1 op: a write at 15 MiB */
+	};
+	struct tern__lb_req r = { .what = TERN__LB_REGION,
+				  .idx = 3,
+				  .nonce = 0x1122334455667788ull,
+				  .nkeys = 2,
+				  .keys = { 7, 9 } };
+	struct tern__lb_ans a = { .status = 0, .what = 1, .nfds = 2 };
+	uint8_t out[1 + TERN__LB_REQ_MAX];
+	ssize_t n;
+
+	out[0] = 0;
+	n = tern__lb_req_pack(&r, out + 1, sizeof(out) - 1);
+	put_file(g, "fuzz_local", "broker-req-region", out, n < 0 ? n : n + 1);
+	r.what = TERN__LB_INBOX;
+	r.nkeys = 0;
+	n = tern__lb_req_pack(&r, out + 1, sizeof(out) - 1);
+	put_file(g, "fuzz_local", "broker-req-inbox", out, n < 0 ? n : n + 1);
+	n = tern__lb_ans_pack(&a, out + 1, sizeof(out) - 1);
+	put_file(g, "fuzz_local", "broker-ans", out, n < 0 ? n : n + 1);
+	put_file(g, "fuzz_local", "inbox-ops", ops, sizeof(ops));
+}
+
 int main(int argc, char **argv)
 {
 	struct gen g = { 0 };
@@ -524,5 +570,6 @@ int main(int argc, char **argv)
 	gen_fill(&g);
 	gen_session(&g);
 	gen_ctrl(&g);
+	gen_local(&g);
 	return g.failed;
 }

@@ -15,7 +15,8 @@ build=$1
 secs=$2
 shift 2
 src=$(cd "$(dirname "$0")" && pwd)
-[ $# -gt 0 ] || set -- fuzz_boot fuzz_ctrl fuzz_desc fuzz_fill fuzz_fill_session
+[ $# -gt 0 ] || set -- fuzz_boot fuzz_ctrl fuzz_desc fuzz_fill fuzz_fill_session \
+	fuzz_local
 
 jobs=""
 for f in "$@"; do

@@ -1241,6 +1241,80 @@ static int broker_connect(uint64_t owner)
 	return s;
 }
 
+/* ---- stuck: a peer that says it is copying, for ever ---------------- */
+
+/* A peer whose ring to us says "copying into region i" and never stops
+ * (it writes its own memory: a hung or hostile one) holds our close of
+ * that region for 1 s, once: then it loses the path (its entry is no
+ * longer live, said once), and later closes do not wait for it. */
+static int case_stuck(void)
+{
+	struct tern_ctx *o = open_ctx(), *bad = open_ctx();
+	struct tern_peer *pb;
+	struct tern_mr *omr, *omr2, *bmr;
+	struct tern_mr_desc d;
+	struct tern_req r;
+	struct tern__lout *ring;
+	uint8_t *ob, src[64];
+	uint64_t t0, t1, t2;
+	char *log;
+
+	CHECK(tern_mem_alloc(TERN_MEM_SHARED, 0, MEM, (void **)&ob) == 0,
+	      "shared alloc");
+	memset(src, 7, sizeof(src));
+	CHECK(tern_mr_reg(o, ob, MEM, RW, &omr) == 0 &&
+		      tern_mr_reg(bad, src, sizeof(src), RW, &bmr) == 0,
+	      "reg");
+	tern_mr_desc(omr, &d);
+	add(o, bad);
+	pb = add(bad, o);
+	CHECK(tern_peer_path(pb) == TERN_PATH_LOCAL, "no same-host path");
+	tern_req_init(&r, NULL, NULL);
+	CHECK(tern_write(pb, bmr, src, 8, &d, 0, &r) == 0 &&
+		      pump(&r, bad, o) == 0,
+	      "bad's honest write");
+	/* Then it claims a copy into that region and never ends it. */
+	ring = ring_to(bad, tern__local_id(o)->nonce);
+	atomic_store(&ring->busy, (uint64_t)omr->local_idx + 1);
+	cap_begin();
+	t0 = now_ms();
+	CHECK(tern_mr_close(omr) == 0, "close");
+	t1 = now_ms();
+	CHECK(t1 - t0 >= 900 && t1 - t0 < 3000,
+	      "the first close waited %llu ms (want about 1 s)",
+	      (unsigned long long)(t1 - t0));
+	CHECK(tern_peer_path(pb) == TERN_PATH_FABRIC,
+	      "a peer stuck copying for 1 s kept the same-host path");
+	/* A second region: its close does not wait for the stuck peer. */
+	CHECK(tern_mr_reg(o, ob, MEM, RW, &omr2) == 0, "reg 2");
+	atomic_store(&ring->busy, (uint64_t)omr2->local_idx + 1);
+	t1 = now_ms();
+	CHECK(tern_mr_close(omr2) == 0, "close 2");
+	t2 = now_ms();
+	log = cap_end();
+	CHECK(t2 - t1 < 200,
+	      "the second close waited %llu ms for a peer "
+	      "that lost the path",
+	      (unsigned long long)(t2 - t1));
+	CHECK(count(log, "still copying") == 1,
+	      "the stuck peer was named %d times (want once)",
+	      count(log, "still copying"));
+	atomic_store(&ring->busy, 0);
+	CHECK(tern_mr_reg(o, ob, MEM, RW, &omr) == 0, "reg 3");
+	good_peer(o, "stuck");
+	printf("stuck: a peer copying for ever held the first close %llu ms, "
+	       "lost the path (said once), and the next close waited %llu "
+	       "ms\n",
+	       (unsigned long long)(t1 - t0 > 0 ? t1 - t0 : 0),
+	       (unsigned long long)(t2 - t1));
+	tern_mr_close(omr);
+	tern_mr_close(bmr);
+	tern_ctx_close(bad);
+	tern_ctx_close(o);
+	tern_mem_free(TERN_MEM_SHARED, ob);
+	return 0;
+}
+
 /* An ask for the inbox as @me: the answer's status, or the fd count. */
 static int ask_inbox(uint64_t owner, uint64_t me, int timeout_ms)
 {
@@ -1660,7 +1734,7 @@ int main(int argc, char **argv)
 		{ "noregion", case_noregion }, { "unsealed", case_unsealed },
 		{ "hol", case_hol },	       { "scribble", case_scribble },
 		{ "silent", case_silent },     { "resize", case_resize },
-		{ "serve", case_serve },
+		{ "stuck", case_stuck },       { "serve", case_serve },
 	};
 	const char *what;
 	int c;

@@ -504,6 +504,8 @@ void tern__local_read_ring(struct tern_ctx *ctx, struct tern__local_peer *lp)
 		ring_broken(l, lp, head, tail);
 		return;
 	}
+	if (head == tail)
+		return; /* nothing new: our line stays as it is */
 	for (; head != tail; head++)
 		tern__imm_arrived(ctx, o->ring[head & (LRING - 1)], lp->src_id);
 	atomic_store_explicit(&me->head, tail, memory_order_release);

@@ -51,16 +51,21 @@
 struct tern__lhdr {
 	uint32_t magic, version;
 	uint32_t nreg, npeer, ring;
-	uint32_t nused;		   /* regions ever used: a bound for lookups */
-	_Atomic uint32_t sleeping; /* the owner may sleep on its eventfd */
+	uint32_t nused;	   /* regions ever used: a bound for lookups */
 	uint32_t overflow; /* a region found the table full: not in it */
+	int32_t wake_fd;   /* its eventfd's number in its fd table */
 	uint64_t self;	   /* where the owner maps the header (a CMA probe) */
 	uint64_t nonce;	   /* the owner ctx's: its card's must match */
 	uint64_t salt;	   /* of the regions' key hashes */
 	uint32_t pid;	   /* the owner's */
-	int32_t wake_fd;   /* its eventfd's number in its fd table */
+	uint32_t pad;
 	_Atomic uint64_t peers_gen; /* changes with every lpeer entry */
 	_Atomic uint64_t out_gen;   /* changes with every lout's target */
+	uint8_t pad1[48];
+	/* A line of its own: the owner sets and clears it around every
+	 * sleep; writers read the line above at every operation. */
+	_Atomic uint32_t sleeping; /* the owner may sleep on its eventfd */
+	uint8_t pad2[60];
 };
 
 /* A region (a seqlock: @gen odd while live; fields read between two
@@ -93,8 +98,11 @@ struct tern__lpeer {
 	uint64_t start; /* its process's start time */
 	uint32_t pid;
 	_Atomic uint32_t state; /* TERN__LPEER_* */
-	_Atomic uint64_t head;	/* how far the owner read its ring to us */
-	uint8_t pad[24];
+	uint8_t pad[32];
+	/* A line of its own: the owner writes it as it reads, while the
+	 * writer reads the line above at every operation. */
+	_Atomic uint64_t head; /* how far the owner read its ring to us */
+	uint8_t pad2[56];
 };
 
 /* One of the owner's outgoing rings: to the ctx @target, paired with
@@ -105,22 +113,27 @@ struct tern__lout {
 	_Atomic uint64_t target; /* 0: free */
 	_Atomic uint64_t cgen;
 	_Atomic uint64_t tail;
+	uint8_t pad[32];
+	/* A line of its own: written twice per copy, read by the target
+	 * only when it revokes (the line above it reads at every pass). */
 	_Atomic uint64_t busy; /* region index + 1 being copied into */
-	uint8_t pad[24];
+	uint8_t pad2[56];
 	uint32_t ring[TERN__L_RING];
 };
 
 #define TERN__L_REG_OFF	 TERN__L_PAGE
 #define TERN__L_CUDA_OFF (TERN__L_REG_OFF + TERN__L_NREG * 64)
 #define TERN__L_PEER_OFF (TERN__L_CUDA_OFF + TERN__L_NREG * 128)
-#define TERN__L_OUT_OFF	 (TERN__L_PEER_OFF + TERN__L_NPEER * 64)
-#define TERN__L_OUT_SIZE (64 + TERN__L_RING * 4)
+#define TERN__L_OUT_OFF	 (TERN__L_PEER_OFF + TERN__L_NPEER * 128)
+#define TERN__L_OUT_SIZE (128 + TERN__L_RING * 4)
 #define TERN__L_SIZE	 (TERN__L_OUT_OFF + TERN__L_NPEER * TERN__L_OUT_SIZE)
 
 _Static_assert(sizeof(struct tern__lhdr) <= TERN__L_PAGE, "lhdr: a page");
+_Static_assert(offsetof(struct tern__lhdr, sleeping) == 128,
+	       "sleeping: a line");
 _Static_assert(sizeof(struct tern__lreg) == 64, "lreg: a cache line");
 _Static_assert(sizeof(struct tern__lcuda) == 128, "lcuda: two lines");
-_Static_assert(sizeof(struct tern__lpeer) == 64, "lpeer: a cache line");
+_Static_assert(sizeof(struct tern__lpeer) == 128, "lpeer: two lines");
 _Static_assert(sizeof(struct tern__lout) == TERN__L_OUT_SIZE, "lout");
 _Static_assert(TERN__L_SIZE % TERN__L_PAGE == 0, "whole pages");
 

@@ -69,7 +69,7 @@ def rank_main(rank, size, path, prov, q):
             for req in reqs:
                 req.result(timeout=60)
         else:
-            ctx.expect(5, len(regs), timeout=60)
+            ctx.expect(5, len(regs), timeout=60).result()
             ok = all(torch.equal(a, b) for a, b in zip(sd, want))
         store.add("done", 1)
         # stay reachable until everyone is done (tcp needs both sides)

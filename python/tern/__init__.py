@@ -673,6 +673,8 @@ def _i64(name: str, a) -> Any:
     one (no call, no copy). Anything else raises TypeError naming @name.
     uint64 values keep their bits (C reads them as uint64)."""
     np = _NP if _NP is not None else _numpy()
+    seq = False
+    orig = a
     if type(a) is np.ndarray and a.dtype is _I64 and a.flags.c_contiguous \
             and a.ndim == 1:
         return a
@@ -689,6 +691,8 @@ def _i64(name: str, a) -> Any:
         raise TypeError("tern: %s must be an array or sequence of "
                         "integers, not %s" % (name, type(a).__name__))
     else:
+        seq = not isinstance(a, np.ndarray)
+        orig = a
         try:
             a = np.asarray(a)
         except (ValueError, TypeError, OverflowError) as e:
@@ -697,11 +701,20 @@ def _i64(name: str, a) -> Any:
     if a.ndim != 1:
         raise ValueError("tern: %s must be 1-D, not %d-D" % (name, a.ndim))
     if a.dtype.kind not in "iu":
-        if a.size == 0:
-            raise ValueError("tern: %s is empty" % name)
-        raise TypeError("tern: %s must hold integers (int64), not %s"
-                        % (name, "Python ints too large for 64 bits"
-                           if a.dtype.kind == "O" else a.dtype))
+        if a.size == 0 and seq:  # [] (numpy makes it float64)
+            return np.zeros(0, np.int64)
+        if not (seq or a.dtype.kind == "O"):
+            raise TypeError("tern: %s must hold integers (int64), not %s"
+                            % (name, a.dtype))
+        # ints numpy would not keep as ints (0 and 2**63 together become
+        # float64), or anything else: each checked, kept as its 64 bits
+        vals = [_int(name + "[%d]" % i, v)
+                for i, v in enumerate(orig if seq else a.tolist())]
+        for i, v in enumerate(vals):
+            if v < -(1 << 63) or v >= _U64:
+                raise BoundsError(-_EBOUNDS, "%s[%d]" % (name, i),
+                                  text="%d is outside every region" % v)
+        return np.array([v % _U64 for v in vals], np.uint64).view(np.int64)
     if a.dtype.itemsize == 8 and a.dtype.kind == "u":
         return np.ascontiguousarray(a).view(np.int64)
     return np.ascontiguousarray(a, dtype=np.int64)

@@ -204,7 +204,8 @@ def test_use_after_close_every_order():
         b.close()
 
 
-def test_gc_stress_two_processes():
+@pytest.mark.parametrize("prov", ["shm", "tcp"])
+def test_gc_stress_two_processes(prov):
     """Issue 37's stress: 1,000 iterations in each of two processes with
     gc thresholds of 1..15, regions, peers and requests dropped in every
     order (and in cycles, and closed) while transfers run both ways;
@@ -212,7 +213,7 @@ def test_gc_stress_two_processes():
     iters = int(os.environ.get("TERN_GC_STRESS_ITERS", "1000"))
     qa, qb = SPAWN.Queue(), SPAWN.Queue()
     ps = [SPAWN.Process(target=workers.gc_stress,
-                        args=("shm", me, q_out, q_in, iters, 37 + me))
+                        args=(prov, me, q_out, q_in, iters, 37 + me))
           for me, q_out, q_in in ((0, qa, qb), (1, qb, qa))]
     t0 = time.monotonic()
     for p in ps:

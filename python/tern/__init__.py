@@ -494,6 +494,7 @@ class Region:
             raise
         self._ctx = ctx
         self._mr = mr
+        self._closing = False
         self.obj = obj
         self._keep = keep
         self.addr = addr
@@ -502,7 +503,7 @@ class Region:
         self.access = access
 
     def _h(self):
-        if self._mr is None:
+        if self._mr is None or self._closing:
             raise ClosedError("region")
         self._ctx._h()
         return self._mr
@@ -539,27 +540,27 @@ class Region:
                                               d, r._req))
 
     def close(self) -> None:
-        """Deregister: drives the ctx's progress while operations still
-        use it, then lets go of the object. Twice, or after the ctx's
-        close(), is a no-op."""
+        """Deregister. With operations still using it, it is closed for
+        new ones at once and deregistered from the ctx's progress once
+        they complete (the object stays pinned until then): close()
+        never waits. Twice, or after the ctx's close(), is a no-op."""
         ctx = self._ctx
-        if self._mr is None:
+        if self._mr is None or self._closing:
             return
         ctx._enter_open()
-        while True:
-            with ctx._lock:
-                if self._mr is None:
-                    return
-                if ctx._c is None:  # the ctx closed it
-                    self._forget()
-                    return
-                if lib.tern_mr_close(self._mr) != -_errno.EBUSY:
-                    self._forget()
-                    return
-            ctx.progress()
+        with ctx._lock:
+            if self._mr is None or self._closing:
+                return
+            if ctx._c is not None and \
+                    lib.tern_mr_close(self._mr) == -_errno.EBUSY:
+                self._closing = True
+                ctx._busy.append(self)
+                return
+            self._forget()
 
     def _forget(self) -> None:
         self._mr = None
+        self._closing = False
         keep, self._keep = self._keep, None
         _unpin(keep)
         self._ctx._regions.discard(self)
@@ -581,7 +582,7 @@ class Region:
         # Never a call into libtern here: queue it for the ctx (the
         # region, its object and its export stay alive until then).
         try:
-            if self._mr is not None:
+            if self._mr is not None and not self._closing:
                 self._ctx._dead.append(self)
                 _pending.append(self._ctx)
         except Exception:
@@ -595,7 +596,8 @@ class Region:
 
     def __repr__(self):
         return "<tern.Region %d bytes%s>" % (
-            self.nbytes, "" if self._mr is not None else " closed")
+            self.nbytes, "" if self._mr is not None and not self._closing
+            else " closed")
 
 
 def _desc(d, name: str = "remote") -> Any:
@@ -1228,6 +1230,8 @@ class Context:
                 ret = lib.tern_wait(c, req._req, 0)
                 if ret < 0 and ret != -_errno.ETIMEDOUT:
                     raise _error(ret, "wait")
+                if self._busy:
+                    self._drain_dead()
                 ms = 0
                 if not req._req.done:
                     ms = lib.tern_ctx_timeout(c) \
@@ -1281,13 +1285,14 @@ class Context:
             for p in list(self._peers):
                 p._close_dead()
             self._dead.clear()
-            self._busy = []
+            busy, self._busy = self._busy, []
             self._c = None
             # tern_ctx_close completes every request, then closes the
             # regions.
             lib.tern_ctx_close(c)
-            for r in list(self._regions):
-                r._forget()
+            for r in list(self._regions) + busy:
+                if isinstance(r, Region):
+                    r._forget()
             inflight = list(self._inflight)
             wake, self._wake = self._wake, None
         if wake is not None:

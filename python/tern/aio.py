@@ -40,6 +40,8 @@ class _Watcher:
             if c is None:
                 return
             n = lib.tern_run(c, _RUN_NOWAIT)
+            if ctx._busy:
+                ctx._drain_dead()
         ctx._reap()
         if not ctx._inflight:
             # nothing awaited: stop watching (a level-triggered fd left

@@ -11,25 +11,27 @@ demo) ;;
 install) need="$need scdoc python3" ;;
 # check: the network-namespace tests need ip, tc (iproute2) and nft; the
 # public headers are compiled as C++ too (g++); the Python package's
-# tests need Debian's cffi, numpy, pytest and torch, and pip with
-# setuptools for the offline `pip install ./python` test (no index); the
+# tests need Debian's cffi, numpy, pytest, hypothesis and torch, and pip
+# with setuptools for the offline `pip install ./python` test (no index); the
 # man pages are rendered (scdoc) and checked with groff and man
 # (groff-base, man-db); worlds of N ranks run under Open MPI's mpirun
 # (openmpi-bin) through PMIx (libpmix-dev: the header, and libpmix2),
 # and in an etcd cluster (etcd-server; libcurl's header for its gateway)
 check) need="$need libcmocka-dev python3 libibverbs-dev iproute2 nftables
-	g++ python3-cffi python3-numpy python3-pytest python3-torch
-	python3-pip python3-setuptools python3-wheel scdoc groff-base
-	man-db libpmix-dev openmpi-bin etcd-server libcurl4-openssl-dev" ;;
+	g++ python3-cffi python3-numpy python3-pytest python3-hypothesis
+	python3-torch python3-pip python3-setuptools python3-wheel scdoc
+	groff-base man-db libpmix-dev openmpi-bin etcd-server
+	libcurl4-openssl-dev" ;;
 # ci also boots the verbs test guest (make vm-check): qemu, cpio, kmod, and
 # xz-utils to unpack linux-source for soft-iWARP's siw.ko
 # fuzz: make fuzz-check builds with clang and links libFuzzer
 fuzz) need="$need libcmocka-dev python3 libibverbs-dev clang libclang-rt-dev" ;;
 ci) need="$need libcmocka-dev python3 clang libclang-rt-dev clang-format
 	libibverbs-dev iproute2 nftables qemu-system-x86 cpio kmod xz-utils g++
-	python3-cffi python3-numpy python3-pytest python3-torch
-	python3-pip python3-setuptools python3-wheel scdoc groff-base
-	man-db libpmix-dev openmpi-bin etcd-server libcurl4-openssl-dev" ;;
+	python3-cffi python3-numpy python3-pytest python3-hypothesis
+	python3-torch python3-pip python3-setuptools python3-wheel scdoc
+	groff-base man-db libpmix-dev openmpi-bin etcd-server
+	libcurl4-openssl-dev" ;;
 *) echo "usage: $0 demo|install|check|fuzz|ci" >&2; exit 2 ;;
 esac
 

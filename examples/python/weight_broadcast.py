@@ -45,7 +45,7 @@ def run(rank, size, store, prov="shm"):
             for q in reqs:
                 q.result(timeout=60)
         else:
-            ctx.expect(1, len(regs), timeout=60)
+            ctx.expect(1, len(regs), timeout=60).result()
             assert all(torch.equal(sd[k], want[k]) for k in want)
             print("rank %d: state dict verified" % rank)
         store.add("done", 1)

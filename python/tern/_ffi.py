@@ -7,8 +7,16 @@ TERN_REQ_PRIV_SIZE bytes, read from tern/req.h where the header is found
 """
 import os
 import re
+import sys
 
-import cffi
+try:
+    import cffi
+except ImportError as e:  # say which interpreter and which package
+    raise ImportError(
+        "tern needs cffi: Debian's python3-cffi, used with Debian's "
+        "/usr/bin/python3 (this interpreter is %s; a pyenv or other python "
+        "first on PATH does not see Debian's packages): %s"
+        % (sys.executable, e)) from e
 
 # The value of TERN_REQ_PRIV_SIZE in include/tern/req.h, used only when the
 # header cannot be found at import time.
@@ -274,3 +282,36 @@ def _load():
 
 
 lib, LIB_PATH = _load()
+
+# Every function is bound now, once: cffi resolves a symbol on first use
+# under a lock that is not re-entrant, and a finalizer run by the garbage
+# collector in the middle of that would deadlock. After this, lib.tern_x
+# is a plain attribute.
+FUNCS = tuple(sorted(set(re.findall(r"\b(tern_\w+)\s*\(", CDEF))))
+for _name in FUNCS:
+    getattr(lib, _name)
+del _name
+
+
+class _Types:
+    """The C types the package uses, parsed once at import (a type named
+    by a string is parsed under the same lock on its first use)."""
+
+
+T = _Types()
+for _attr, _decl in (
+        ("req_p", "struct tern_req *"), ("mr_pp", "struct tern_mr **"),
+        ("peer_pp", "struct tern_peer **"), ("ctx_pp", "struct tern_ctx **"),
+        ("desc_p", "struct tern_mr_desc *"),
+        ("mr_attr_p", "struct tern_mr_attr *"),
+        ("ctx_attr_p", "struct tern_ctx_attr *"),
+        ("ctx_info_p", "struct tern_ctx_info *"),
+        ("boot_info_p", "struct tern_boot_info *"),
+        ("boot_attr_p", "struct tern_boot_server_attr *"),
+        ("boot_srv_pp", "struct tern_boot_server **"),
+        ("boot_cb", "tern_boot_cb"), ("char_a", "char[]"),
+        ("char_p", "char *"), ("void_p", "void *"), ("int_p", "int *"),
+        ("uintptr", "uintptr_t"), ("u64_a", "uint64_t[]"),
+        ("piece_a", "struct tern_piece[]"), ("uint8_a", "uint8_t[]")):
+    setattr(T, _attr, ffi.typeof(_decl))
+del _attr, _decl

@@ -21,7 +21,7 @@ class _Watcher:
     def __init__(self, ctx, loop):
         self.ctx = ctx
         self.loop = loop
-        self.fd = lib.tern_ctx_fd(ctx._h())
+        self.fd = ctx._fd
         self.timer = None
         self.sleep = _POLL_MIN
         self.closed = False
@@ -29,15 +29,21 @@ class _Watcher:
         self.kick()
 
     def run(self):
-        if self.closed or self.ctx._ctx is None:
+        if self.closed:
             return
+        ctx = self.ctx
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        with self.ctx._lock:
-            n = lib.tern_run(self.ctx._ctx, _RUN_NOWAIT)
-        self.ctx._reap()
-        if not self.ctx._inflight:
+        with ctx._lock:
+            c = ctx._c
+            if c is None:
+                return
+            n = lib.tern_run(c, _RUN_NOWAIT)
+            if ctx._busy:
+                ctx._drain_dead()
+        ctx._reap()
+        if not ctx._inflight:
             # nothing awaited: stop watching (a level-triggered fd left
             # unarmed would wake us in a loop); the next await kicks
             self._unwatch()
@@ -47,12 +53,15 @@ class _Watcher:
                                                      _POLL_MAX)
             self.timer = self.loop.call_later(self.sleep, self.run)
             return
-        with self.ctx._lock:
-            ret = lib.tern_ctx_arm(self.ctx._ctx)
+        with ctx._lock:
+            c = ctx._c
+            if c is None:
+                return
+            ret = lib.tern_ctx_arm(c)
+            t = lib.tern_ctx_timeout(c)
         if ret == -errno.EAGAIN:
             self.timer = self.loop.call_soon(self.run)
             return
-        t = lib.tern_ctx_timeout(self.ctx._ctx)
         if t >= 0:
             self.timer = self.loop.call_later(t / 1000.0, self.run)
 

@@ -11,8 +11,8 @@ import os
 import time
 from typing import List, Optional, Sequence, Tuple
 
-from ._ffi import ffi, lib
-from . import _error, _check, Timeout, Error
+from ._ffi import ffi, lib, T as _T
+from . import _error, _check, _ms, _region, Timeout, ClosedError
 
 _DESCS_MAX = 8
 _DESC_MAX = 24 + 8 * 32
@@ -21,7 +21,8 @@ _DESC_MAX = 24 + 8 * 32
 def _info(ctx, regions: Sequence) -> object:
     if len(regions) > _DESCS_MAX:
         raise ValueError("tern: at most %d regions per hello" % _DESCS_MAX)
-    info = ffi.new("struct tern_boot_info *")
+    regions = [_region("regions[%d]" % i, r) for i, r in enumerate(regions)]
+    info = ffi.new(_T.boot_info_p)
     card = ctx.card
     ffi.memmove(info.card, card, len(card))
     info.card_len = len(card)
@@ -34,7 +35,7 @@ def _info(ctx, regions: Sequence) -> object:
 
 def _descs(info) -> List[bytes]:
     out = []
-    buf = ffi.new("char[]", _DESC_MAX)
+    buf = ffi.new(_T.char_a, _DESC_MAX)
     for i in range(info.ndesc):
         n = _check(lib.tern_mr_desc_pack(ffi.addressof(info.descs[i]), buf,
                                          _DESC_MAX), "descriptor")
@@ -47,15 +48,19 @@ def connect(ctx, addr: str, token: Optional[str] = None,
             ) -> Tuple[object, List[bytes]]:
     """Dial a tern.listen() server ("host:port"), trade hellos, add the
     server as a peer. Returns (peer, the server's descriptors)."""
-    ms = int(timeout * 1000)
-    why = ffi.new("char[]", 256)
-    fd = ffi.new("int *")
+    if not isinstance(addr, str):
+        raise TypeError("tern: addr must be a str (\"host:port\"), not %s"
+                        % type(addr).__name__)
+    ms = _ms(timeout)
+    ctx._enter()
+    mine = _info(ctx, regions)
+    why = ffi.new(_T.char_a, 256)
+    fd = ffi.new(_T.int_p)
     ret = lib.tern_boot_dial(addr.encode(), ms, fd, why, 256)
     if ret < 0:
         raise _error(ret, "connect %s" % addr, ffi.string(why).decode())
     try:
-        mine = _info(ctx, regions)
-        theirs = ffi.new("struct tern_boot_info *")
+        theirs = ffi.new(_T.boot_info_p)
         tok = token.encode() if token is not None else ffi.NULL
         ret = lib.tern_boot_hello(fd[0], tok, mine, theirs, ms, why, 256)
         if ret < 0:
@@ -74,20 +79,24 @@ class Listener:
         self._ctx = ctx
         self._hellos = collections.deque()
         self._keep = []
-        attr = ffi.new("struct tern_boot_server_attr *")
-        a = ffi.new("char[]", addr.encode())
+        ctx._enter()
+        attr = ffi.new(_T.boot_attr_p)
+        a = ffi.new(_T.char_a, addr.encode())
         self._keep.append(a)
         attr.listen = a
         if token is not None:
-            t = ffi.new("char[]", token.encode())
+            t = ffi.new(_T.char_a, token.encode())
             self._keep.append(t)
             attr.token = t
 
-        @ffi.callback("void(struct tern_boot_server *, "
-                      "const struct tern_boot_info *, const char *, void *)")
+        hellos = self._hellos
+
+        # Runs inside tern's progress: it only copies and appends (no
+        # reference to the Listener, no call into libtern).
+        @ffi.callback(_T.boot_cb)
         def on_hello(srv, info, text, data):
             try:
-                self._hellos.append(
+                hellos.append(
                     (bytes(ffi.buffer(info.card, info.card_len)),
                      _descs(info)))
             except Exception:  # never unwind through C
@@ -95,14 +104,15 @@ class Listener:
         self._cb = on_hello
         attr.on_hello = on_hello
         self._mine = _info(ctx, regions)
-        p = ffi.new("struct tern_boot_server **")
-        why = ffi.new("char[]", 256)
-        ret = lib.tern_boot_server_open(ctx._h(), attr, self._mine, p, why,
-                                        256)
+        p = ffi.new(_T.boot_srv_pp)
+        why = ffi.new(_T.char_a, 256)
+        with ctx._lock:
+            ret = lib.tern_boot_server_open(ctx._h(), attr, self._mine, p,
+                                            why, 256)
         if ret < 0:
             raise _error(ret, "listen %s" % addr, ffi.string(why).decode())
         self._srv = p[0]
-        buf = ffi.new("char[]", 300)
+        buf = ffi.new(_T.char_a, 300)
         _check(lib.tern_boot_server_addr(self._srv, buf, 300), "listen")
         self.address = ffi.string(buf).decode()
         ctx._boot.add(self)
@@ -111,26 +121,32 @@ class Listener:
                ) -> Tuple[object, List[bytes]]:
         """Drive progress until a client's hello arrives; returns (peer,
         the client's descriptors)."""
+        _ms(timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self._hellos:
             if self._srv is None:
-                raise Error(-9, "listener closed")
-            self._ctx._h()
-            with self._ctx._lock:
-                lib.tern_wait(self._ctx._ctx, ffi.NULL, 10)
-            self._ctx._reap()
+                raise ClosedError("listener")
+            ctx = self._ctx
+            ctx._enter()
+            with ctx._lock:
+                lib.tern_wait(ctx._h(), ffi.NULL, 10)
+            ctx._reap()
             if deadline is not None and time.monotonic() > deadline:
-                raise Timeout(-110, "accept")
+                raise Timeout(-110, "accept", text="no client's hello "
+                              "within %g s" % timeout)
         card, descs = self._hellos.popleft()
         return self._ctx.peer(card), descs
 
     def close(self) -> None:
-        if self._srv is None:
-            return
-        if self._ctx._ctx is not None:
-            lib.tern_boot_server_close(self._srv)
-        self._srv = None
-        self._ctx._boot.discard(self)
+        """Stop serving; clients already accepted stay peers. Twice, or
+        after the ctx's close(), is a no-op."""
+        with self._ctx._lock:
+            if self._srv is None:
+                return
+            if self._ctx._c is not None:
+                lib.tern_boot_server_close(self._srv)
+            self._srv = None
+            self._ctx._boot.discard(self)
 
     def __enter__(self):
         return self

@@ -57,3 +57,14 @@ def test_layout_matches_headers():
         else:
             got = ffi.sizeof("struct " + key)
         assert got == int(val), "%s: cffi %d, C %s" % (key, got, val)
+
+
+def test_asan_loaded_where_expected():
+    """python_asan (make asan-check) really runs under AddressSanitizer:
+    its runtime is in the process and libtern is the ASan build."""
+    if os.environ.get("TERN_EXPECT_ASAN") != "1":
+        return
+    import ctypes
+    import tern
+    assert hasattr(ctypes.CDLL(None), "__asan_init"), "libasan not loaded"
+    assert "build-asan" in tern.LIB_PATH, tern.LIB_PATH

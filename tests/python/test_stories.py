@@ -357,7 +357,7 @@ def test_failure_errors(prov):
         assert req.result() == 1024
         # expect() with a timeout raises Timeout
         with pytest.raises(tern.Timeout):
-            b.expect(7, 1, timeout=0.2)
+            b.expect(7, 1, timeout=0.2).result()
     # use after close
     with pytest.raises(tern.ClosedError):
         a.card

@@ -162,14 +162,11 @@ def gc_stress(prov, me, q_out, q_in, iters, seed):
             t = rng.randint(1, 15)
             gc.set_threshold(t, rng.randint(1, 15), rng.randint(1, 15))
             if i % 25 == 0:
-                # a new peer; the old one is dropped with requests out.
-                # The peer of the writes with imm stays: on the same-host
-                # path, removing a peer right after its writes with imm
-                # completed can lose their count at the target (a C bug,
-                # not the package's: TERN_GC_STRESS_DROP_IMM_PEER=1
-                # shows it; with TERN_LOCAL=0 they all count)
-                if os.environ.get("TERN_GC_STRESS_DROP_IMM_PEER") == "1":
-                    peer = ctx.peer(card)
+                # a new peer; the old ones are dropped with requests out,
+                # the one of the writes with imm too: their counts at the
+                # target must all arrive (the same-host path reads a
+                # removed peer's ring one last time)
+                peer = ctx.peer(card)
                 peer2 = ctx.peer(card)
             src = np.full(4096 + 64 * (i % 7), i % 251, np.uint8)
             rs = ctx.register(src)

@@ -5,6 +5,17 @@
 #   make check   install what is missing, build (warnings are errors), test
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PROVIDER ?= shm
+# LIBFABRIC=PREFIX: build against the libfabric installed under PREFIX
+# (PREFIX/lib/pkgconfig/libfabric.pc) instead of the system's; the
+# programs built and installed run with it (RPATH). Debian's libfabric-dev
+# is then not installed. Without it, pkg-config's (the system's, or
+# PKG_CONFIG_PATH's). Switching rebuilds; `make clean` first is the sure
+# way. docs/testing.md, "Another libfabric".
+LIBFABRIC ?=
+ifneq ($(LIBFABRIC),)
+export TERN_LIBFABRIC := $(LIBFABRIC)
+endif
+CMAKE_FABRIC = -DTERN_LIBFABRIC="$(LIBFABRIC)"
 
 .PHONY: all demo check build build-release asan-check format format-check \
 	clean deps-demo deps-check deps-install install vm-check fuzz-check
@@ -19,7 +30,7 @@ deps-install:
 	@sh scripts/deps.sh install
 
 build-release: deps-demo
-	cmake --preset release >/dev/null
+	cmake --preset release $(CMAKE_FABRIC) >/dev/null
 	cmake --build --preset release -j $(JOBS)
 
 demo: build-release
@@ -31,14 +42,15 @@ demo: build-release
 # Installing into the system's library path refreshes ld.so's cache.
 PREFIX ?= /usr/local
 install: deps-install
-	cmake --preset release -DCMAKE_INSTALL_PREFIX="$(PREFIX)" >/dev/null
+	cmake --preset release -DCMAKE_INSTALL_PREFIX="$(PREFIX)" \
+		$(CMAKE_FABRIC) >/dev/null
 	cmake --build --preset release -j $(JOBS)
 	DESTDIR="$(DESTDIR)" cmake --install build-release
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ] && \
 	    command -v ldconfig >/dev/null; then ldconfig; fi
 
 build: deps-check
-	cmake --preset dev >/dev/null
+	cmake --preset dev $(CMAKE_FABRIC) >/dev/null
 	cmake --build --preset dev -j $(JOBS)
 
 # Label vm boots a qemu guest (2-3 minutes, downloads on first use): vm-check.
@@ -61,7 +73,7 @@ vm-check: build
 # check only: under ASan it would take minutes more and find no memory
 # error the single ping runs do not.
 asan-check: deps-check
-	cmake --preset asan >/dev/null
+	cmake --preset asan $(CMAKE_FABRIC) >/dev/null
 	cmake --build --preset asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \

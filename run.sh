@@ -20,5 +20,10 @@ demo | check) shift ;;
 	echo "usage: sh run.sh demo|check [MAKE-ARGS...]" >&2
 	exit 2 ;;
 esac
+# LIBFABRIC=PREFIX (a libfabric of one's own, docs/testing.md): then
+# Debian's libfabric-dev is not needed
+for a in "$@"; do
+	case $a in LIBFABRIC=?*) export TERN_LIBFABRIC="${a#LIBFABRIC=}" ;; esac
+done
 sh scripts/deps.sh "$what"
 exec make "$what" "$@"

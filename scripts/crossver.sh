@@ -5,7 +5,10 @@
 # which it was built with, and which API version it negotiated; on a 2.x
 # runtime that version must be 1.18 or newer (below 1.18, libfabric 2.x's
 # EFA turns device RDMA off and refuses FI_HMEM with FI_ATOMIC). Then
-# `tern bench --verify` must pass over shm and over tcp on loopback.
+# `tern bench --verify` must pass over shm and over tcp on loopback,
+# through libfabric: TERN_LOCAL=0, or the same-host path (docs/local.md)
+# would carry every write and read of these one-host runs, and each run
+# must say it took the provider's path.
 #
 # usage: scripts/crossver.sh [TERN]      (default build-release/tern)
 # scripts/debian13.sh crossver runs it in a Debian 13 root (libfabric
@@ -13,6 +16,8 @@
 # naming every check that failed.
 set -u
 tern=${1:-build-release/tern}
+# Every byte through the libfabric under test, never the same-host path.
+export TERN_LOCAL=0
 fails=""
 fail() {
 	echo "crossver: FAIL: $*" >&2
@@ -85,12 +90,18 @@ bench() { # bench NAME ARGS...: run, check the exit and the verified column
 		--verify --json="$tmp/$name.json" >"$tmp/$name.out" 2>&1 &&
 		python3 -c '
 import json, sys
-r = json.load(open(sys.argv[1]))["results"]
-sys.exit(0 if r and all(x["verified"] == 1 for x in r) else 1)' \
-			"$tmp/$name.json"; then
-		echo "crossver: bench $name: every size verified"
+j = json.load(open(sys.argv[1]))
+r = j["results"]
+route = j.get("context", {}).get("route")
+if route != "provider":
+    print("crossver: peer path %r, not the provider" % (route,))
+sys.exit(0 if r and all(x["verified"] == 1 for x in r) and
+         route == "provider" else 1)' \
+			"$tmp/$name.json" >"$tmp/$name.check"; then
+		echo "crossver: bench $name: every size verified, through" \
+			"the provider"
 	else
-		cat "$tmp/$name.out" >&2
+		cat "$tmp/$name.out" "$tmp/$name.check" >&2 2>/dev/null
 		fail "tern bench $* --verify ($name)"
 	fi
 }

@@ -2,8 +2,22 @@
 # SPDX-License-Identifier: MIT
 # Install what tern needs from Debian/Ubuntu packages, or say exactly what
 # to run. usage: scripts/deps.sh demo|install|check|fuzz|ci
+# With TERN_LIBFABRIC=PREFIX (make LIBFABRIC=PREFIX: a libfabric installed
+# under PREFIX, docs/testing.md), or a PKG_CONFIG_PATH under which
+# pkg-config finds a libfabric outside /usr, Debian's libfabric-dev is not
+# needed: tern builds against that one.
 set -eu
-need="gcc make cmake pkg-config libfabric-dev libhwloc-dev"
+fabric=libfabric-dev
+if [ -n "${TERN_LIBFABRIC:-}" ]; then
+	fabric=""
+elif [ -n "${PKG_CONFIG_PATH:-}" ] && command -v pkg-config >/dev/null &&
+	d=$(pkg-config --variable=libdir libfabric 2>/dev/null); then
+	case $d in
+	"" | /usr/lib*) ;;
+	*) fabric="" ;;
+	esac
+fi
+need="gcc make cmake pkg-config $fabric libhwloc-dev"
 case "${1:-demo}" in
 demo) ;;
 # install (make install): the man pages are rendered by scdoc, and their

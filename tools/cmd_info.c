@@ -25,12 +25,14 @@ static void usage(const struct cli_parser *p, FILE *f)
 		"RDMA: link speed, queue\ndepths, message and inject sizes, "
 		"remote CQ data, MR modes, RMA,\natomics and device memory "
 		"(HMEM). By default only providers tern can\nuse are shown "
-		"(efa, verbs;ofi_rxm, tcp;ofi_rxm, shm). It also says\n"
+		"(efa, verbs;ofi_rxm, tcp;ofi_rxm, shm, and on libfabric\n"
+		"2.x tcp, its own RDM endpoint). It also says\n"
 		"whether CUDA is there and how tern would move GPU buffers "
 		"over each:\nzero-copy where efa or verbs offer FI_HMEM, else "
 		"staged through pinned\nhost memory. --provider shows only "
-		"that provider (tcp and verbs mean\ntheir ;ofi_rxm "
-		"forms).\nIt also names the mode of transparent huge pages and "
+		"that provider (verbs means verbs;ofi_rxm,\ntcp means "
+		"tcp;ofi_rxm, and on libfabric 2.x tcp's own endpoint "
+		"too).\nIt also names the mode of transparent huge pages and "
 		"what tern does\nfor its own buffers under it.\n\n");
 	cli_opts_help(p, f);
 }
@@ -55,6 +57,10 @@ static const char *gpu_path(const struct tern_prov_info *p)
 	       "only on efa and verbs)";
 }
 
+/* A provider tern opens (src/prov/rail.c): efa, verbs;ofi_rxm, shm, and
+ * for tcp on libfabric 2.x its own RDM endpoint ("tcp": what --provider
+ * tcp and the automatic choice open) besides tcp;ofi_rxm (atomics, and
+ * "tcp" on 1.x). */
 static int interesting(const struct tern_prov_info *p)
 {
 	static const char *const names[] = { "efa", "verbs;ofi_rxm",
@@ -64,7 +70,8 @@ static int interesting(const struct tern_prov_info *p)
 		if (strcmp(p->provider, names[i]) == 0)
 			return 1;
 	}
-	return 0;
+	return strcmp(p->provider, "tcp") == 0 &&
+	       strncmp(tern_fabric_version(), "1.", 2) != 0;
 }
 
 static void json_str(const char *key, const char *v, int comma)

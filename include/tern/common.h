@@ -99,7 +99,7 @@ TERN_API const char *tern_fabric_build_version(void);
 /**
  * The libfabric API version tern asks providers for, as "MAJOR.MINOR": the
  * highest that both the running library and tern know (tern is validated
- * up to 2.1), whatever the headers tern was built with, or $TERN_FI_API.
+ * up to 2.6), whatever the headers tern was built with, or $TERN_FI_API.
  * Providers change defaults by it: efa on libfabric 2.x turns device RDMA
  * off below 1.18 (docs/efa.md).
  */

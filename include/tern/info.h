@@ -48,7 +48,10 @@ struct tern_prov_info {
 
 /**
  * List the RDM offerings of @p provider (or of every provider when NULL),
- * one entry per provider and domain. The caller frees the array with
+ * one entry per provider and domain. @p provider is a name as
+ * tern_ctx_attr.provider takes it: "verbs" lists verbs;ofi_rxm, and "tcp"
+ * tcp;ofi_rxm, on libfabric 2.x after tcp's own RDM endpoint ("tcp",
+ * which tern opens for it there). The caller frees the array with
  * tern_info_free().
  * @return 0 and *list_p / *count_p (count may be 0); -ENOMEM;
  * -TERN_EPROV when fi_getinfo fails for another reason than "no match".

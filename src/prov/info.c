@@ -116,8 +116,9 @@ static int probe_wait_fd(struct fi_info *fi)
 	return ok;
 }
 
-/* fi_getinfo over RDM endpoints asking for @caps, accepting every mode. */
-static int query(const char *provider, uint64_t caps, struct fi_info **info_p)
+/* fi_getinfo over RDM endpoints of provider @name (as libfabric names it)
+ * asking for @caps, accepting every mode. */
+static int query(const char *name, uint64_t caps, struct fi_info **info_p)
 {
 	struct fi_info *hints = fi_allocinfo();
 	int ret;
@@ -133,9 +134,8 @@ static int query(const char *provider, uint64_t caps, struct fi_info **info_p)
 				      FI_MR_PROV_KEY | FI_MR_MMU_NOTIFY |
 				      FI_MR_RMA_EVENT | FI_MR_ENDPOINT |
 				      FI_MR_HMEM;
-	if (provider != NULL) {
-		hints->fabric_attr->prov_name = strdup(
-			tern__provider_canonical(provider));
+	if (name != NULL) {
+		hints->fabric_attr->prov_name = strdup(name);
 		if (hints->fabric_attr->prov_name == NULL) {
 			fi_freeinfo(hints);
 			return -ENOMEM;
@@ -153,6 +153,25 @@ static int query(const char *provider, uint64_t caps, struct fi_info **info_p)
 	return 0;
 }
 
+/*
+ * The libfabric provider names a user's @provider stands for, as tern
+ * opens it (rail.c): NULL (every provider) or its canonical name, and for
+ * "tcp" on libfabric 2.x both tcp's own RDM endpoint, which tern opens
+ * for "tcp", and tcp;ofi_rxm, which it opens for atomics. Returns how
+ * many of @names it set.
+ */
+static size_t query_names(const char *provider, const char *names[2])
+{
+	if (provider != NULL && strcmp(provider, "tcp") == 0 &&
+	    FI_MAJOR(fi_version()) >= 2) {
+		names[0] = "tcp";
+		names[1] = "tcp;ofi_rxm";
+		return 2;
+	}
+	names[0] = provider != NULL ? tern__provider_canonical(provider) : NULL;
+	return 1;
+}
+
 static ssize_t find(const struct tern_prov_info *list, size_t n,
 		    const struct fi_info *fi)
 {
@@ -168,56 +187,72 @@ static ssize_t find(const struct tern_prov_info *list, size_t n,
 int tern_info_list(const char *provider, struct tern_prov_info **list_p,
 		   size_t *count_p)
 {
-	struct fi_info *info, *fi;
+	struct fi_info *info[2] = { NULL, NULL }, *fi;
 	struct tern_prov_info *list;
-	size_t n = 0;
-	int ret;
+	const char *names[2];
+	size_t n = 0, nq;
+	int ret = 0;
 
 	if (list_p == NULL || count_p == NULL)
 		return -EINVAL;
-	ret = query(provider, 0, &info);
+	nq = query_names(provider, names);
+	for (size_t q = 0; q < nq && ret == 0; q++)
+		ret = query(names[q], 0, &info[q]);
 	if (ret != 0)
-		return ret;
-	for (fi = info; fi != NULL; fi = fi->next)
-		n++;
+		goto free_info;
+	for (size_t q = 0; q < nq; q++) {
+		for (fi = info[q]; fi != NULL; fi = fi->next)
+			n++;
+	}
 	list = calloc(n ? n : 1, sizeof(*list));
 	if (list == NULL) {
-		fi_freeinfo(info);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto free_info;
 	}
 	n = 0;
-	for (fi = info; fi != NULL; fi = fi->next) {
-		/* Skip duplicates (same provider, fabric and domain). */
-		if (fi->fabric_attr->name != NULL &&
-		    fi->domain_attr->name != NULL && find(list, n, fi) >= 0)
-			continue;
-		fill_one(&list[n], fi);
-		if (list[n].usable)
-			list[n].wait_fd = probe_wait_fd(fi);
-		n++;
+	for (size_t q = 0; q < nq; q++) {
+		for (fi = info[q]; fi != NULL; fi = fi->next) {
+			/* Skip duplicates (same provider, fabric and
+			 * domain). */
+			if (fi->fabric_attr->name != NULL &&
+			    fi->domain_attr->name != NULL &&
+			    find(list, n, fi) >= 0)
+				continue;
+			fill_one(&list[n], fi);
+			if (list[n].usable)
+				list[n].wait_fd = probe_wait_fd(fi);
+			n++;
+		}
 	}
-	fi_freeinfo(info);
 	/* Default listings leave out capabilities nobody asked for, such as
 	 * atomics on tcp;ofi_rxm or device memory: ask again for those. */
 	for (int k = 0; k < 2; k++) {
-		if (query(provider, k == 0 ? FI_ATOMIC : FI_HMEM, &info) != 0)
-			continue;
-		for (fi = info; fi != NULL; fi = fi->next) {
-			ssize_t j = fi->fabric_attr->name &&
-						    fi->domain_attr->name
-					    ? find(list, n, fi)
-					    : -1;
+		for (size_t q = 0; q < nq; q++) {
+			struct fi_info *more;
 
-			if (j >= 0 && k == 0)
-				list[j].atomic = 1;
-			else if (j >= 0)
-				list[j].hmem = 1;
+			if (query(names[q], k == 0 ? FI_ATOMIC : FI_HMEM,
+				  &more) != 0)
+				continue;
+			for (fi = more; fi != NULL; fi = fi->next) {
+				ssize_t j = -1;
+
+				if (fi->fabric_attr->name != NULL &&
+				    fi->domain_attr->name != NULL)
+					j = find(list, n, fi);
+				if (j >= 0 && k == 0)
+					list[j].atomic = 1;
+				else if (j >= 0)
+					list[j].hmem = 1;
+			}
+			fi_freeinfo(more);
 		}
-		fi_freeinfo(info);
 	}
 	*list_p = list;
 	*count_p = n;
-	return 0;
+free_info:
+	for (size_t q = 0; q < 2; q++)
+		fi_freeinfo(info[q]);
+	return ret;
 }
 
 void tern_info_free(struct tern_prov_info *list)

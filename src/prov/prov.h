@@ -52,6 +52,10 @@ struct tern__prov_rail {
 	/* The provider answered an RMA inject with -FI_ENOSYS: small writes
 	 * are posted whole (prov_inline.h). */
 	int rma_inject_off;
+	/* Plain writes are never injected, only writes with immediate:
+	 * shm from libfabric 2.5, whose injected writes could fail unseen
+	 * (quirks.c). Set by tern__prov_rail_open(). */
+	int inject_plain_off;
 	/* shm on libfabric 2.x: 1 while its AV entries are tracked so that
 	 * no endpoint of this process closes under another's AV entry,
 	 * 2 once closed (shmpark.c) */
@@ -150,6 +154,9 @@ void tern__prov_rail_close(struct tern__prov_rail *r);
 int tern__prov_quirk_rx_flags(const struct fi_info *fi);
 /* Does a rail on @fi lose the context of a failed synchronous RMA? */
 int tern__prov_quirk_sync_rma(const struct fi_info *fi);
+/* Must a rail on @fi post small plain writes whole, never injected, so
+ * that a failure reaches the initiator (quirks.c)? */
+int tern__prov_quirk_inject_plain_off(const struct fi_info *fi);
 /* Does @r's provider complete some writes and reads inside the post and
  * report their failures with no context, in post order (quirks.c)? */
 static inline int tern__prov_sync_rma(const struct tern__prov_rail *r)

@@ -150,11 +150,15 @@ ssize_t tern__prov_rma_no_inject(struct tern__prov_rail *r,
  * progresses and checks the key only then (a bad one is dropped there,
  * unreported). It completes inside the post, with its context.
  *
+ * Where plain writes are not injected (inject_plain_off: shm from
+ * libfabric 2.5, quirks.c), a plain one goes whole (fi_writemsg(): shm's
+ * fast path, with its completion).
+ *
  * Else the write is injected (fi_inject_write(), fi_inject_writedata()):
  * the provider copies the source or sends it before returning, and no
  * completion comes, neither success nor failure. A failure the provider
  * sees inside the call is its return value (shm's fast path, 1.17: a
- * peer's unmapped memory is -FI_EIO; from 1.18 -FI_EAGAIN, re-posted).
+ * peer's unmapped memory is -FI_EIO; 1.18 to 2.4 -FI_EAGAIN, re-posted).
  * One it meets later is not reported to us at all: tcp (1.17 and 2.x)
  * logs it ("inject transfer failed") and drops it, rxm frees its buffer
  * and counts it on a counter tern does not bind, shm's target drops a
@@ -184,7 +188,8 @@ static inline __attribute__((always_inline)) ssize_t tern__prov_rma_small(
 		msg->rma_iov_count = 2;
 		return fi_writemsg(r->ep, msg, flags);
 	}
-	if (__builtin_expect(r->rma_inject_off, 0))
+	if (__builtin_expect(r->rma_inject_off, 0) ||
+	    (r->inject_plain_off && !(flags & TERN__PF_IMM)))
 		return fi_writemsg(r->ep, msg, flags);
 	if (flags & TERN__PF_IMM)
 		ret = fi_inject_writedata(r->ep, iov->iov_base, iov->iov_len,

@@ -64,8 +64,8 @@ void tern__prov_fix_rx_flags(struct tern__prov_cqent *ent, size_t n)
  * to the receive CQ with no op_context and returns 0 from the post: the
  * operation's own context never comes back (smr_generic_rma() in
  * prov/shm/src/smr_rma.c). From 1.18 such a post returns -FI_EAGAIN
- * instead (2.5 and later also write a context-less error entry): the
- * operation stays queued, is retried, and is cancellable.
+ * instead (2.5 and later, tested on 2.6, also write a context-less error
+ * entry): the operation stays queued, is retried, and is cancellable.
  *
  * On 1.17 the engine attributes such an error to its operation by order
  * (tern__prov_rail.sync_rma; engine/ops.c). Injected writes
@@ -82,4 +82,36 @@ int tern__prov_quirk_sync_rma(const struct fi_info *fi)
 	    strcmp(fi->fabric_attr->prov_name, "shm") != 0)
 		return 0;
 	return FI_MAJOR(v) == 1 && FI_MINOR(v) < 18;
+}
+
+/*
+ * shm from libfabric 2.5 ("New shm architecture" in its NEWS; seen on 2.6)
+ * carries every fi_inject_write() through the peer's command queue, inline
+ * or in an inject buffer (smr_generic_rma_inject() in
+ * prov/shm/src/smr_rma.c): the target places the bytes when it next
+ * progresses and checks the address only then, and a failure goes to the
+ * target's own CQ alone. Up to 2.4 (tested: 1.17, 2.1) a small plain
+ * write took shm's fast path inside the call (process_vm_writev): it had
+ * landed when the call returned, and one to memory the peer has not
+ * mapped failed there (1.17: -FI_EIO; 2.1: -FI_EAGAIN, re-posted until
+ * cancelled). An injected write on 2.5 would complete as done though
+ * nothing landed, and a completed one might not have landed yet.
+ *
+ * tern keeps what the earlier releases gave: on such a rail a plain write
+ * is never injected but posted whole (fi_writemsg(): the fast path, with
+ * its own completion), so a small write has landed when it completes, and
+ * one to an unmapped address is refused at the post as a large one is.
+ * Writes with immediate are injected as before: over shm they never take
+ * the fast path on any release, and their failures were never seen by
+ * the initiator (docs/api.md, "Small writes").
+ */
+int tern__prov_quirk_inject_plain_off(const struct fi_info *fi)
+{
+	uint32_t v = fi_version();
+
+	if (fi == NULL || fi->fabric_attr == NULL ||
+	    fi->fabric_attr->prov_name == NULL ||
+	    strcmp(fi->fabric_attr->prov_name, "shm") != 0)
+		return 0;
+	return FI_MAJOR(v) > 2 || (FI_MAJOR(v) == 2 && FI_MINOR(v) >= 5);
 }

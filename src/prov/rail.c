@@ -689,6 +689,7 @@ again:
 		    source_trusted(fi->fabric_attr->prov_name);
 	r->fix_rx_flags = tern__prov_quirk_rx_flags(fi);
 	r->sync_rma = tern__prov_quirk_sync_rma(fi);
+	r->inject_plain_off = tern__prov_quirk_inject_plain_off(fi);
 	r->rma_queue = rma_queue_wanted(fi);
 	r->rma_inject_off = 0;
 	what = "fi_getname";

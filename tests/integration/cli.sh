@@ -31,11 +31,26 @@ done
 t 0 "shm" "$TERN" info
 t 0 '"provider": "shm"' "$TERN" info --json --provider shm
 t 1 "no nosuch offering" "$TERN" info --provider nosuch
-# The API version is negotiated at run time (never above the running
-# library's); TERN_FI_API asks for an older one, and a bad one is named.
+# The API version is negotiated at run time: the running library's, up to
+# the newest tern is validated against (2.6, src/prov/version.c; so 1.17
+# on Debian 12, 2.1 on Debian 13, 2.6 on 2.6 and later); TERN_FI_API asks
+# for an older one, and a bad one is named.
 run=$("$TERN" info --json --provider shm | sed -n 's/.*"libfabric": "\([0-9.]*\)".*/\1/p')
-t 0 "\"libfabric_api\": \"$run\"" "$TERN" info --json --provider shm
+api=$(echo "$run" | awk -F. '{ print ($1 > 2 || ($1 == 2 && $2 > 6)) ? "2.6" : $0 }')
+t 0 "\"libfabric_api\": \"$api\"" "$TERN" info --json --provider shm
 t 0 '"libfabric_api": "1.12"' env TERN_FI_API=1.12 "$TERN" info --json --provider shm
+# tern info shows every provider tern opens: on libfabric 2.x tcp's own RDM
+# endpoint (what --provider tcp and the automatic choice open) besides
+# tcp;ofi_rxm (atomics), by default and under --provider tcp; on 1.x
+# "tcp" is tcp;ofi_rxm.
+case $run in
+1.*) t 0 '"provider": "tcp;ofi_rxm"' "$TERN" info --json --provider tcp ;;
+*)
+	t 0 '"provider": "tcp", ' "$TERN" info --json
+	t 0 '"provider": "tcp", ' "$TERN" info --json --provider tcp
+	t 0 '"provider": "tcp;ofi_rxm"' "$TERN" info --json --provider tcp
+	;;
+esac
 t 0 "ignoring TERN_FI_API=9.x" env TERN_FI_API=9.x "$TERN" info --provider shm
 t 0 "API 1.12" env TERN_FI_API=1.12 "$TERN" version
 # A bad TERN_LOG is named once (not by each process) and warn is kept, as

@@ -61,18 +61,40 @@ for f in ternConfig.cmake ternConfigVersion.cmake ternTargets.cmake; do
 	[ -f "$libdir/cmake/tern/$f" ] || no "no $f in $libdir/cmake/tern"
 done
 
+# The installed tern runs the libfabric the build tree's does: the one it
+# was built against (where that is not the system's: the install RPATH of
+# a build with TERN_LIBFABRIC, docs/testing.md), never another found on
+# the way.
+fabric() { # the "libfabric" of `tern info --json`
+	"$@" info --json --provider shm 2>/dev/null |
+		sed -n 's/.*"libfabric": "\([0-9.]*\)".*/\1/p'
+}
+want=$(fabric "$build/tern")
+got=$(fabric "$p/bin/tern")
+[ -n "$want" ] && [ "$got" = "$want" ] ||
+	no "the installed tern runs libfabric '$got', the build's '$want'"
+
 # The example, built as another project would: a copy, out of the tree.
+# The installed libtern goes before whatever LD_LIBRARY_PATH holds already
+# (a libfabric of the user's, say), never instead of it.
+lpath=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 run() { # how DIR
-	out=$(LD_LIBRARY_PATH=$libdir "$2/paged_write" shm 2>&1)
+	out=$(LD_LIBRARY_PATH=$lpath "$2/paged_write" shm 2>&1)
 	rc=$?
 	echo "$out" | sed "s/^/  $1: /"
 	if [ $rc -ne 0 ] || ! echo "$out" | grep -q '^paged_write: OK$'; then
 		no "paged_write built with $1 failed (exit $rc)"
 	fi
-	LD_LIBRARY_PATH=$libdir ldd "$2/paged_write" |
-		grep -q "libtern.so.0 => $libdir/libtern.so.0 " ||
+	LD_LIBRARY_PATH=$lpath ldd "$2/paged_write" >"$tmp/ldd" 2>&1
+	grep -q "libtern.so.0 => $libdir/libtern.so.0 " "$tmp/ldd" ||
 		no "paged_write ($1) does not load the installed libtern.so.0"
+	# and libtern the libfabric the build tree's tern loads
+	lf=$(sed -n 's/.*libfabric.so.1 => \([^ ]*\) .*/\1/p' "$tmp/ldd")
+	[ "$(readlink -f "$lf")" = "$fabric_so" ] ||
+		no "paged_write ($1) loads libfabric $lf, the build's tern $fabric_so"
 }
+fabric_so=$(ldd "$build/tern" | sed -n 's/.*libfabric.so.1 => \([^ ]*\) .*/\1/p')
+fabric_so=$(readlink -f "$fabric_so")
 cp -r "$src/examples/paged_write" "$tmp/pc"
 if PKG_CONFIG_PATH=$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root \
 	make -C "$tmp/pc" CFLAGS="-O2 -Wall -Wextra -Werror" \

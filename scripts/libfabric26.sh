@@ -147,8 +147,11 @@ check)
 		"libfabric $got, not 2.6" >&2; exit 1; }
 	note "build-lf26/tern runs libfabric $got"
 	rc=0
+	# Not the qemu guest's, the soak or the loop (ping_shm_write_200:
+	# a race of the same-host path, which takes no libfabric; it runs in
+	# the 1.17 and 2.1 checks)
 	ctest --test-dir build-lf26 --output-on-failure -j "$jobs" \
-		-LE 'vm|soak' "$@" || rc=$?
+		-LE 'vm|soak|loop' "$@" || rc=$?
 	sh scripts/skip-reasons.sh build-lf26 || true
 	note "test suite against libfabric 2.6 exited $rc"
 	# The cross-version run: a release tern built here against the

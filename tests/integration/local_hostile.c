@@ -314,7 +314,8 @@ static void put(int fd, const void *p, size_t n)
 	uint32_t len = (uint32_t)n;
 
 	CHECK(write(fd, &len, 4) == 4 && write(fd, p, n) == (ssize_t)n,
-	      "pipe write");
+	      "pipe write (fd %d, %zu bytes, pid %d): %s", fd, n, (int)getpid(),
+	      strerror(errno));
 }
 
 static size_t get(int fd, void *p, size_t cap)
@@ -444,7 +445,9 @@ static int need_root(const char *what)
 
 /* ---- spoof: a broker name bound by another uid ---------------------- */
 
-#define SPOOF_NONCE 0x5eedf00dcafe0001ull
+/* The forged cards' nonces: ours alone (the shm and tcp runs of this case
+ * may bind their abstract names at the same time). */
+#define SPOOF_NONCE (0x5eed000000000001ull ^ ((uint64_t)g_main << 16))
 
 static uint64_t g_victim_start;
 static pid_t g_victim_pid;
@@ -517,8 +520,14 @@ static void attacker_main(struct chan *c)
 					{ .fd = c->in, .events = POLLIN } };
 
 		CHECK(poll(pf, 2, -1) > 0, "poll");
-		if (pf[1].revents != 0)
+		if (pf[1].revents != 0) {
+			char stop[8];
+
+			/* The whole "stop" (its length came first): the
+			 * parent's second write must find us still here. */
+			get(c->in, stop, sizeof(stop));
 			break;
+		}
 		if (pf[0].revents & POLLIN) {
 			int k = accept4(s, NULL, NULL, SOCK_CLOEXEC);
 			struct pollfd q = { .fd = k, .events = POLLIN };

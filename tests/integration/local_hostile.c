@@ -1321,6 +1321,7 @@ static int case_stuck(void)
 	tern_ctx_close(bad);
 	tern_ctx_close(o);
 	tern_mem_free(TERN_MEM_SHARED, ob);
+	free(log);
 	return 0;
 }
 

@@ -100,8 +100,10 @@ fi
 # 1. The root: debootstrap once into ROOT.pristine, which is never
 # entered; the kept root, and each nonroot run's throwaway one, are
 # copies of it.
+# A debootstrap killed half way leaves /etc/debian_version behind: only
+# the marker written after it finished says the snapshot is whole.
 pristine=$root.pristine
-if [ ! -f "$pristine/etc/debian_version" ]; then
+if [ ! -f "$pristine/.tern-debootstrap-done" ]; then
 	rmroot "$pristine"
 	if ! command -v debootstrap >/dev/null 2>&1; then
 		note "installing debootstrap"
@@ -117,12 +119,28 @@ if [ ! -f "$pristine/etc/debian_version" ]; then
 		>"$root.log" 2>&1 ||
 		{ tail -20 "$root.log" >&2; echo "$0: debootstrap failed" \
 			"(log: $root.log)" >&2; rmroot "$pristine"; exit 1; }
+	touch "$pristine/.tern-debootstrap-done"
 fi
 kept=$root
 if [ "$mode" = nonroot ]; then
 	# Never the kept root: demo or check may have installed everything
 	# there, and a root that has the packages proves nothing.
 	root=$root.user
+	rmroot "$root"
+fi
+# demo is the README's first command on a pristine machine: always a new
+# copy (a kept root that has the packages would prove nothing). A kept
+# root whose package database a killed run left half written (dpkg
+# "was interrupted", or packages half installed) is made anew too: apt
+# refuses to work in it.
+if [ "$mode" = demo ] && [ -e "$root" ]; then
+	note "demo: a new copy of the pristine root"
+	rmroot "$root"
+elif [ -f "$root/etc/debian_version" ] &&
+	{ [ ! -f "$root/.tern-debootstrap-done" ] ||
+		[ -n "$(ls -A "$root/var/lib/dpkg/updates" 2>/dev/null)" ] ||
+		[ -n "$(dpkg --root="$root" --audit 2>&1)" ]; }; then
+	note "$root: package database left broken by an earlier run; a new copy"
 	rmroot "$root"
 fi
 if [ ! -f "$root/etc/debian_version" ]; then

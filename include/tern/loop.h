@@ -152,14 +152,19 @@ typedef void (*tern_task_cb)(struct tern_task *task, int status);
 /**
  * A caller-owned piece of work handed to a ctx from any thread (docs/loop.md,
  * "Threads"). Zero it before its first submit; tern never allocates for it.
+ * @p cb and @p data are what the submit passed, set by tern on the ctx's
+ * thread as the callback starts (not by the submit: a callback reading
+ * them never races with a submit of the same task from another thread).
  */
 struct tern_task {
 	tern_task_cb cb;
-	void *data; /**< caller's pointer, untouched by tern */
+	void *data;
 	/** Private to tern. */
 	struct {
 		struct tern_task *next;
 		struct tern_ctx *ctx;
+		tern_task_cb cb; /* as submitted */
+		void *data;
 		int queued;
 	} _priv;
 };
@@ -185,9 +190,13 @@ struct tern_task {
  *
  * Ownership: from a submit that returned 0 until its callback starts, the
  * task is tern's: do not change, move or free it. Once its callback has
- * started it is the caller's again and may be submitted again, from the
- * callback too. Exactly one callback follows a submit that returned 0; a
- * submit that fails changes nothing and runs nothing.
+ * started tern does not touch it again: it is the caller's, and may be
+ * freed or submitted again (from the callback too, or from another thread
+ * meanwhile: the callback still sees its own @p cb and @p data). Exactly
+ * one callback follows a submit that returned 0; a submit that fails
+ * changes nothing and runs nothing. Submitting it to another ctx while its
+ * callback runs lets that ctx's thread set @p cb and @p data under it:
+ * don't.
  *
  * Closing: tern_ctx_close() refuses submits from the moment it starts
  * (-ECANCELED) and calls back the tasks still queued with -ECANCELED,

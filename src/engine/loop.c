@@ -343,8 +343,10 @@ int tern_task_submit(struct tern_ctx *ctx, struct tern_task *task,
 	if (ctx->tasks.closed) {
 		ret = -ECANCELED;
 	} else {
-		task->cb = cb;
-		task->data = data;
+		/* Not task->cb and ->data: a callback of its last submit
+		 * may be reading them (task_call() sets them). */
+		task->_priv.cb = cb;
+		task->_priv.data = data;
 		task->_priv.ctx = ctx;
 		task->_priv.next = NULL;
 		if (ctx->tasks.tail != NULL) {
@@ -400,11 +402,14 @@ static void task_putback(struct tern_ctx *ctx, struct tern_task *t)
 	pthread_mutex_unlock(&ctx->tasks.lock);
 }
 
-/* Call @t back with @status; it is the caller's again from here. */
+/* Call @t back with @status; it is the caller's again from here: tern
+ * touches it no more (the callback may free it, or submit it again). */
 static void task_call(struct tern_task *t, int status)
 {
-	tern_task_cb cb = t->cb;
+	tern_task_cb cb = t->_priv.cb;
 
+	t->cb = cb;
+	t->data = t->_priv.data;
 	__atomic_store_n(&t->_priv.queued, 0, __ATOMIC_RELEASE);
 	cb(t, status);
 }

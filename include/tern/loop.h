@@ -7,9 +7,11 @@
  * Every ctx has one loop, driven by the ctx's thread. Callbacks of
  * requests, timers, deferred work and fd watchers run only inside
  * tern_run(), tern_progress(), tern_wait() (and the cancelling calls), on
- * that thread. Handles (struct tern_timer, tern_defer, tern_io) are owned
- * by the caller, like requests: tern never allocates for them, and a
- * handle must stay valid while it is active.
+ * that thread. Other threads hand it work with tern_task_submit(), the
+ * one call of a ctx besides tern_stop() that is thread-safe. Handles
+ * (struct tern_timer, tern_defer, tern_task, tern_io) are owned by the
+ * caller, like requests: tern never allocates for them, and a handle must
+ * stay valid while it is active.
  *
  * Sleeping: where every rail's completion queue offers a wait fd (tcp,
  * verbs) the loop drains, calls fi_trywait and sleeps in epoll on those
@@ -38,7 +40,9 @@ extern "C" {
 /** How tern_run() runs. */
 enum tern_run_mode {
 	/** Until tern_stop(), or until nothing is left that could produce
-	 * a callback (no request, timer, deferred work or fd watcher). */
+	 * a callback (no request, timer, deferred work, queued task or fd
+	 * watcher). Tasks other threads may submit later do not count:
+	 * a ctx that waits for them keeps a timer or an fd watcher. */
 	TERN_RUN_DEFAULT = 0,
 	/** Run callbacks that are due, sleeping first if none are; return
 	 * after one round (or when a signal interrupts the sleep). */
@@ -138,6 +142,79 @@ TERN_API int tern_defer(struct tern_ctx *ctx, struct tern_defer *d,
  * if it was not queued. */
 TERN_API int tern_defer_cancel(struct tern_defer *d);
 
+/* ---- work from other threads --------------------------------------- */
+
+struct tern_task;
+/** @p status: 0 (it runs on the ctx's thread, from progress) or
+ * -ECANCELED (its ctx is closing: from inside tern_ctx_close()). */
+typedef void (*tern_task_cb)(struct tern_task *task, int status);
+
+/**
+ * A caller-owned piece of work handed to a ctx from any thread (docs/loop.md,
+ * "Threads"). Zero it before its first submit; tern never allocates for it.
+ * @p cb and @p data are what the submit passed, set by tern on the ctx's
+ * thread as the callback starts (not by the submit: a callback reading
+ * them never races with a submit of the same task from another thread).
+ */
+struct tern_task {
+	tern_task_cb cb;
+	void *data;
+	/** Private to tern. */
+	struct {
+		struct tern_task *next;
+		struct tern_ctx *ctx;
+		tern_task_cb cb; /* as submitted */
+		void *data;
+		int queued;
+	} _priv;
+};
+
+/**
+ * Hand @p task to @p ctx: @p cb(task, 0) runs on the ctx's thread, from
+ * its next progress pass (tern_progress(), tern_wait(), tern_run() in any
+ * mode), never inside this call. Tasks run in the order they were
+ * submitted (a task submitted from a task's callback runs in the next
+ * pass). Inside @p cb every call on @p ctx is allowed, as in any callback:
+ * it is how another thread posts work; the completions of what it posts
+ * come back as usual, from progress, on the ctx's thread.
+ *
+ * Thread safety: the one call of a ctx, with tern_stop(), that any thread
+ * may make while the ctx is open, the ctx's own thread and its callbacks
+ * included. Every other call on a ctx stays the ctx thread's.
+ *
+ * Waking: a tern_run() or tern_wait() asleep on the ctx wakes, and
+ * tern_ctx_fd() becomes readable (the eventfd tern_stop() writes, written
+ * once per burst: when the queue goes from empty to not empty). While
+ * tasks are queued tern_ctx_arm() returns -EAGAIN, tern_ctx_timeout() 0,
+ * and tern_run(TERN_RUN_DEFAULT) does not return for lack of work.
+ *
+ * Ownership: from a submit that returned 0 until its callback starts, the
+ * task is tern's: do not change, move or free it. Once its callback has
+ * started tern does not touch it again: it is the caller's, and may be
+ * freed or submitted again (from the callback too, or from another thread
+ * meanwhile: the callback still sees its own @p cb and @p data). Exactly
+ * one callback follows a submit that returned 0; a submit that fails
+ * changes nothing and runs nothing. Submitting it to another ctx while its
+ * callback runs lets that ctx's thread set @p cb and @p data under it:
+ * don't.
+ *
+ * Closing: tern_ctx_close() refuses submits from the moment it starts
+ * (-ECANCELED) and calls back the tasks still queued with -ECANCELED,
+ * inside the close, on the closing thread. A submit that runs while the
+ * close runs is safe: the close waits for it to leave before freeing the
+ * ctx. A submit that starts after tern_ctx_close() returned touches freed
+ * memory: make your threads stop submitting (and join them, or learn
+ * otherwise that they have) before the close returns.
+ *
+ * A single-threaded program pays one load of a flag per progress pass.
+ *
+ * @return 0 (queued); -EINVAL for a NULL @p ctx, @p task or @p cb;
+ * -EBUSY if @p task is queued and its callback has not started (on this
+ * or another ctx); -ECANCELED if @p ctx is closing.
+ */
+TERN_API int tern_task_submit(struct tern_ctx *ctx, struct tern_task *task,
+			      tern_task_cb cb, void *data);
+
 /* ---- file descriptors ---------------------------------------------- */
 
 #define TERN_IO_READ  (1U << 0) /**< readable, or the peer hung up */
@@ -181,10 +258,10 @@ TERN_API int tern_io_stop(struct tern_io *io);
 
 /**
  * A file descriptor (an epoll fd) that becomes readable when the ctx has
- * work: a completion, a watched fd, tern_stop(). Put it in your own
- * epoll/poll/libuv loop, and when it is readable (or tern_ctx_timeout()
- * has passed) call tern_run(ctx, TERN_RUN_NOWAIT). Before sleeping, call
- * tern_ctx_arm(). The fd belongs to the ctx: do not close it.
+ * work: a completion, a watched fd, tern_stop(), a submitted task. Put it in
+ * your own epoll/poll/libuv loop, and when it is readable (or
+ * tern_ctx_timeout() has passed) call tern_run(ctx, TERN_RUN_NOWAIT). Before
+ * sleeping, call tern_ctx_arm(). The fd belongs to the ctx: do not close it.
  */
 TERN_API int tern_ctx_fd(const struct tern_ctx *ctx);
 

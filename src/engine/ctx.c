@@ -469,6 +469,7 @@ int tern_ctx_close(struct tern_ctx *ctx)
 			   "peer(s) left open",
 			   ctx->nmr, ctx->npeers);
 	ctx->closing = 1;
+	tern__task_close(ctx); /* submits refused from now on */
 	loop_handles_stop(ctx);
 	close_peers(ctx);
 	if (ctx->depth == 0) {
@@ -489,6 +490,9 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 
 	ctx->close_pending = 2;
 	ctx->depth = 1; /* callbacks from here on cannot re-enter this */
+	/* Tasks other threads submitted: called back -ECANCELED first, as
+	 * the close started before they could run. */
+	tern__task_cancel_all(ctx);
 	/* Every queued, posted or waiting request completes -ECANCELED:
 	 * queued ones now, posted receives through fi_cancel, and whatever
 	 * the provider still holds once its endpoints are closed. */

@@ -7,6 +7,8 @@
 #ifndef TERN_ENGINE_H
 #define TERN_ENGINE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -350,6 +352,22 @@ struct tern__bounce {
 	unsigned int held;		 /* buffers held (not re-posted) */
 };
 
+/*
+ * Tasks other threads hand a ctx (loop.c, tern_task_submit()): the one
+ * part of a ctx any thread touches, kept at the end of struct tern_ctx,
+ * away from what the ctx's thread reads on every pass (ctx->task_pending
+ * is there). Everything here is under lock but users.
+ */
+struct tern__tasks {
+	pthread_mutex_t lock;
+	struct tern_task *head, *tail;
+	int closed; /* tern_ctx_close() began: submits are refused */
+	int ready;  /* lock initialised (tern__loop_init()) */
+	/* Submits inside the call: the close waits for none to be left
+	 * before it frees the ctx. */
+	atomic_uint users;
+};
+
 struct tern_ctx {
 	struct tern__prov prov; /* src/prov/'s: offerings, fabrics */
 	unsigned int nrails;
@@ -414,6 +432,9 @@ struct tern_ctx {
 	int wakefd;   /* eventfd written by tern_stop() */
 	int can_wait; /* every rail's CQ has a wait fd */
 	volatile int stop;
+	/* 1 while ctx->tasks has any: the one thing a progress pass reads
+	 * of them (relaxed), so a single-threaded program pays a load. */
+	atomic_uint task_pending;
 	int depth;	   /* nesting of tern calls that run callbacks */
 	int close_pending; /* 1: a callback closed the ctx; 2: closing */
 	unsigned int idle;
@@ -437,6 +458,7 @@ struct tern_ctx {
 	char fabric_name[128];
 	char domain_name[128];
 	struct tern_rail rails[TERN_MAX_RAILS];
+	struct tern__tasks tasks;
 };
 
 /* One completion, decoded (ops.c) for the loop. */
@@ -605,6 +627,13 @@ void tern__loop_fini(struct tern_ctx *ctx);
 int tern__loop_block(struct tern_ctx *ctx, int64_t timeout_ns);
 int tern__loop_alive(const struct tern_ctx *ctx);
 int tern__loop_due(struct tern_ctx *ctx);
+/* Run the tasks queued when it starts (tern_progress(), when
+ * ctx->task_pending). @return how many ran. */
+int tern__task_run(struct tern_ctx *ctx);
+/* From tern_ctx_close(): refuse submits from now on. */
+void tern__task_close(struct tern_ctx *ctx);
+/* Call back the tasks still queued with -ECANCELED (the close). */
+void tern__task_cancel_all(struct tern_ctx *ctx);
 /* Every TERN__IO_EVERY calls, look at the user's fds without sleeping, so
  * fd watchers run even while completions keep the loop busy. */
 int tern__loop_poll_ios(struct tern_ctx *ctx);

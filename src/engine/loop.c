@@ -8,6 +8,9 @@
  * while idle.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -39,9 +42,15 @@ int tern__loop_init(struct tern_ctx *ctx)
 	int ret;
 
 	ctx->epfd = ctx->wakefd = -1;
+	ret = pthread_mutex_init(&ctx->tasks.lock, NULL);
+	if (ret != 0)
+		return -ret;
+	ctx->tasks.ready = 1;
 	ctx->evs = calloc(TERN__EVS, sizeof(struct epoll_event));
-	if (ctx->evs == NULL)
+	if (ctx->evs == NULL) {
+		tern__loop_fini(ctx);
 		return -ENOMEM;
+	}
 	ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
 	ctx->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (ctx->epfd < 0 || ctx->wakefd < 0)
@@ -83,6 +92,14 @@ void tern_ctx_set_poll_max(struct tern_ctx *ctx, unsigned int max_us)
 
 void tern__loop_fini(struct tern_ctx *ctx)
 {
+	if (ctx->tasks.ready) {
+		/* A submit still inside tern_task_submit() (refused: the
+		 * close began) must leave before the ctx goes. */
+		while (atomic_load(&ctx->tasks.users) != 0)
+			sched_yield();
+		pthread_mutex_destroy(&ctx->tasks.lock);
+		ctx->tasks.ready = 0;
+	}
 	if (ctx->epfd >= 0)
 		close(ctx->epfd);
 	if (ctx->wakefd >= 0)
@@ -299,6 +316,145 @@ static int run_defers(struct tern_ctx *ctx)
 	return n;
 }
 
+/* ---- work from other threads --------------------------------------- */
+
+/*
+ * A task is claimed by the submit that flips its queued word from 0 to 1
+ * (whichever ctx it was on: -EBUSY otherwise), and given back as its
+ * callback starts. The list and ctx->task_pending change only under
+ * ctx->tasks.lock; the ctx's thread reads task_pending without it, once a
+ * pass, and takes the lock only when it is set. The eventfd is written
+ * only when the list goes from empty to not empty: a burst costs one
+ * system call, and the ctx's thread, which empties the list under the
+ * lock, reads task_pending before any sleep (work_waiting()).
+ */
+int tern_task_submit(struct tern_ctx *ctx, struct tern_task *task,
+		     tern_task_cb cb, void *data)
+{
+	int ret = 0, wake = 0;
+
+	if (ctx == NULL || task == NULL || cb == NULL)
+		return -EINVAL;
+	if (__atomic_exchange_n(&task->_priv.queued, 1, __ATOMIC_ACQUIRE) != 0)
+		return -EBUSY;
+	/* Seen by a close's wait before this call touches the lock. */
+	atomic_fetch_add(&ctx->tasks.users, 1);
+	pthread_mutex_lock(&ctx->tasks.lock);
+	if (ctx->tasks.closed) {
+		ret = -ECANCELED;
+	} else {
+		/* Not task->cb and ->data: a callback of its last submit
+		 * may be reading them (task_call() sets them). */
+		task->_priv.cb = cb;
+		task->_priv.data = data;
+		task->_priv.ctx = ctx;
+		task->_priv.next = NULL;
+		if (ctx->tasks.tail != NULL) {
+			ctx->tasks.tail->_priv.next = task;
+		} else {
+			ctx->tasks.head = task;
+			atomic_store_explicit(&ctx->task_pending, 1,
+					      memory_order_relaxed);
+			wake = 1;
+		}
+		ctx->tasks.tail = task;
+	}
+	pthread_mutex_unlock(&ctx->tasks.lock);
+	if (ret != 0)
+		__atomic_store_n(&task->_priv.queued, 0, __ATOMIC_RELEASE);
+	if (wake) {
+		uint64_t one = 1;
+		ssize_t w = write(ctx->wakefd, &one, sizeof(one));
+
+		(void)w; /* a full eventfd is already readable */
+	}
+	/* The last touch of ctx: a close may free it from here on. */
+	atomic_fetch_sub_explicit(&ctx->tasks.users, 1, memory_order_release);
+	return ret;
+}
+
+/* Take every queued task, oldest first. */
+static struct tern_task *task_take(struct tern_ctx *ctx)
+{
+	struct tern_task *t;
+
+	pthread_mutex_lock(&ctx->tasks.lock);
+	t = ctx->tasks.head;
+	ctx->tasks.head = ctx->tasks.tail = NULL;
+	atomic_store_explicit(&ctx->task_pending, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&ctx->tasks.lock);
+	return t;
+}
+
+/* Give @t and its successors back to the head of the queue. */
+static void task_putback(struct tern_ctx *ctx, struct tern_task *t)
+{
+	struct tern_task *last = t;
+
+	while (last->_priv.next != NULL)
+		last = last->_priv.next;
+	pthread_mutex_lock(&ctx->tasks.lock);
+	last->_priv.next = ctx->tasks.head;
+	if (ctx->tasks.head == NULL)
+		ctx->tasks.tail = last;
+	ctx->tasks.head = t;
+	atomic_store_explicit(&ctx->task_pending, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&ctx->tasks.lock);
+}
+
+/* Call @t back with @status; it is the caller's again from here: tern
+ * touches it no more (the callback may free it, or submit it again). */
+static void task_call(struct tern_task *t, int status)
+{
+	tern_task_cb cb = t->_priv.cb;
+
+	t->cb = cb;
+	t->data = t->_priv.data;
+	__atomic_store_n(&t->_priv.queued, 0, __ATOMIC_RELEASE);
+	cb(t, status);
+}
+
+int tern__task_run(struct tern_ctx *ctx)
+{
+	struct tern_task *t = task_take(ctx), *next;
+	int n = 0;
+
+	/* What the callbacks submit waits for the next pass. */
+	for (; t != NULL; t = next) {
+		next = t->_priv.next;
+		n++;
+		task_call(t, 0);
+		if (ctx->close_pending) {
+			/* A callback closed the ctx: the rest are cancelled
+			 * with the queue (tern__task_cancel_all()). */
+			if (next != NULL)
+				task_putback(ctx, next);
+			break;
+		}
+	}
+	return n;
+}
+
+void tern__task_close(struct tern_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->tasks.lock);
+	ctx->tasks.closed = 1;
+	pthread_mutex_unlock(&ctx->tasks.lock);
+}
+
+void tern__task_cancel_all(struct tern_ctx *ctx)
+{
+	struct tern_task *t, *next;
+
+	/* Refused from now on: nothing joins the list while it is called
+	 * back, callbacks' own submits included. */
+	tern__task_close(ctx);
+	for (t = task_take(ctx); t != NULL; t = next) {
+		next = t->_priv.next;
+		task_call(t, -ECANCELED);
+	}
+}
+
 /* Timers and deferred work due now; called by tern_progress(). */
 int tern__loop_due(struct tern_ctx *ctx)
 {
@@ -427,7 +583,8 @@ static int dispatch_events(struct tern_ctx *ctx, int nevs)
 static int work_waiting(const struct tern_ctx *ctx)
 {
 	if (ctx->defer_head != NULL || ctx->imm_ready.len != 0 ||
-	    ctx->ready.len != 0 || ctx->stop)
+	    ctx->ready.len != 0 || ctx->stop ||
+	    atomic_load_explicit(&ctx->task_pending, memory_order_relaxed))
 		return 1;
 	if (ctx->local != NULL && tern__local_pending(ctx))
 		return 1;
@@ -529,6 +686,7 @@ int tern__loop_alive(const struct tern_ctx *ctx)
 {
 	if (ctx->posted.len || ctx->nexpect || ctx->imm_ready.len ||
 	    ctx->ready.len || ctx->ntimers || ctx->nios || ctx->defer_head ||
+	    atomic_load_explicit(&ctx->task_pending, memory_order_relaxed) ||
 	    tern__stage_alive(ctx) ||
 	    (ctx->local != NULL && tern__local_pending(ctx)))
 		return 1;

@@ -7,6 +7,7 @@
  * allocates or makes a system call per operation.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -444,6 +445,12 @@ int tern_progress(struct tern_ctx *ctx)
 	tern__enter(ctx);
 	if (ctx->timer_head != NULL || ctx->defer_head != NULL)
 		done += tern__loop_due(ctx);
+	/* Work other threads submitted: one relaxed load when there is
+	 * none; what the tasks post goes out in this pass. */
+	if (tern_unlikely(atomic_load_explicit(&ctx->task_pending,
+					       memory_order_relaxed) != 0) &&
+	    !ctx->close_pending)
+		done += tern__task_run(ctx);
 	if (ctx->imm_ready.head != NULL)
 		tern__imm_poll(ctx);
 	/* Same-host peers' immediates, and local operations that waited

@@ -3,13 +3,18 @@
  * The event loop without a provider: timers (order, repeat, restart from
  * their own callback), deferred work (next round, FIFO, cancel), fd
  * watchers, tern_run() modes, tern_stop() from a callback and from another
- * thread, tern_wait() timeouts, and the embedding calls. The ctx has no
- * rails, so nothing calls libfabric.
+ * thread, tern_wait() timeouts, and the embedding calls; with the argument
+ * "tasks", tern_task_submit() from other threads (order, -EBUSY, resubmits,
+ * waking a sleeping loop, the close). The ctx has no rails, so nothing
+ * calls libfabric.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,6 +45,8 @@ static int teardown(void **state)
 {
 	struct tern_ctx *ctx = *state;
 
+	if (ctx == NULL)
+		return 0; /* the test closed it */
 	tern__loop_fini(ctx);
 	tern__imm_fini(&ctx->imm);
 	free(ctx);
@@ -446,7 +453,513 @@ static void test_run_nested(void **state)
 	assert_int_equal(nested_ret, -EDEADLK);
 }
 
-int main(void)
+/* ---- tasks from other threads (label threads: evloop_tasks) ---- */
+
+#define TSEQ 200 /* tasks per submitting thread */
+
+struct tsk {
+	struct tern_task t;
+	int id;		  /* thread << 16 | sequence */
+	atomic_int calls; /* callbacks run */
+	int status;
+	int resubmit; /* from its callback, this many times more */
+	int in_submit;
+};
+
+struct order {
+	struct tern_ctx *ctx;
+	int last[4]; /* per thread: the last sequence seen */
+	int bad;     /* out of order, or twice */
+	atomic_int ran;
+};
+
+static struct order *order_rec;
+
+static void order_cb(struct tern_task *t, int status)
+{
+	struct tsk *k = (struct tsk *)t;
+	struct order *o = t->data;
+	int th = k->id >> 16, seq = k->id & 0xffff;
+
+	assert_ptr_equal(o, order_rec);
+	k->status = status;
+	atomic_fetch_add(&k->calls, 1);
+	if (seq != o->last[th] + 1)
+		o->bad++;
+	o->last[th] = seq;
+	atomic_fetch_add(&o->ran, 1);
+}
+
+struct submitter {
+	struct tern_ctx *ctx;
+	struct order *o;
+	struct tsk *k; /* TSEQ of them */
+	int th;
+	int failed;
+};
+
+static void *submit_many(void *arg)
+{
+	struct submitter *s = arg;
+
+	for (int i = 0; i < TSEQ; i++) {
+		s->k[i].id = s->th << 16 | i;
+		if (tern_task_submit(s->ctx, &s->k[i].t, order_cb, s->o) != 0)
+			s->failed++;
+	}
+	return NULL;
+}
+
+/* Tasks run on the ctx's thread, from progress, in the order each thread
+ * submitted them, each once; never inside the submit. */
+static void test_task_order(void **state)
+{
+	struct tern_ctx *ctx = *state;
+	static struct tsk k[3][TSEQ];
+	struct submitter s[3];
+	struct order o = { .ctx = ctx };
+	pthread_t th[2];
+	int rounds = 0;
+
+	memset(k, 0, sizeof(k));
+	order_rec = &o;
+	for (int i = 0; i < 3; i++) {
+		s[i] = (struct submitter){
+			.ctx = ctx, .o = &o, .k = k[i], .th = i
+		};
+		o.last[i] = -1;
+	}
+	/* From this thread first: nothing runs inside the call. */
+	submit_many(&s[0]);
+	assert_int_equal(atomic_load(&o.ran), 0);
+	assert_int_equal(tern_ctx_arm(ctx), -EAGAIN);
+	assert_int_equal(tern_ctx_timeout(ctx), 0);
+	/* Two threads submit while this one runs the loop. */
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(
+			pthread_create(&th[i], NULL, submit_many, &s[i + 1]),
+			0);
+	while (atomic_load(&o.ran) < 3 * TSEQ && rounds++ < 1000000)
+		assert_true(tern_progress(ctx) >= 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(s[0].failed + s[1].failed + s[2].failed, 0);
+	assert_int_equal(atomic_load(&o.ran), 3 * TSEQ);
+	assert_int_equal(o.bad, 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(o.last[i], TSEQ - 1);
+		for (int j = 0; j < TSEQ; j++) {
+			assert_int_equal(atomic_load(&k[i][j].calls), 1);
+			assert_int_equal(k[i][j].status, 0);
+		}
+	}
+	assert_int_equal(tern_progress(ctx), 0);
+	assert_int_equal(tern_ctx_arm(ctx), 0);
+	/* Bad arguments. */
+	assert_int_equal(tern_task_submit(NULL, &k[0][0].t, order_cb, NULL),
+			 -EINVAL);
+	assert_int_equal(tern_task_submit(ctx, NULL, order_cb, NULL), -EINVAL);
+	assert_int_equal(tern_task_submit(ctx, &k[0][0].t, NULL, NULL),
+			 -EINVAL);
+	assert_int_equal(tern_progress(ctx), 0);
+}
+
+static void count_cb(struct tern_task *t, int status)
+{
+	struct tsk *k = (struct tsk *)t;
+
+	k->status = status;
+	atomic_fetch_add(&k->calls, 1);
+	if (k->resubmit > 0) {
+		k->resubmit--;
+		k->in_submit = 1;
+		assert_int_equal(
+			tern_task_submit(t->_priv.ctx, t, count_cb, t->data),
+			0);
+		k->in_submit = 0;
+	}
+}
+
+/* A queued task: -EBUSY, and the refused submit changes nothing. */
+static void test_task_busy(void **state)
+{
+	struct tern_ctx *ctx = *state;
+	struct tsk k = { .id = 0 };
+	int other;
+
+	assert_int_equal(tern_task_submit(ctx, &k.t, count_cb, &k), 0);
+	assert_int_equal(tern_task_submit(ctx, &k.t, order_cb, &other), -EBUSY);
+	assert_int_equal(atomic_load(&k.calls), 0);
+	/* The callback and data of the submit that was taken. */
+	assert_int_equal(tern_progress(ctx), 1);
+	assert_int_equal(atomic_load(&k.calls), 1);
+	assert_int_equal(k.status, 0);
+	assert_ptr_equal(k.t.cb, count_cb);
+	assert_ptr_equal(k.t.data, &k);
+	/* Its callback ran: the caller's again. */
+	assert_int_equal(tern_task_submit(ctx, &k.t, count_cb, &k), 0);
+	assert_int_equal(tern_progress(ctx), 1);
+	assert_int_equal(atomic_load(&k.calls), 2);
+	assert_int_equal(tern_progress(ctx), 0);
+}
+
+/* A callback submits its own task again: it runs in the next pass, so a
+ * task that keeps submitting itself cannot hold a pass forever. */
+static void test_task_resubmit_in_cb(void **state)
+{
+	struct tern_ctx *ctx = *state;
+	struct tsk k = { .resubmit = 4 };
+	int passes = 0;
+
+	assert_int_equal(tern_task_submit(ctx, &k.t, count_cb, &k), 0);
+	while (atomic_load(&k.calls) < 5 && passes < 100) {
+		assert_int_equal(tern_progress(ctx), 1);
+		passes++;
+	}
+	assert_int_equal(passes, 5);
+	assert_int_equal(tern_progress(ctx), 0);
+	/* TERN_RUN_DEFAULT runs while tasks are queued, then returns. */
+	k.resubmit = 3;
+	assert_int_equal(tern_task_submit(ctx, &k.t, count_cb, &k), 0);
+	assert_int_equal(tern_run(ctx, TERN_RUN_DEFAULT), 0);
+	assert_int_equal(atomic_load(&k.calls), 9);
+	/* An idle ctx with none returns at once, as without tasks. */
+	assert_int_equal(tern_run(ctx, TERN_RUN_DEFAULT), 0);
+	assert_int_equal(atomic_load(&k.calls), 9);
+}
+
+/* Another thread submits a sleeping loop's task: it wakes. */
+struct waker {
+	struct tern_ctx *ctx;
+	struct tsk *k;
+	int delay_ms;
+	uint64_t submitted_ns;
+	int ret;
+};
+
+static void *submit_later(void *arg)
+{
+	struct waker *w = arg;
+	struct timespec ts = { .tv_nsec = w->delay_ms * 1000000L };
+
+	nanosleep(&ts, NULL);
+	w->submitted_ns = tern__now_ns();
+	w->ret = tern_task_submit(w->ctx, &w->k->t, count_cb, w->k);
+	return NULL;
+}
+
+static uint64_t ran_ns;
+
+static void stamp_cb(struct tern_task *t, int status)
+{
+	ran_ns = tern__now_ns();
+	count_cb(t, status);
+}
+
+static void *submit_later_stamp(void *arg)
+{
+	struct waker *w = arg;
+	struct timespec ts = { .tv_nsec = w->delay_ms * 1000000L };
+
+	nanosleep(&ts, NULL);
+	w->submitted_ns = tern__now_ns();
+	w->ret = tern_task_submit(w->ctx, &w->k->t, stamp_cb, w->k);
+	return NULL;
+}
+
+static void test_task_wakes(void **state)
+{
+	struct tern_ctx *ctx = *state;
+	struct tsk k = { .id = 0 }, k2 = { .id = 0 };
+	struct waker w = { .ctx = ctx, .k = &k, .delay_ms = 50 };
+	struct tmr guard;
+	struct rec r = { 0 };
+	struct pollfd pfd = { .fd = tern_ctx_fd(ctx), .events = POLLIN };
+	uint64_t val = 0, t0;
+	pthread_t th;
+
+	/* Sleep in epoll with no timeout, as a ctx whose rails all have
+	 * wait fds does: only the submit's wakeup (or the guard) ends it. */
+	ctx->can_wait = 1;
+	tmr_init(&guard, &r, 1);
+	assert_int_equal(tern_timer_start(ctx, &guard.t, 10000, 0), 0);
+	assert_int_equal(pthread_create(&th, NULL, submit_later_stamp, &w), 0);
+	t0 = tern__now_ns();
+	assert_int_equal(tern_run(ctx, TERN_RUN_ONCE), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(w.ret, 0);
+	assert_int_equal(atomic_load(&k.calls), 1);
+	assert_int_equal(guard.runs, 0);
+	assert_true(ms_since(t0) >= 50);
+	/* From the submit to the callback: a wakeup, not a poll. */
+	assert_true(ran_ns - w.submitted_ns < 1000000000ULL);
+	print_message("tern_run(ONCE) woken %.1f us after the submit\n",
+		      (double)(ran_ns - w.submitted_ns) / 1e3);
+	/* tern_wait(ctx, NULL) likewise. */
+	w.submitted_ns = 0;
+	assert_int_equal(pthread_create(&th, NULL, submit_later, &w), 0);
+	assert_int_equal(tern_wait(ctx, NULL, 5000), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&k.calls), 2);
+	assert_int_equal(guard.runs, 0);
+	/* The embedding fd: readable once a task is queued, and a burst
+	 * writes the eventfd once. */
+	while (read(ctx->wakefd, &val, sizeof(val)) > 0)
+		;
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	assert_int_equal(tern_ctx_arm(ctx), 0);
+	assert_int_equal(tern_task_submit(ctx, &k.t, count_cb, &k), 0);
+	assert_int_equal(tern_task_submit(ctx, &k2.t, count_cb, &k2), 0);
+	assert_int_equal(poll(&pfd, 1, 0), 1);
+	assert_int_equal(tern_ctx_arm(ctx), -EAGAIN);
+	assert_int_equal(read(ctx->wakefd, &val, sizeof(val)),
+			 (ssize_t)sizeof(val));
+	assert_int_equal(val, 1);
+	assert_int_equal(tern_run(ctx, TERN_RUN_NOWAIT), 0);
+	assert_int_equal(atomic_load(&k.calls), 3);
+	assert_int_equal(atomic_load(&k2.calls), 1);
+	assert_int_equal(tern_ctx_arm(ctx), 0);
+	tern_timer_stop(&guard.t);
+}
+
+/* Another thread submits again once the callback has started. */
+struct again {
+	struct tern_task t;
+	struct tern_ctx *ctx;
+	atomic_int started;
+	atomic_int calls;
+	int ret;
+};
+
+static void again_cb(struct tern_task *t, int status)
+{
+	struct again *a = (struct again *)t;
+
+	(void)status;
+	atomic_fetch_add(&a->calls, 1);
+	atomic_store(&a->started, 1);
+}
+
+static void *resubmit_when_started(void *arg)
+{
+	struct again *a = arg;
+	uint64_t t0 = tern__now_ns();
+
+	while (!atomic_load(&a->started) && ms_since(t0) < 5000)
+		sched_yield();
+	a->ret = tern_task_submit(a->ctx, &a->t, again_cb, a);
+	return NULL;
+}
+
+static void test_task_resubmit_from_thread(void **state)
+{
+	struct tern_ctx *ctx = *state;
+	struct again a;
+	pthread_t th;
+	int rounds = 0;
+
+	memset(&a, 0, sizeof(a));
+	a.ctx = ctx;
+	assert_int_equal(tern_task_submit(ctx, &a.t, again_cb, &a), 0);
+	assert_int_equal(pthread_create(&th, NULL, resubmit_when_started, &a),
+			 0);
+	while (atomic_load(&a.calls) < 2 && rounds++ < 10000000)
+		assert_true(tern_progress(ctx) >= 0);
+	pthread_join(th, NULL);
+	assert_int_equal(a.ret, 0);
+	assert_int_equal(atomic_load(&a.calls), 2);
+}
+
+/* Closing: queued tasks are called back -ECANCELED inside the close,
+ * once; submits from then on (their callbacks' own too) are refused. */
+static struct tern_ctx *closing_ctx;
+static int refused_in_cancel;
+
+static void cancel_cb(struct tern_task *t, int status)
+{
+	struct tsk *k = (struct tsk *)t;
+
+	count_cb(t, status);
+	/* Refused, and nothing runs. */
+	if (tern_task_submit(closing_ctx, t, count_cb, k) == -ECANCELED)
+		refused_in_cancel++;
+}
+
+static void test_task_close_cancels(void **state)
+{
+	struct tern_ctx *ctx = *state;
+	struct tsk k[3];
+
+	memset(k, 0, sizeof(k));
+	closing_ctx = ctx;
+	refused_in_cancel = 0;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(
+			tern_task_submit(ctx, &k[i].t, cancel_cb, &k[i]), 0);
+	assert_int_equal(tern_ctx_close(ctx), 0);
+	*state = NULL; /* gone */
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(atomic_load(&k[i].calls), 1);
+		assert_int_equal(k[i].status, -ECANCELED);
+	}
+	assert_int_equal(refused_in_cancel, 3);
+}
+
+/* A task's callback closes its ctx: the tasks queued behind it are
+ * called back -ECANCELED, not run, and the pass returns -TERN_ECLOSED. */
+static void close_in_task_cb(struct tern_task *t, int status)
+{
+	struct tsk *k = (struct tsk *)t;
+
+	count_cb(t, status);
+	assert_int_equal(tern_ctx_close(t->_priv.ctx), 0);
+	/* Refused from the moment the close starts. */
+	assert_int_equal(tern_task_submit(t->_priv.ctx, t, count_cb, k),
+			 -ECANCELED);
+}
+
+static void test_task_close_in_cb(void **state)
+{
+	struct tern_ctx *ctx = *state;
+	struct tsk k[3];
+
+	memset(k, 0, sizeof(k));
+	assert_int_equal(tern_task_submit(ctx, &k[0].t, count_cb, &k[0]), 0);
+	assert_int_equal(
+		tern_task_submit(ctx, &k[1].t, close_in_task_cb, &k[1]), 0);
+	assert_int_equal(tern_task_submit(ctx, &k[2].t, count_cb, &k[2]), 0);
+	assert_int_equal(tern_progress(ctx), -TERN_ECLOSED);
+	*state = NULL;
+	assert_int_equal(atomic_load(&k[0].calls), 1);
+	assert_int_equal(k[0].status, 0);
+	assert_int_equal(atomic_load(&k[1].calls), 1);
+	assert_int_equal(k[1].status, 0);
+	assert_int_equal(atomic_load(&k[2].calls), 1);
+	assert_int_equal(k[2].status, -ECANCELED);
+}
+
+/*
+ * Threads submit while the ctx is being closed. Each keeps its own task
+ * queued (-EBUSY while it is) and new ones besides; the close must call
+ * the queued ones back -ECANCELED and refuse the rest. The cancelled
+ * task's callback holds the close until its thread has seen a refusal:
+ * the close thus cannot free the ctx under a thread that may submit
+ * again (a thread must stop before the close returns).
+ */
+#define RACERS 4
+
+struct racer {
+	struct tern_ctx *ctx;
+	struct tern_task mine; /* kept queued */
+	struct tern_task fresh[64];
+	atomic_int queued_once; /* mine was queued (the close may start) */
+	atomic_int hold;	/* the loop stopped: spin, do not yield */
+	atomic_int saw_refusal;
+	atomic_int mine_calls, mine_cancelled;
+	atomic_int fresh_calls;
+	int ok, busy, bad;
+};
+
+static void mine_cb(struct tern_task *t, int status)
+{
+	struct racer *r = t->data;
+	uint64_t t0 = tern__now_ns();
+
+	atomic_fetch_add(&r->mine_calls, 1);
+	if (status != -ECANCELED)
+		return;
+	atomic_fetch_add(&r->mine_cancelled, 1);
+	while (!atomic_load(&r->saw_refusal) && ms_since(t0) < 10000)
+		sched_yield();
+}
+
+static void fresh_cb(struct tern_task *t, int status)
+{
+	struct racer *r = t->data;
+
+	(void)status;
+	atomic_fetch_add(&r->fresh_calls, 1);
+}
+
+static void *race_submit(void *arg)
+{
+	struct racer *r = arg;
+	unsigned int i = 0;
+
+	for (;;) {
+		int ret = tern_task_submit(r->ctx, &r->mine, mine_cb, r);
+
+		if (ret == 0 || ret == -EBUSY) {
+			r->ok += ret == 0;
+			r->busy += ret == -EBUSY;
+			atomic_store(&r->queued_once, 1);
+			if (ret == -EBUSY && !atomic_load(&r->hold))
+				sched_yield(); /* let the loop run it */
+		} else if (ret == -ECANCELED) {
+			break;
+		} else {
+			r->bad++;
+			break;
+		}
+		ret = tern_task_submit(r->ctx, &r->fresh[i % 64], fresh_cb, r);
+		if (ret == -ECANCELED)
+			break;
+		if (ret != 0 && ret != -EBUSY)
+			r->bad++;
+		i++;
+	}
+	atomic_store(&r->saw_refusal, 1);
+	return NULL;
+}
+
+static void test_task_submit_while_closing(void **state)
+{
+	struct tern_ctx *ctx = *state;
+	static struct racer r[RACERS];
+	pthread_t th[RACERS];
+	int ready = 0;
+	uint64_t t0 = tern__now_ns();
+
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < RACERS; i++) {
+		r[i].ctx = ctx;
+		assert_int_equal(
+			pthread_create(&th[i], NULL, race_submit, &r[i]), 0);
+	}
+	/* Run tasks for a while as they come... */
+	while (ms_since(t0) < 100)
+		assert_true(tern_progress(ctx) >= 0);
+	/* ...then stop running them, so every thread's own task is queued
+	 * when the close starts. */
+	for (int i = 0; i < RACERS; i++)
+		atomic_store(&r[i].hold, 1);
+	while (ready < RACERS && ms_since(t0) < 10000) {
+		ready = 0;
+		for (int i = 0; i < RACERS; i++)
+			ready += atomic_load(&r[i].queued_once) &&
+				 __atomic_load_n(&r[i].mine._priv.queued,
+						 __ATOMIC_ACQUIRE);
+	}
+	assert_int_equal(ready, RACERS);
+	assert_int_equal(tern_ctx_close(ctx), 0);
+	*state = NULL;
+	for (int i = 0; i < RACERS; i++) {
+		int fresh_total;
+
+		pthread_join(th[i], NULL);
+		assert_int_equal(r[i].bad, 0);
+		assert_int_equal(atomic_load(&r[i].mine_cancelled), 1);
+		/* Every accepted submit of its own task: one callback. */
+		assert_int_equal(atomic_load(&r[i].mine_calls), r[i].ok);
+		fresh_total = atomic_load(&r[i].fresh_calls);
+		assert_true(fresh_total > 0);
+		print_message("racer %d: %d own submits, %d -EBUSY, %d fresh "
+			      "callbacks\n",
+			      i, r[i].ok, r[i].busy, fresh_total);
+	}
+}
+
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -460,8 +973,22 @@ int main(void)
 		T(test_wait_timeout_runs_timers),
 		T(test_embedding),
 		T(test_run_nested),
+	};
+	/* tern_task_submit(): threads; run alone as evloop_tasks (label
+	 * threads, also under ThreadSanitizer: make tsan-check). */
+	const struct CMUnitTest tasks[] = {
+		T(test_task_order),
+		T(test_task_busy),
+		T(test_task_resubmit_in_cb),
+		T(test_task_wakes),
+		T(test_task_resubmit_from_thread),
+		T(test_task_close_cancels),
+		T(test_task_close_in_cb),
+		T(test_task_submit_while_closing),
 #undef T
 	};
 
+	if (argc > 1 && strcmp(argv[1], "tasks") == 0)
+		return cmocka_run_group_tests_name("tasks", tasks, NULL, NULL);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -90,7 +90,7 @@ fuzz-check:
 	ctest --preset fuzz -j $(JOBS)
 	sh tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
-FORMAT_FILES = $(shell git ls-files '*.c' '*.h')
+FORMAT_FILES = $(shell git ls-files '*.c' '*.h' '*.cpp')
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

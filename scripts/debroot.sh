@@ -133,14 +133,26 @@ fi
 # root whose package database a killed run left half written (dpkg
 # "was interrupted", or packages half installed) is made anew too: apt
 # refuses to work in it.
+# Never while another run uses the root (its mounts are there): that run
+# would lose its tree, and a package database it is writing looks broken.
+in_use() { awk -v r="$1/" 'index($2 "/", r) == 1 { f = 1 } END { exit !f }' \
+	/proc/mounts; }
+renew=""
 if [ "$mode" = demo ] && [ -e "$root" ]; then
-	note "demo: a new copy of the pristine root"
-	rmroot "$root"
+	renew="demo: a new copy of the pristine root"
 elif [ -f "$root/etc/debian_version" ] &&
 	{ [ ! -f "$root/.tern-debootstrap-done" ] ||
 		[ -n "$(ls -A "$root/var/lib/dpkg/updates" 2>/dev/null)" ] ||
 		[ -n "$(dpkg --root="$root" --audit 2>&1)" ]; }; then
-	note "$root: package database left broken by an earlier run; a new copy"
+	renew="$root: package database left broken by an earlier run; a new copy"
+fi
+if [ -n "$renew" ]; then
+	if in_use "$root"; then
+		echo "$0: $root is in use by another run (mounts under it);" \
+			"not replacing it: wait for that run" >&2
+		exit 1
+	fi
+	note "$renew"
 	rmroot "$root"
 fi
 if [ ! -f "$root/etc/debian_version" ]; then

@@ -17,8 +17,9 @@ export TERN_LIBFABRIC := $(LIBFABRIC)
 endif
 CMAKE_FABRIC = -DTERN_LIBFABRIC="$(LIBFABRIC)"
 
-.PHONY: all demo check build build-release asan-check format format-check \
-	clean deps-demo deps-check deps-install install vm-check fuzz-check
+.PHONY: all demo check build build-release asan-check tsan-check format \
+	format-check clean deps-demo deps-check deps-install install vm-check \
+	fuzz-check
 
 all: build
 
@@ -80,6 +81,17 @@ asan-check: deps-check
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --preset asan -j $(JOBS)
 
+# ThreadSanitizer build of everything (build-tsan), and the tests of label
+# threads under it: tern_task_submit() and tern_stop() from other threads
+# (evloop_threads, threads_shm, threads_tcp, threads_local). tests/tsan.supp
+# may silence races inside libfabric only (each entry says why); tern's own
+# code is never suppressed. The test preset sets TSAN_OPTIONS
+# (halt_on_error=1).
+tsan-check: deps-check
+	cmake --preset tsan $(CMAKE_FABRIC) >/dev/null
+	cmake --build --preset tsan -j $(JOBS)
+	ctest --preset tsan -j $(JOBS)
+
 # libFuzzer on every parser a peer reaches, FUZZ_SECONDS each, in
 # build-fuzz with clang (tests/fuzz/README.md: crashes, longer runs).
 FUZZ_SECONDS ?= 20
@@ -97,4 +109,4 @@ format-check:
 	clang-format --dry-run --Werror $(FORMAT_FILES)
 
 clean:
-	rm -rf build build-release build-asan build-fuzz
+	rm -rf build build-release build-asan build-tsan build-fuzz

@@ -200,11 +200,14 @@ struct tern_task {
  *
  * Closing: tern_ctx_close() refuses submits from the moment it starts
  * (-ECANCELED) and calls back the tasks still queued with -ECANCELED,
- * inside the close, on the closing thread. A submit that runs while the
- * close runs is safe: the close waits for it to leave before freeing the
- * ctx. A submit that starts after tern_ctx_close() returned touches freed
- * memory: make your threads stop submitting (and join them, or learn
- * otherwise that they have) before the close returns.
+ * inside the close, on the closing thread. A submit racing with the close
+ * is safe as long as it entered the call before the close's last step:
+ * the close waits for submits inside the call to leave before it frees
+ * the ctx. One that enters after that, or after tern_ctx_close()
+ * returned, touches freed memory: make your threads stop submitting (and
+ * join them, or learn otherwise that they have) before the close returns;
+ * a task kept queued whose -ECANCELED callback waits for its thread to
+ * stop is one way (tests/integration/threads.c).
  *
  * A single-threaded program pays one load of a flag per progress pass.
  *

@@ -431,7 +431,9 @@ struct tern_ctx {
 	int epfd;     /* rails' wait fds, the user's fds, wakefd */
 	int wakefd;   /* eventfd written by tern_stop() */
 	int can_wait; /* every rail's CQ has a wait fd */
-	volatile int stop;
+	/* tern_stop(), from any thread or a signal handler: atomic (lock
+	 * free, so signal-safe), read and written relaxed. */
+	atomic_int stop;
 	/* 1 while ctx->tasks has any: the one thing a progress pass reads
 	 * of them (relaxed), so a single-threaded program pays a load. */
 	atomic_uint task_pending;

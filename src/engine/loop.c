@@ -579,11 +579,17 @@ static int dispatch_events(struct tern_ctx *ctx, int nevs)
 	return n;
 }
 
+/* tern_stop() was called (from any thread). */
+static inline int stopped(const struct tern_ctx *ctx)
+{
+	return atomic_load_explicit(&ctx->stop, memory_order_relaxed) != 0;
+}
+
 /* Work that must run before any sleep. */
 static int work_waiting(const struct tern_ctx *ctx)
 {
 	if (ctx->defer_head != NULL || ctx->imm_ready.len != 0 ||
-	    ctx->ready.len != 0 || ctx->stop ||
+	    ctx->ready.len != 0 || stopped(ctx) ||
 	    atomic_load_explicit(&ctx->task_pending, memory_order_relaxed))
 		return 1;
 	if (ctx->local != NULL && tern__local_pending(ctx))
@@ -666,7 +672,7 @@ int tern__loop_block(struct tern_ctx *ctx, int64_t timeout_ns)
 			return 0;
 		}
 	}
-	if (t == 0 && ctx->nios == 0 && !ctx->stop)
+	if (t == 0 && ctx->nios == 0 && !stopped(ctx))
 		return 0;
 	ms = t < 0 ? -1 : (int)((t + 999999) / 1000000);
 	if (t > (int64_t)INT32_MAX * 1000000)
@@ -706,7 +712,7 @@ void tern_stop(struct tern_ctx *ctx)
 
 	if (ctx == NULL)
 		return;
-	ctx->stop = 1;
+	atomic_store_explicit(&ctx->stop, 1, memory_order_relaxed);
 	ret = write(ctx->wakefd, &one, sizeof(one));
 	(void)ret; /* a full eventfd is already readable */
 }
@@ -759,7 +765,7 @@ int tern_run(struct tern_ctx *ctx, enum tern_run_mode mode)
 
 		if (n < 0)
 			return n; /* -TERN_ECLOSED: the ctx is gone */
-		if (ctx->stop)
+		if (stopped(ctx))
 			break;
 		if (mode == TERN_RUN_NOWAIT) {
 			ret = guarded(ctx, poll_ios, 0, &n);
@@ -800,7 +806,7 @@ int tern_run(struct tern_ctx *ctx, enum tern_run_mode mode)
 	}
 	if (ret == -TERN_ECLOSED)
 		return ret;
-	ctx->stop = 0;
+	atomic_store_explicit(&ctx->stop, 0, memory_order_relaxed);
 	return ret;
 }
 

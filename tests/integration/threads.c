@@ -392,7 +392,8 @@ struct racer {
 	struct tern_task fresh[FRESH];
 	struct tern_req req[FRESH];
 	int posted[FRESH];
-	atomic_int hold; /* the loop stopped: keep "mine" queued */
+	atomic_int hold;   /* a's loop stopped: nothing runs "mine" */
+	atomic_int parked; /* -EBUSY since: "mine" is queued for good */
 	atomic_int saw_refusal;
 	atomic_int mine_cb, mine_cancelled;
 	atomic_int fresh_cb, fresh_cancelled;
@@ -453,6 +454,7 @@ static void *racer_main(void *arg)
 
 	(void)arg;
 	for (;;) {
+		int hold = atomic_load(&R.hold);
 		int ret = tern_task_submit(W.a, &R.mine, racer_mine, NULL);
 
 		if (ret == -ECANCELED)
@@ -461,6 +463,8 @@ static void *racer_main(void *arg)
 			R.accepted_mine++;
 		else if (ret != -EBUSY)
 			R.bad++;
+		else if (hold) /* queued, and nothing will run it */
+			atomic_store(&R.parked, 1);
 		ret = tern_task_submit(W.a, &R.fresh[i++ % FRESH], racer_fresh,
 				       NULL);
 		if (ret == -ECANCELED)
@@ -469,7 +473,7 @@ static void *racer_main(void *arg)
 			R.accepted_fresh++;
 		else if (ret != -EBUSY)
 			R.bad++;
-		if (!atomic_load(&R.hold))
+		if (!hold)
 			sched_yield();
 	}
 	atomic_store(&R.saw_refusal, 1);
@@ -488,11 +492,12 @@ static void close_race(pthread_t loop_a)
 	/* Its tasks run, and post writes, for a while... */
 	nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
 	/* ...then a's loop stops (this thread takes the ctx over) and its
-	 * own task stays queued until the close. */
-	atomic_store(&R.hold, 1);
+	 * own task stays queued until the close: the racer says so once a
+	 * submit of it was refused -EBUSY after the loop stopped. */
 	loop_halt(W.a, &W.keep[0], loop_a);
+	atomic_store(&R.hold, 1);
 	t0 = now_ms();
-	while (!__atomic_load_n(&R.mine._priv.queued, __ATOMIC_ACQUIRE))
+	while (!atomic_load(&R.parked))
 		CHECK(now_ms() - t0 < 10000, "racer's task never queued");
 	/* Peer and region go with the ctx. */
 	CHECK(tern_ctx_close(W.a) == 0, "close a");

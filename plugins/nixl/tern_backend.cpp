@@ -25,9 +25,16 @@
 //   ACK     u32 slot (or 0xffffffff: no slot free)
 //   NOTIF   u32 immediate, u32 count (0: deliver at once), u32 length,
 //           payload
+//   PING    u16 card length, card: "are you there?" (sent while
+//           transfers to an agent are in flight and it has been silent)
+//   PONG    nothing: the answer
+//   BYE     nothing: the sender's engine is closing (its peers fail what
+//           they have in flight to it with NIXL_ERR_REMOTE_DISCONNECT
+//           at once, instead of when the provider notices)
 #include "tern_backend.h"
 
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <stdexcept>
 
@@ -35,7 +42,7 @@ namespace {
 
 constexpr uint32_t kMagic = 0x31584e54; // "TNX1"
 constexpr uint8_t kVersion = 1;
-constexpr uint8_t kHello = 1, kAck = 2, kNotif = 3;
+constexpr uint8_t kHello = 1, kAck = 2, kNotif = 3, kBye = 4, kPing = 5, kPong = 6;
 constexpr size_t kHdr = 8;
 constexpr size_t kMsgMax = 16384; // one receive buffer
 constexpr unsigned int kRecvs = 64, kSends = 32;
@@ -166,6 +173,13 @@ struct Expect {
     std::string from, msg;
 };
 
+uint64_t
+nowNs() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
 bool
 parseInt(const std::string &s, long lo, long hi, long &out) {
     try {
@@ -188,8 +202,12 @@ struct nixlTernConn {
     struct tern_peer *peer = nullptr;
     int64_t slot = -1; // the slot the agent gave us, for our immediates
     bool helloSent = false;
+    bool gone = false; // it said BYE; a new card brings it back
     uint32_t seq = 0;
     std::deque<nixlTernReqH *> waiting; // WRITEs with notification, for a slot
+    std::set<nixlTernReqH *> inflight;  // posted to tern, not yet let go
+    uint64_t heardNs = 0;               // when it last sent us anything
+    uint64_t pingNs = 0;                // when we last asked
     struct tern_timer timer = {};
     nixlTernEngine *eng = nullptr;
 };
@@ -228,7 +246,7 @@ ternHelloTimerCb(struct tern_timer *t) {
 
 nixlTernEngine::nixlTernEngine(const nixlBackendInitParams *init_params)
     : nixlBackendEngine(init_params) {
-    long rails = 0, busy = 0, hmem = 0, hello = helloMs_;
+    long rails = 0, busy = 0, hmem = 0, hello = helloMs_, live = livenessMs_;
     std::string v;
 
     for (const auto &[key, value] : getCustomParams()) {
@@ -255,14 +273,23 @@ nixlTernEngine::nixlTernEngine(const nixlBackendInitParams *init_params)
             NIXL_ERROR << "TERN: backend parameter hello_timeout_ms=\"" << value
                        << "\" is not a number of milliseconds from 1 to 3600000";
             initErr = true;
+        } else if (key == "liveness_timeout_ms" && !value.empty() &&
+                   !parseInt(value, 100, 3600 * 1000, live)) {
+            NIXL_ERROR << "TERN: backend parameter liveness_timeout_ms=\"" << value
+                       << "\" is not a number of milliseconds from 100 to 3600000";
+            initErr = true;
         } else if (key != "rails" && key != "busy_poll" && key != "hmem" &&
-                   key != "hello_timeout_ms" && key != "engine_config") {
-            NIXL_WARN << "TERN: unknown backend parameter \"" << key << "\" ignored";
+                   key != "hello_timeout_ms" && key != "liveness_timeout_ms" &&
+                   key != "engine_config") {
+            // NIXL passes every backend the same parameters (UCX's
+            // num_workers, ...): not ours, not an error.
+            NIXL_INFO << "TERN: backend parameter \"" << key << "\" is not TERN's: ignored";
         }
     }
     if (initErr)
         return;
     helloMs_ = int(hello);
+    livenessMs_ = int(live);
 
     struct tern_ctx_attr attr = {};
     attr.provider = provider_.empty() ? nullptr : provider_.c_str();
@@ -326,6 +353,11 @@ nixlTernEngine::nixlTernEngine(const nixlBackendInitParams *init_params)
         std::lock_guard<std::mutex> lk(agentsMu_);
         agents_.insert(localAgent);
     }
+    tern_timer_init(
+        &liveTimer_,
+        [](struct tern_timer *t) { static_cast<nixlTernEngine *>(t->data)->liveness(); },
+        this);
+    tern_timer_start(ctx_, &liveTimer_, 250, 250);
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -333,6 +365,30 @@ nixlTernEngine::~nixlTernEngine() {
     if (ctx_ == nullptr)
         return;
     if (thread_.joinable()) {
+        // Tell every peer we are going, and give the messages a moment.
+        // Agents NIXL disconnected too (invalidateRemoteMD): they may
+        // still hold our metadata and write to us.
+        call([this] {
+            for (auto &[name, c] : conns_) {
+                if (name == localAgent || c->gone || c->card.empty())
+                    continue;
+                if (c->peer == nullptr &&
+                    tern_peer_add_flags(
+                        ctx_, c->card.data(), c->card.size(), TERN_PEER_FABRIC_ONLY, &c->peer) <
+                        0) {
+                    c->peer = nullptr;
+                    continue;
+                }
+                send(c.get(), header(kBye, localAgent), nullptr);
+            }
+            return 0;
+        });
+        for (int i = 0; i < 100; i++) {
+            bool idle = call([this] { return int(sendFree_.size() == kSends && sendQ_.empty()); });
+            if (idle)
+                break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
         stop_.store(true, std::memory_order_release);
         tern_stop(ctx_);
         thread_.join();
@@ -420,6 +476,7 @@ nixlTernEngine::connSet(const std::string &agent, const std::string &card) {
         return rc;
     }
     c->card = card;
+    c->gone = false;
     return 0;
 }
 
@@ -447,7 +504,11 @@ nixlTernEngine::sendHello(nixlTernConn *c) {
     c->helloSent = true;
     tern_timer_start(ctx_, &c->timer, uint64_t(helloMs_), 0);
     int rc = send(c, std::move(s), [this, c](int status) {
-        if (status < 0 && c->slot < 0) {
+        if (status == -ECANCELED) {
+            // The peer was removed (disconnect, BYE, a new card): what
+            // waited has been failed with that reason already.
+            c->helloSent = false;
+        } else if (status < 0 && c->slot < 0) {
             NIXL_ERROR << "TERN: agent " << c->name
                        << ": first contact failed: " << tern_strerror(status);
             helloTimeout(c);
@@ -473,6 +534,42 @@ nixlTernEngine::helloTimeout(nixlTernConn *c) {
         c->waiting.pop_front();
         h->waiting = false;
         finish(h, -ETIMEDOUT);
+    }
+}
+
+void
+nixlTernEngine::sendPing(nixlTernConn *c) {
+    std::string s = header(kPing, localAgent);
+    put16(s, uint16_t(card_.size()));
+    s += card_;
+    c->pingNs = nowNs();
+    send(c, std::move(s), nullptr);
+}
+
+// Every 250 ms: an agent we have transfers in flight to, silent for a
+// second, is asked; silent for liveness_timeout_ms, it is gone. Its
+// transfers fail NIXL_ERR_REMOTE_DISCONNECT now, whatever the provider
+// still holds (libfabric's shm never fails a write to a dead process).
+void
+nixlTernEngine::liveness() {
+    uint64_t now = nowNs();
+    for (auto &[name, cp] : conns_) {
+        nixlTernConn *c = cp.get();
+        if (c->inflight.empty() || c->peer == nullptr || name == localAgent)
+            continue;
+        uint64_t silent = now - c->heardNs;
+        if (silent > uint64_t(livenessMs_) * 1000000) {
+            NIXL_ERROR << "TERN: agent " << name << " silent for " << silent / 1000000
+                       << " ms with " << c->inflight.size()
+                       << " transfer(s) in flight: they fail (remote disconnect)";
+            c->gone = true;
+            for (nixlTernReqH *h : std::set<nixlTernReqH *>(c->inflight))
+                if (!h->published && !h->released)
+                    publish(h, -TERN_EPEERGONE);
+            connDrop(c, -TERN_EPEERGONE);
+        } else if (silent > 1000000000ull && now - c->pingNs > 1000000000ull) {
+            sendPing(c);
+        }
     }
 }
 
@@ -762,7 +859,7 @@ nixlTernEngine::postXfer(const nixl_xfer_op_t &operation,
         return NIXL_ERR_INVALID_PARAM;
     (void)local;
     (void)remote;
-    if (h->state.load(std::memory_order_acquire) == nixlTernReqH::POSTED)
+    if (h->busy.load(std::memory_order_acquire))
         return NIXL_ERR_REPOST_ACTIVE;
     h->hasNotif = opt_args != nullptr && opt_args->hasNotif;
     h->notif = h->hasNotif ? opt_args->notifMsg : std::string();
@@ -777,6 +874,8 @@ nixlTernEngine::postXfer(const nixl_xfer_op_t &operation,
             return NIXL_ERR_NOT_FOUND;
     }
     h->status.store(NIXL_SUCCESS, std::memory_order_relaxed);
+    h->published = false;
+    h->busy.store(true, std::memory_order_relaxed);
     h->state.store(nixlTernReqH::POSTED, std::memory_order_release);
     int rc = tern_task_submit(
         ctx_,
@@ -791,6 +890,7 @@ nixlTernEngine::postXfer(const nixl_xfer_op_t &operation,
         h);
     if (rc < 0) {
         h->state.store(nixlTernReqH::FAILED, std::memory_order_release);
+        h->busy.store(false, std::memory_order_release);
         return NIXL_ERR_BACKEND;
     }
     return NIXL_IN_PROG;
@@ -800,7 +900,7 @@ void
 nixlTernEngine::start(nixlTernReqH *h) {
     nixlTernConn *c = conn(h->agent);
     if (c == nullptr || c->peer == nullptr) {
-        finish(h, -ENOTCONN);
+        finish(h, -ENOTCONN); // NIXL_ERR_REMOTE_DISCONNECT
         return;
     }
     h->imm = 0;
@@ -847,8 +947,13 @@ nixlTernEngine::start(nixlTernReqH *h) {
         g.lmd->users++;
         h->pending++;
     }
-    if (h->pending == 0)
+    if (h->pending == 0) {
         groupsDone(h);
+        return;
+    }
+    if (c->inflight.empty())
+        c->heardNs = nowNs(); // silence counts from now
+    c->inflight.insert(h);
 }
 
 void
@@ -856,15 +961,19 @@ nixlTernEngine::groupDone(nixlTernGroup *g) {
     nixlTernReqH *h = g->owner;
     if (--g->lmd->users == 0 && g->lmd->closing)
         mrRelease(g->lmd);
-    if (g->req.status < 0 && h->firstErr == 0)
+    if (g->req.status < 0 && h->firstErr == 0) {
         h->firstErr = g->req.status;
+        nixlTernConn *c = conn(h->agent);
+        if (h->firstErr == -ECANCELED && !h->released && c != nullptr && c->gone)
+            h->firstErr = -ECONNRESET; // the peer said BYE: cancelled for that
+    }
     if (--h->pending == 0)
         groupsDone(h);
 }
 
 void
 nixlTernEngine::groupsDone(nixlTernReqH *h) {
-    if (h->firstErr != 0 || h->released || !h->hasNotif) {
+    if (h->firstErr != 0 || h->released || h->published || !h->hasNotif) {
         finish(h, h->firstErr != 0 ? h->firstErr : (h->released ? -ECANCELED : 0));
         return;
     }
@@ -885,14 +994,27 @@ nixlTernEngine::groupsDone(nixlTernReqH *h) {
 
 void
 nixlTernEngine::finish(nixlTernReqH *h, int err) {
+    // tern lets go of the handle here.
+    nixlTernConn *c = conn(h->agent);
+    if (c != nullptr)
+        c->inflight.erase(h);
     if (h->released) {
         delete h;
         return;
     }
+    if (!h->published)
+        publish(h, err);
+    // The last touch: NIXL's threads may free the handle from here on.
+    h->busy.store(false, std::memory_order_release);
+}
+
+// What checkXfer() says from now on; the handle may still be tern's.
+void
+nixlTernEngine::publish(nixlTernReqH *h, int err) {
     if (err != 0)
         NIXL_DEBUG << "TERN: transfer to " << h->agent << " failed: " << tern_strerror(err);
+    h->published = true;
     h->status.store(toNixl(err), std::memory_order_relaxed);
-    // The last touch: NIXL's threads may free the handle from here on.
     h->state.store(err != 0 ? nixlTernReqH::FAILED : nixlTernReqH::DONE, std::memory_order_release);
 }
 
@@ -939,7 +1061,7 @@ nixlTernEngine::releaseReqH(nixlBackendReqH *handle) const {
     auto *h = dynamic_cast<nixlTernReqH *>(handle);
     if (h == nullptr)
         return NIXL_ERR_INVALID_PARAM;
-    if (h->state.load(std::memory_order_acquire) != nixlTernReqH::POSTED) {
+    if (!h->busy.load(std::memory_order_acquire)) {
         delete h;
         return NIXL_SUCCESS;
     }
@@ -950,8 +1072,8 @@ nixlTernEngine::releaseReqH(nixlBackendReqH *handle) const {
         &h->relTask,
         [](struct tern_task *t, int status) {
             auto *hh = static_cast<nixlTernReqH *>(t->data);
-            if (hh->state.load(std::memory_order_acquire) != nixlTernReqH::POSTED) {
-                delete hh;
+            if (!hh->busy.load(std::memory_order_acquire)) {
+                delete hh; // ended meanwhile
                 return;
             }
             hh->released = true;
@@ -1059,6 +1181,8 @@ nixlTernEngine::handle(const uint8_t *p, size_t len) {
     std::string from(reinterpret_cast<const char *>(p + kHdr), nlen);
     const uint8_t *q = p + kHdr + nlen;
     size_t left = len - kHdr - nlen;
+    if (nixlTernConn *hc = conn(from))
+        hc->heardNs = nowNs();
 
     if (type == kHello) {
         if (left < 2 || get16(q) == 0 || get16(q) > left - 2) {
@@ -1146,6 +1270,23 @@ nixlTernEngine::handle(const uint8_t *p, size_t len) {
             NIXL_ERROR << "TERN: notification from " << e->from
                        << " dropped: " << tern_strerror(rc);
             delete e;
+        }
+    } else if (type == kPing) {
+        if (left < 2 || get16(q) == 0 || get16(q) > left - 2) {
+            NIXL_ERROR << "TERN: dropped a PING from " << from << ": bad card length";
+            return;
+        }
+        std::string card(reinterpret_cast<const char *>(q + 2), get16(q));
+        if (connSet(from, card) == 0)
+            send(conn(from), header(kPong, localAgent), nullptr);
+    } else if (type == kPong) {
+        // heard: that is all
+    } else if (type == kBye) {
+        nixlTernConn *c = conn(from);
+        if (c != nullptr && from != localAgent) {
+            NIXL_DEBUG << "TERN: agent " << from << " closed its engine";
+            c->gone = true;
+            connDrop(c, -ECONNRESET);
         }
     } else {
         NIXL_ERROR << "TERN: dropped a message of unknown type " << unsigned(type) << " from "

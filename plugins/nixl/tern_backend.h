@@ -72,9 +72,12 @@ public:
     bool hasNotif = false;
     std::string notif;
 
-    // Shared with NIXL's threads.
+    // Shared with NIXL's threads. state is what checkXfer() says; busy
+    // whether tern still holds the handle (a transfer failed because its
+    // peer went silent is FAILED while the provider still holds writes).
     std::atomic<int> state{IDLE};
     std::atomic<int> status{NIXL_SUCCESS};
+    std::atomic<bool> busy{false};
 
     // The engine thread's alone.
     struct tern_task postTask = {};
@@ -83,7 +86,8 @@ public:
     int firstErr = 0;
     uint32_t imm = 0;
     bool released = false;
-    bool waiting = false; // on its connection's list, for a slot
+    bool published = false; // state set for this post
+    bool waiting = false;   // on its connection's list, for a slot
 };
 
 class nixlTernEngine : public nixlBackendEngine {
@@ -172,6 +176,8 @@ public:
     void
     helloTimeout(nixlTernConn *c);
     void
+    liveness();
+    void
     pushNotif(const std::string &from, std::string &&msg);
 
 private:
@@ -197,6 +203,10 @@ private:
     void
     finish(nixlTernReqH *h, int err);
     void
+    publish(nixlTernReqH *h, int err);
+    void
+    sendPing(nixlTernConn *c);
+    void
     groupsDone(nixlTernReqH *h);
     void
     cancel(nixlTernReqH *h);
@@ -214,6 +224,8 @@ private:
     // Options (backend parameters), kept alive for tern_ctx_open().
     std::string provider_, fabric_, domains_, node_;
     int helloMs_ = 10000;
+    int livenessMs_ = 5000;
+    struct tern_timer liveTimer_ = {};
 
     struct tern_ctx *ctx_ = nullptr;
     std::string card_;

@@ -8,7 +8,7 @@
 #                                ../shared/third_party/nixl-1.4.0.tar.gz
 #                                in the root (tests/nixl/build.sh: cached
 #                                by the tarball's hash under /opt there;
-#                                10-15 minutes the first time, seconds
+#                                6-11 minutes the first time, seconds
 #                                after)
 #        scripts/nixl.sh check   build, then tests/nixl/run.sh in the
 #                                root: tern and plugins/nixl built, NIXL's

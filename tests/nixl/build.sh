@@ -169,7 +169,7 @@ fi
 
 log=$prefix.log
 note "building NIXL $version into $prefix (log: $log); ninja -j$jobs," \
-	"10-15 minutes on 2 cores"
+	"6-11 minutes on 2 cores"
 rm -rf "$prefix"
 mkdir -p "$prefix/src"
 : >"$log"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # tern as a NIXL backend, under NIXL's own gtests, in a Debian 13 root, as
 # root (scripts/nixl.sh check runs it there: tests/nixl/README.md):
-#   1. NIXL 1.4.0: tests/nixl/build.sh (cached; 10-15 minutes the first
+#   1. NIXL 1.4.0: tests/nixl/build.sh (cached; 6-11 minutes the first
 #      time);
 #   2. tern: a release build (build-release), installed into
 #      build-nixl-tern/ (find_package(tern), tern.pc);
@@ -12,12 +12,15 @@
 #      make a libplugin_TERN.so; no plugins/nixl/CMakeLists.txt is a
 #      failure;
 #   4. NIXL's gtest binary on the directory of libplugin_TERN.so, with
-#      the TERN instantiations build.sh adds (default filter below), once
-#      per configuration: TERN_PROVIDER=shm, tcp, then both again with
-#      TERN_LOCAL=0 (variables the plugin reads, passed through). A failed,
-#      skipped or missing test, an exit status that is not 0 (42: NIXL
-#      logged a warning or error nobody expected) or a run past the time
-#      limit fails the whole run.
+#      the TERN instantiations build.sh adds: TestTransfer (tern,
+#      tern_no_pt), then TestErrorHandling (tern), two runs; then the
+#      plugin's own cases (tests/nixl/tern_nixl_test.cpp, built by
+#      plugins/nixl: every case its usage line names). All of it once per
+#      configuration: TERN_PROVIDER=shm, tcp, then both again with
+#      TERN_LOCAL=0 (variables the plugin reads, passed through). A
+#      failed, skipped or missing test, an exit status that is not 0 (42:
+#      NIXL logged a warning or error no test expected) or a run past the
+#      time limit fails the whole run, after the rest has run.
 #
 # usage: tests/nixl/run.sh        the above
 #        tests/nixl/run.sh ucx    NIXL's UCX instantiations of TestTransfer
@@ -25,11 +28,11 @@
 #                                 NIXL's own UCX plugin: for comparison,
 #                                 no tern build
 #
-# Environment: TERN_NIXL_GTEST_FILTER (default
-# tern/TestTransfer.*:tern_no_pt/TestTransfer.*:tern/TestErrorHandling.*;
-# for ucx, the same with ucx), TERN_NIXL_PROVIDERS (default "shm tcp"),
-# TERN_NIXL_TIMEOUT (seconds per gtest run, default 900). Logs and gtest
-# JSON reports go to build-nixl/gtest/.
+# Environment: TERN_NIXL_GTEST_FILTER (one gtest run with that filter
+# instead of the two), TERN_NIXL_CASES (the plugin's own cases, default
+# all), TERN_NIXL_PROVIDERS (default "shm tcp"), TERN_NIXL_TIMEOUT (seconds
+# per gtest run or case, default 300; the slowest passing run here takes
+# 26 s). Logs and gtest JSON reports go to build-nixl/gtest/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
@@ -42,22 +45,27 @@ t0=$(date +%s)
 note() { echo "nixl-run: [$(($(date +%s) - t0)) s] $*" >&2; }
 die() { echo "nixl-run: FAIL: $*" >&2; exit 1; }
 jobs=2
-timeout_s=${TERN_NIXL_TIMEOUT:-900}
+timeout_s=${TERN_NIXL_TIMEOUT:-300}
 
 # 1. NIXL
 note "NIXL: tests/nixl/build.sh"
 prefix=$(bash tests/nixl/build.sh | tail -1)
 [ -x "$prefix/bin/gtest" ] || die "no gtest binary in '$prefix'"
 gtest=$prefix/bin/gtest
+# build-nixl from nothing: no plugin or test binary of an earlier build
+# stands in for one this checkout does not build
 out=$repo/build-nixl/gtest
-rm -rf "$out"
+rm -rf "$repo/build-nixl"
 mkdir -p "$out"
+owntest=""
+cases=""
 
 if [ "$mode" = ucx ]; then
 	# NIXL's own plugin directory (PREFIX/lib/plugins, beside libnixl.so)
 	# is always searched: naming it again is a warning (exit 42)
 	plugdir=""
-	filter=${TERN_NIXL_GTEST_FILTER:-ucx/TestTransfer.*:ucx_no_pt/TestTransfer.*:ucx/TestErrorHandling.*}
+	filters=("ucx/TestTransfer.*:ucx_no_pt/TestTransfer.*"
+		"ucx/TestErrorHandling.*")
 	# Debian 13's UCX is 1.18: every UCX backend logs NIXL's warning "UCX
 	# version is less than 1.19, CUDA support is limited", which NIXL's
 	# gtest main ignores (its own list) only where AWS_BATCH_JOB_ID is set
@@ -97,7 +105,27 @@ else
 		die "$so does not export nixl_plugin_init"
 	plugdir=$(cd "$(dirname "$so")" && pwd)
 	note "plugin: $plugdir/libplugin_TERN.so"
-	filter=${TERN_NIXL_GTEST_FILTER:-tern/TestTransfer.*:tern_no_pt/TestTransfer.*:tern/TestErrorHandling.*}
+	# TestTransfer apart from TestErrorHandling: a hang in one keeps
+	# the other's results
+	filters=("tern/TestTransfer.*:tern_no_pt/TestTransfer.*"
+		"tern/TestErrorHandling.*")
+	# the plugin's own cases (tests/nixl/tern_nixl_test.cpp), built by
+	# plugins/nixl beside the plugin; the cases are those its usage names
+	if [ -f tests/nixl/tern_nixl_test.cpp ]; then
+		owntest=$(find build-nixl -name tern_nixl_test -type f \
+			-perm -u+x -print -quit)
+		if [ -z "$owntest" ]; then
+			missing="tests/nixl/tern_nixl_test.cpp is there but"
+			missing="$missing plugins/nixl built no tern_nixl_test"
+			note "FAIL: $missing"
+		else
+			cases=${TERN_NIXL_CASES:-$("$owntest" 2>&1 |
+				sed -n 's/^usage: [^ ]* \([a-z|]*\).*/\1/p' |
+				tr '|' ' ')}
+			[ -n "$cases" ] || die "$owntest names no cases"
+			note "the plugin's own cases: $cases"
+		fi
+	fi
 	configs=()
 	for p in ${TERN_NIXL_PROVIDERS:-shm tcp}; do
 		configs+=("TERN_PROVIDER=$p")
@@ -106,8 +134,9 @@ else
 		configs+=("TERN_PROVIDER=$p TERN_LOCAL=0")
 	done
 fi
+[ -n "${TERN_NIXL_GTEST_FILTER:-}" ] && filters=("$TERN_NIXL_GTEST_FILTER")
 
-# 4. the gtests. check NAME JSON: every test selected ran and passed
+# 4. the tests. check NAME JSON: every test selected ran and passed
 check() {
 	python3 - "$1" "$2" <<-'EOF'
 		import json, sys
@@ -115,7 +144,7 @@ check() {
 		try:
 		    r = json.load(open(path))
 		except Exception as e:
-		    print(f"{name}: no gtest report ({e})"); sys.exit(1)
+		    print(f"{name}: no gtest report"); sys.exit(1)
 		bad, ran = [], 0
 		for suite in r.get("testsuites", []):
 		    for t in suite.get("testsuite", []):
@@ -131,42 +160,89 @@ check() {
 		sys.exit(1 if bad or ran == 0 else 0)
 	EOF
 }
+# limited LOG CMD...: CMD under the time limit, its output to LOG; a
+# timeout has a process group of its own, so it is killed by hand when
+# this script is stopped
+tpid=""
+trap '[ -z "$tpid" ] || kill "$tpid" 2>/dev/null || true' EXIT
+trap 'exit 130' INT TERM
+limited() {
+	local log=$1 r=0
+	shift
+	timeout -k 10 "$timeout_s" "$@" >"$log" 2>&1 </dev/null &
+	tpid=$!
+	wait "$tpid" || r=$?
+	tpid=""
+	return $r
+}
+# why RC: the words for an exit status
+why() {
+	case $1 in
+	124 | 137) echo "timed out after $timeout_s s" ;;
+	42) echo "exit 42: NIXL logged warnings/errors no test expected" ;;
+	*) echo "exit $1" ;;
+	esac
+}
 
 rc=0
 summary=()
+[ -z "${missing:-}" ] || { rc=1; summary+=("FAIL $missing"); }
 for cfg in "${configs[@]}"; do
 	name=$(echo "$cfg" | tr ' =' '_-')
 	vars=()
 	for w in $cfg; do
 		case $w in *=*) vars+=("$w") ;; esac
 	done
-	note "gtest [$cfg] --gtest_filter='$filter'"
-	trc=0
-	tb=$(date +%s)
-	env "${vars[@]}" timeout -k 10 "$timeout_s" "$gtest" \
-		${plugdir:+"--tests_plugin_dirs=$plugdir"} --gtest_filter="$filter" \
-		--gtest_output="json:$out/$name.json" >"$out/$name.log" 2>&1 ||
-		trc=$?
-	grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' "$out/$name.log" >&2 || true
-	sed -n "s/^ATTENTION: Message is /unexpected NIXL log: /p" \
-		"$out/$name.log" | sort | uniq -c | sort -rn | head -5 >&2
-	res=$(check "$cfg" "$out/$name.json") || { [ "$trc" -ne 0 ] || trc=1; }
-	echo "$res" >&2
-	case $trc in
-	0) ;;
-	124 | 137) res="$res; timed out after $timeout_s s" ;;
-	42) res="$res; exit 42: NIXL logged unexpected warnings/errors" ;;
-	*) res="$res; exit $trc" ;;
-	esac
-	if [ "$trc" -ne 0 ]; then
-		rc=1
-		tail -30 "$out/$name.log" >&2
-		summary+=("FAIL [$cfg] $res ($(($(date +%s) - tb)) s)")
-	else
-		summary+=("ok   [$cfg] $res ($(($(date +%s) - tb)) s)")
-	fi
+	for i in "${!filters[@]}"; do
+		filter=${filters[$i]}
+		log=$out/$name.$i
+		note "gtest [$cfg] --gtest_filter='$filter'"
+		tb=$(date +%s)
+		trc=0
+		limited "$log.log" env "${vars[@]}" "$gtest" \
+			${plugdir:+"--tests_plugin_dirs=$plugdir"} \
+			--gtest_filter="$filter" --gtest_output="json:$log.json" ||
+			trc=$?
+		grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' "$log.log" |
+			sed 's/, where GetParam() = .*//' >&2 || true
+		sed -n "s/^ATTENTION: Message is /unexpected NIXL log: /p" \
+			"$log.log" | sort | uniq -c | sort -rn | head -5 >&2
+		res=$(check "$filter" "$log.json") || [ "$trc" -ne 0 ] || trc=1
+		[ "$trc" -eq 0 ] || res="$res; $(why "$trc")"
+		# a run killed leaves no report: name the test it was in
+		if [ ! -f "$log.json" ]; then
+			hung=$(sed -n 's/^\[ RUN      \] //p' "$log.log" | tail -1)
+			[ -z "$hung" ] || res="$res, in $hung"
+		fi
+		res="[$cfg] $res ($(($(date +%s) - tb)) s)"
+		if [ "$trc" -ne 0 ]; then
+			rc=1
+			grep -v '^ATTENTION' "$log.log" | tail -15 | cut -c1-300 >&2
+			summary+=("FAIL $res")
+		else
+			summary+=("ok   $res")
+		fi
+		note "${summary[-1]}"
+	done
+	# the plugin's own cases, in the same configuration
+	for c in $cases; do
+		log=$out/$name.own-$c.log
+		tb=$(date +%s)
+		trc=0
+		limited "$log" env NIXL_PLUGIN_DIR="$plugdir" "${vars[@]}" \
+			"$owntest" "$c" || trc=$?
+		res="[$cfg] tern_nixl_test $c"
+		if [ $trc -ne 0 ]; then
+			rc=1
+			grep -v '^ATTENTION' "$log" | tail -15 | cut -c1-300 >&2
+			summary+=("FAIL $res: $(why "$trc") ($(($(date +%s) - tb)) s)")
+		else
+			summary+=("ok   $res ($(($(date +%s) - tb)) s)")
+		fi
+		note "${summary[-1]}"
+	done
 done
 note "summary (logs: build-nixl/gtest/):"
 printf '  %s\n' "${summary[@]}" >&2
-[ $rc -eq 0 ] || die "NIXL's gtests ($mode)"
-note "ok: NIXL's gtests ($mode)"
+[ $rc -eq 0 ] || die "NIXL's tests ($mode)"
+note "ok: NIXL's tests ($mode)"

@@ -39,7 +39,9 @@
 # root (TERN_NETNS_REQUIRED=1 makes the network-namespace tests fail
 # instead of skipping). The copy is /tern inside the root (for nonroot,
 # /home/tern/tern, the user's own); its build directories are kept
-# between runs (they were made there).
+# between runs (they were made there). The host's ../shared/third_party
+# (release snapshots: NIXL, libfabric), where there is one, is bound
+# read-only at /third_party.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$(pwd)
@@ -205,6 +207,13 @@ mnt dev/pts --bind /dev/pts
 mnt dev/shm -t tmpfs -o mode=1777 shm
 mnt run -t tmpfs -o mode=755 run
 mnt tmp -t tmpfs -o mode=1777 tmp
+# The release snapshots beside the checkout (../shared/third_party: NIXL,
+# libfabric), read-only at /third_party, for builds made in the root
+# (tests/nixl/build.sh); nothing when the host has none.
+if [ -d "$src/../shared/third_party" ]; then
+	mnt third_party --bind "$src/../shared/third_party"
+	mount -o remount,bind,ro "$root/third_party"
+fi
 
 # 3. The checkout, copied in (build directories inside the root are kept).
 dst=$root/tern

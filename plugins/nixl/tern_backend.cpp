@@ -34,6 +34,7 @@
 #include "tern_backend.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <ctime>
 #include <cstring>
 #include <stdexcept>
@@ -172,6 +173,13 @@ struct Expect {
     nixlTernEngine *eng = nullptr;
     std::string from, msg;
 };
+
+std::string
+hexAddr(uintptr_t a) {
+    char b[24];
+    snprintf(b, sizeof(b), "0x%jx", uintmax_t(a));
+    return b;
+}
 
 uint64_t
 nowNs() {
@@ -483,6 +491,12 @@ nixlTernEngine::connSet(const std::string &agent, const std::string &card) {
 void
 nixlTernEngine::connDrop(nixlTernConn *c, int err) {
     tern_timer_stop(&c->timer);
+    // What the provider already holds may never complete (a write to a
+    // dead process over shm): NIXL learns the outcome now; the handles
+    // stay tern's until it lets go.
+    for (nixlTernReqH *h : std::set<nixlTernReqH *>(c->inflight))
+        if (!h->published && !h->released)
+            publish(h, err);
     while (!c->waiting.empty()) {
         nixlTernReqH *h = c->waiting.front();
         c->waiting.pop_front();
@@ -563,9 +577,6 @@ nixlTernEngine::liveness() {
                        << " ms with " << c->inflight.size()
                        << " transfer(s) in flight: they fail (remote disconnect)";
             c->gone = true;
-            for (nixlTernReqH *h : std::set<nixlTernReqH *>(c->inflight))
-                if (!h->published && !h->released)
-                    publish(h, -TERN_EPEERGONE);
             connDrop(c, -TERN_EPEERGONE);
         } else if (silent > 1000000000ull && now - c->pingNs > 1000000000ull) {
             sendPing(c);
@@ -649,7 +660,7 @@ nixlTernEngine::registerMem(const nixlBlobDesc &mem,
         return NIXL_ERR_NOT_SUPPORTED;
     }
     if (mem.len == 0 || mem.addr == 0) {
-        NIXL_ERROR << "TERN: cannot register " << mem.len << " bytes at 0x" << std::hex << mem.addr;
+        NIXL_ERROR << "TERN: cannot register " << mem.len << " bytes at " << hexAddr(mem.addr);
         return NIXL_ERR_INVALID_PARAM;
     }
     auto md = std::make_unique<nixlTernLocalMD>();
@@ -669,9 +680,8 @@ nixlTernEngine::registerMem(const nixlBlobDesc &mem,
         return 0;
     });
     if (rc < 0) {
-        NIXL_ERROR << "TERN: registering " << mem.len << " bytes at 0x" << std::hex << mem.addr
-                   << std::dec << (nixl_mem == VRAM_SEG ? " (VRAM)" : "") << ": "
-                   << tern_strerror(rc);
+        NIXL_ERROR << "TERN: registering " << mem.len << " bytes at " << hexAddr(mem.addr)
+                   << (nixl_mem == VRAM_SEG ? " (VRAM)" : "") << ": " << tern_strerror(rc);
         return toNixl(rc);
     }
     md->base = mem.addr;
@@ -698,7 +708,9 @@ nixlTernEngine::deregisterMem(nixlBackendMD *meta) {
     call([&] {
         if (md->users > 0) {
             // In use by transfers in flight: released when the last ends.
-            NIXL_WARN << "TERN: region at 0x" << std::hex << md->base
+            // Safe (nothing is freed under tern), and what a failed
+            // transfer whose writes the provider still holds leads to.
+            NIXL_INFO << "TERN: region at " << hexAddr(md->base)
                       << " deregistered while transfers use it; released when they end";
             md->closing = true;
         } else {
@@ -733,8 +745,8 @@ nixlTernEngine::loadRemoteMD(const nixlBlobDesc &input,
     }
     if (input.addr < md->desc.base || input.len > md->desc.len ||
         input.addr - md->desc.base > md->desc.len - input.len) {
-        NIXL_ERROR << "TERN: agent " << remote_agent << ": region 0x" << std::hex << input.addr
-                   << "+" << std::dec << input.len << " is not inside its descriptor";
+        NIXL_ERROR << "TERN: agent " << remote_agent << ": region " << hexAddr(input.addr) << "+"
+                   << std::dec << input.len << " is not inside its descriptor";
         return NIXL_ERR_INVALID_PARAM;
     }
     (void)nixl_mem;
@@ -805,13 +817,13 @@ nixlTernEngine::prepXfer(const nixl_xfer_op_t &operation,
             return NIXL_ERR_INVALID_PARAM;
         }
         if (l.addr < lmd->base || l.len > lmd->len || l.addr - lmd->base > lmd->len - l.len) {
-            NIXL_ERROR << "TERN: descriptor " << i << ": local 0x" << std::hex << l.addr << "+"
+            NIXL_ERROR << "TERN: descriptor " << i << ": local " << hexAddr(l.addr) << "+"
                        << std::dec << l.len << " is outside its registration";
             return NIXL_ERR_INVALID_PARAM;
         }
         const struct tern_mr_desc &d = rmd->desc;
         if (r.addr < d.base || r.len > d.len || r.addr - d.base > d.len - r.len) {
-            NIXL_ERROR << "TERN: descriptor " << i << ": remote 0x" << std::hex << r.addr << "+"
+            NIXL_ERROR << "TERN: descriptor " << i << ": remote " << hexAddr(r.addr) << "+"
                        << std::dec << r.len << " is outside its registration";
             return NIXL_ERR_INVALID_PARAM;
         }
@@ -918,6 +930,7 @@ nixlTernEngine::start(nixlTernReqH *h) {
     }
     h->pending = 0;
     h->firstErr = 0;
+    h->local = tern_peer_path(c->peer) == TERN_PATH_LOCAL;
     for (auto &g : h->groups) {
         int rc;
         if (h->op == NIXL_WRITE)
@@ -962,10 +975,18 @@ nixlTernEngine::groupDone(nixlTernGroup *g) {
     if (--g->lmd->users == 0 && g->lmd->closing)
         mrRelease(g->lmd);
     if (g->req.status < 0 && h->firstErr == 0) {
-        h->firstErr = g->req.status;
-        nixlTernConn *c = conn(h->agent);
-        if (h->firstErr == -ECANCELED && !h->released && c != nullptr && c->gone)
-            h->firstErr = -ECONNRESET; // the peer said BYE: cancelled for that
+        int err = g->req.status;
+        // We cancel only what NIXL released (or disconnect() ended, which
+        // has told NIXL already): a cancellation we did not ask for is the
+        // provider giving up on the peer (tcp: the connection reset).
+        if (err == -ECANCELED && !h->released)
+            err = -ECONNRESET;
+        // Ranges were checked against both registrations in prepXfer: on
+        // the same-host path a refusal means the owner revoked us (its
+        // engine closed, or it removed us), not a bad descriptor.
+        if (err == -TERN_EACCESS && h->local)
+            err = -TERN_EPEERGONE;
+        h->firstErr = err;
     }
     if (--h->pending == 0)
         groupsDone(h);

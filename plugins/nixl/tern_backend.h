@@ -87,6 +87,7 @@ public:
     uint32_t imm = 0;
     bool released = false;
     bool published = false; // state set for this post
+    bool local = false;     // posted on the same-host path
     bool waiting = false;   // on its connection's list, for a slot
 };
 

@@ -119,7 +119,8 @@ else
 			missing="$missing plugins/nixl built no tern_nixl_test"
 			note "FAIL: $missing"
 		else
-			cases=${TERN_NIXL_CASES:-$("$owntest" 2>&1 |
+			# its usage (exit 2) names the cases
+			cases=${TERN_NIXL_CASES:-$({ "$owntest" 2>&1 || true; } |
 				sed -n 's/^usage: [^ ]* \([a-z|]*\).*/\1/p' |
 				tr '|' ' ')}
 			[ -n "$cases" ] || die "$owntest names no cases"

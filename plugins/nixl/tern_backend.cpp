@@ -1071,6 +1071,10 @@ nixlTernEngine::checkXfer(nixlBackendReqH *handle) const {
     case nixlTernReqH::FAILED:
         return nixl_status_t(h->status.load(std::memory_order_relaxed));
     case nixlTernReqH::POSTED:
+        // Callers poll this in a loop, and the work is the engine
+        // thread's: where cores are few, a spinning caller would take the
+        // core it needs (docs/nixl.md, "What limits TERN's figures").
+        std::this_thread::yield();
         return NIXL_IN_PROG;
     default:
         return NIXL_ERR_NOT_POSTED;
@@ -1325,8 +1329,12 @@ nixl_status_t
 nixlTernEngine::getNotifs(notif_list_t &notif_list) {
     if (!notif_list.empty())
         return NIXL_ERR_INVALID_PARAM;
-    std::lock_guard<std::mutex> lk(notifMu_);
-    notif_list.swap(notifs_);
+    {
+        std::lock_guard<std::mutex> lk(notifMu_);
+        notif_list.swap(notifs_);
+    }
+    if (notif_list.empty())
+        std::this_thread::yield(); // as checkXfer(): pollers leave the core
     return NIXL_SUCCESS;
 }
 

@@ -28,7 +28,7 @@
 //   PING    u16 card length, card: "are you there?" (sent while
 //           transfers to an agent are in flight and it has been silent)
 //   PONG    nothing: the answer
-//   BYE     nothing: the sender's engine is closing (its peers fail what
+//   BYE     u16 card length, card: the sender's engine is closing (its peers fail what
 //           they have in flight to it with NIXL_ERR_REMOTE_DISCONNECT
 //           at once, instead of when the provider notices)
 #include "tern_backend.h"
@@ -210,7 +210,8 @@ struct nixlTernConn {
     struct tern_peer *peer = nullptr;
     int64_t slot = -1; // the slot the agent gave us, for our immediates
     bool helloSent = false;
-    bool gone = false; // it said BYE; a new card brings it back
+    bool gone = false;   // it said BYE; a new card brings it back
+    bool loaded = false; // its card came from NIXL's metadata, not a message
     uint32_t seq = 0;
     std::deque<nixlTernReqH *> waiting; // WRITEs with notification, for a slot
     std::set<nixlTernReqH *> inflight;  // posted to tern, not yet let go
@@ -351,7 +352,7 @@ nixlTernEngine::nixlTernEngine(const nixlBackendInitParams *init_params)
 
     // This agent itself: transfers and notifications to it go through a
     // peer made from our own card, as to anyone else.
-    rc = connSet(localAgent, card_);
+    rc = connSet(localAgent, card_, true);
     if (rc < 0) {
         NIXL_ERROR << "TERN: adding this agent as its own peer: " << tern_strerror(rc);
         initErr = true;
@@ -387,7 +388,10 @@ nixlTernEngine::~nixlTernEngine() {
                     c->peer = nullptr;
                     continue;
                 }
-                send(c.get(), header(kBye, localAgent), nullptr);
+                std::string bye = header(kBye, localAgent);
+                put16(bye, uint16_t(card_.size()));
+                bye += card_;
+                send(c.get(), std::move(bye), nullptr);
             }
             return 0;
         });
@@ -456,7 +460,7 @@ nixlTernEngine::conn(const std::string &agent) {
 }
 
 int
-nixlTernEngine::connSet(const std::string &agent, const std::string &card) {
+nixlTernEngine::connSet(const std::string &agent, const std::string &card, bool loaded) {
     auto &slot = conns_[agent];
     if (!slot) {
         slot = std::make_unique<nixlTernConn>();
@@ -465,6 +469,16 @@ nixlTernEngine::connSet(const std::string &agent, const std::string &card) {
         tern_timer_init(&slot->timer, ternHelloTimerCb, slot.get());
     }
     nixlTernConn *c = slot.get();
+    if (!loaded && c->loaded && c->card != card) {
+        // A message's name is a claim: it never replaces what NIXL's own
+        // metadata said that agent is (a sender could else take over
+        // another agent's transfers by naming it).
+        NIXL_ERROR << "TERN: refused a message naming agent " << agent
+                   << " with a card other than the one its metadata gave";
+        return -EPERM;
+    }
+    if (loaded)
+        c->loaded = true;
     if (c->peer != nullptr && c->card == card)
         return 0;
     if (c->peer != nullptr || c->card != card) {
@@ -599,7 +613,7 @@ nixlTernEngine::loadRemoteConnInfo(const std::string &remote_agent,
                    << TERN_CARD_MAX << ")";
         return NIXL_ERR_INVALID_PARAM;
     }
-    int rc = call([&] { return connSet(remote_agent, remote_conn_info); });
+    int rc = call([&] { return connSet(remote_agent, remote_conn_info, true); });
     if (rc < 0)
         return rc == -TERN_ECARD || rc == -EINVAL ? NIXL_ERR_INVALID_PARAM : toNixl(rc);
     std::lock_guard<std::mutex> lk(agentsMu_);
@@ -634,8 +648,10 @@ nixlTernEngine::disconnect(const std::string &remote_agent) {
     }
     call([&] {
         nixlTernConn *c = conn(remote_agent);
-        if (c != nullptr)
+        if (c != nullptr) {
             connDrop(c, -ECANCELED);
+            c->loaded = false; // NIXL forgot it: a new process may take the name
+        }
         return 0;
     });
     return NIXL_SUCCESS;
@@ -1215,7 +1231,7 @@ nixlTernEngine::handle(const uint8_t *p, size_t len) {
             return;
         }
         std::string card(reinterpret_cast<const char *>(q + 2), get16(q));
-        if (connSet(from, card) < 0)
+        if (connSet(from, card, false) < 0)
             return;
         auto it = inSlots_.find(from);
         uint32_t slot = kNoSlot;
@@ -1302,13 +1318,19 @@ nixlTernEngine::handle(const uint8_t *p, size_t len) {
             return;
         }
         std::string card(reinterpret_cast<const char *>(q + 2), get16(q));
-        if (connSet(from, card) == 0)
+        if (connSet(from, card, false) == 0)
             send(conn(from), header(kPong, localAgent), nullptr);
     } else if (type == kPong) {
         // heard: that is all
     } else if (type == kBye) {
+        // Only the card we know for that name ends it: a BYE naming an
+        // agent is not enough.
         nixlTernConn *c = conn(from);
-        if (c != nullptr && from != localAgent) {
+        bool same = left >= 2 && get16(q) == left - 2 && c != nullptr &&
+                    c->card.size() == left - 2 && std::memcmp(c->card.data(), q + 2, left - 2) == 0;
+        if (c != nullptr && !same)
+            NIXL_ERROR << "TERN: dropped a BYE naming agent " << from << " with another card";
+        if (same && from != localAgent) {
             NIXL_DEBUG << "TERN: agent " << from << " closed its engine";
             c->gone = true;
             connDrop(c, -ECONNRESET);

@@ -196,7 +196,7 @@ private:
     nixlTernConn *
     conn(const std::string &agent);
     int
-    connSet(const std::string &agent, const std::string &card);
+    connSet(const std::string &agent, const std::string &card, bool loaded);
     void
     connDrop(nixlTernConn *c, int err);
     void

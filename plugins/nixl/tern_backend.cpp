@@ -33,6 +33,7 @@
 //           at once, instead of when the provider notices)
 #include "tern_backend.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
@@ -51,6 +52,9 @@ constexpr unsigned int kSeqBits = 20;
 constexpr uint32_t kSeqMask = (1u << kSeqBits) - 1;
 constexpr unsigned int kSlots = 1u << (32 - kSeqBits);
 constexpr uint32_t kNoSlot = 0xffffffffu;
+// A completed piece this long proves its peer alive (liveness()): above
+// every provider's inject size.
+constexpr size_t kProofBytes = 64 * 1024;
 constexpr uint64_t kAccess = TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_READ | TERN_ACCESS_REMOTE_WRITE;
 
 void
@@ -366,7 +370,7 @@ nixlTernEngine::nixlTernEngine(const nixlBackendInitParams *init_params)
         &liveTimer_,
         [](struct tern_timer *t) { static_cast<nixlTernEngine *>(t->data)->liveness(); },
         this);
-    tern_timer_start(ctx_, &liveTimer_, 250, 250);
+    tern_timer_start(ctx_, &liveTimer_, kLiveTickNs / 1000000, kLiveTickNs / 1000000);
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -578,13 +582,25 @@ nixlTernEngine::sendPing(nixlTernConn *c) {
 // second, is asked; silent for liveness_timeout_ms, it is gone. Its
 // transfers fail NIXL_ERR_REMOTE_DISCONNECT now, whatever the provider
 // still holds (libfabric's shm never fails a write to a dead process).
+// A message proves the peer alive, and so does a READ or a write of a
+// piece of kProofBytes or more that completed: our PING may wait behind
+// such writes in the provider's queue, and no provider completes them
+// without the peer's process (shm: cross-memory attach into it, or its
+// own progress). A small write does not: libfabric's shm completes one
+// into a dead process's queue. Time this thread did not run (the host
+// was loaded: the timer came late) is not counted as the peer's silence.
 void
 nixlTernEngine::liveness() {
     uint64_t now = nowNs();
+    uint64_t late = 0;
+    if (liveTickNs_ != 0 && now - liveTickNs_ > kLiveTickNs)
+        late = now - liveTickNs_ - kLiveTickNs;
+    liveTickNs_ = now;
     for (auto &[name, cp] : conns_) {
         nixlTernConn *c = cp.get();
         if (c->inflight.empty() || c->peer == nullptr || name == localAgent)
             continue;
+        c->heardNs = std::min(now, c->heardNs + late);
         uint64_t silent = now - c->heardNs;
         if (silent > uint64_t(livenessMs_) * 1000000) {
             NIXL_ERROR << "TERN: agent " << name << " silent for " << silent / 1000000
@@ -861,6 +877,8 @@ nixlTernEngine::prepXfer(const nixl_xfer_op_t &operation,
         p.len = l.len;
         p.region = rit->second;
         g.pieces.push_back(p);
+        if (operation == NIXL_READ || p.len >= kProofBytes)
+            g.proves = true;
         h->npieces++;
     }
     for (auto &g : h->groups) {
@@ -1003,6 +1021,9 @@ nixlTernEngine::groupDone(nixlTernGroup *g) {
         if (err == -TERN_EACCESS && h->local)
             err = -TERN_EPEERGONE;
         h->firstErr = err;
+    } else if (g->proves) {
+        if (nixlTernConn *c = conn(h->agent))
+            c->heardNs = nowNs();
     }
     if (--h->pending == 0)
         groupsDone(h);

@@ -58,6 +58,10 @@ struct nixlTernGroup {
     std::vector<struct tern_mr_desc> regions;
     struct tern_req req;
     class nixlTernReqH *owner = nullptr;
+    // Its completion proves the peer alive (nixlTernEngine::liveness()):
+    // a READ, or a piece no provider completes without the peer's
+    // process (shm: cross-memory attach or the peer's own progress).
+    bool proves = false;
 };
 
 class nixlTernReqH : public nixlBackendReqH {
@@ -227,6 +231,8 @@ private:
     int helloMs_ = 10000;
     int livenessMs_ = 5000;
     struct tern_timer liveTimer_ = {};
+    static constexpr uint64_t kLiveTickNs = 250000000; // the liveness timer's period
+    uint64_t liveTickNs_ = 0;                          // when it last ran
 
     struct tern_ctx *ctx_ = nullptr;
     std::string card_;

@@ -208,6 +208,9 @@ for cfg in "${configs[@]}"; do
 			sed 's/, where GetParam() = .*//' >&2 || true
 		sed -n "s/^ATTENTION: Message is /unexpected NIXL log: /p" \
 			"$log.log" | sort | uniq -c | sort -rn | head -5 >&2
+		# the plugin's own errors, however few beside NIXL's
+		sed -n "s/^ATTENTION: Message is '\(TERN: .*\)'$/plugin error: \1/p" \
+			"$log.log" | sort | uniq -c | sort -rn | head -5 >&2
 		res=$(check "$filter" "$log.json") || [ "$trc" -ne 0 ] || trc=1
 		[ "$trc" -eq 0 ] || res="$res; $(why "$trc")"
 		# a run killed leaves no report: name the test it was in

@@ -263,6 +263,65 @@ TERN_API int tern_atomic_cswap(struct tern_peer *peer,
 			       uint64_t compare, uint64_t swap,
 			       struct tern_req *req);
 
+/*
+ * Implicit operations (docs/api.md "Implicit operations"): a write, write
+ * with immediate, read or atomic add with no request of its own, as
+ * ucp_put_nbi() and shmem_put_nbi(). Each is checked as its explicit
+ * twin is and returns the same errors; 0 means tern took it. None
+ * completes on its own: tern_quiet() does, for all of them at once. Until
+ * then a write's source must not change and a read's destination is not
+ * yet filled. No order between implicit operations is promised (as the
+ * explicit ones: count immediates). To a same-host peer's mapped host
+ * memory the copy happens in the call. At most TERN_NBI_MAX (default
+ * 65536) per ctx are in flight: past that a post returns -ENOBUFS until a
+ * progress pass completes some.
+ */
+
+/** tern_write() without a request: completes with tern_quiet(). */
+TERN_API int tern_write_nbi(struct tern_peer *peer, struct tern_mr *mr,
+			    const void *buf, size_t len,
+			    const struct tern_mr_desc *rdesc, uint64_t roff);
+
+/** tern_write_imm() without a request: the target counts @p imm once
+ * when the bytes have landed, as for the explicit one. */
+TERN_API int tern_write_imm_nbi(struct tern_peer *peer, struct tern_mr *mr,
+				const void *buf, size_t len,
+				const struct tern_mr_desc *rdesc, uint64_t roff,
+				uint32_t imm);
+
+/** tern_read() without a request: the bytes are in @p buf once a
+ * tern_quiet() that covers it has completed without error. */
+TERN_API int tern_read_nbi(struct tern_peer *peer, struct tern_mr *mr,
+			   void *buf, size_t len,
+			   const struct tern_mr_desc *rdesc, uint64_t roff);
+
+/** Atomically add @p add to the 64-bit word at @p roff, not fetching the
+ * old value (tern_atomic_fetch_add()'s checks and errors). */
+TERN_API int tern_atomic_add_nbi(struct tern_peer *peer,
+				 const struct tern_mr_desc *rdesc,
+				 uint64_t roff, uint64_t add);
+
+/**
+ * Complete @p req once every implicit operation posted before this call
+ * to @p peer (or, with @p peer NULL, to every peer of @p ctx) has
+ * completed, and every earlier tern_quiet() of the same scope has. It
+ * reports what its operations did, each operation once: req->status is
+ * the first error among them to complete (0 if none), req->len how many
+ * operations it covers, req->value how many failed, req->imm the number
+ * of the first that failed (a peer's implicit operations are numbered 1,
+ * 2, ... in the order they were posted), and req->errmsg names it
+ * ("write #17 to 0x...: the provider's text"). Completed means done at
+ * the target: a write's bytes are in its memory (delivery complete). A peer's
+ * death or removal fails its operations
+ * (-TERN_EPEERGONE, -ECANCELED) and so completes the quiet; a quiet
+ * cancelled with tern_req_cancel() leaves its operations' report to the
+ * next quiet of that scope.
+ * @return 0 (waiting, or done: its callback runs from the next progress
+ * pass); -EINVAL; -ECANCELED on a closing ctx or a removed peer.
+ */
+TERN_API int tern_quiet(struct tern_ctx *ctx, struct tern_peer *peer,
+			struct tern_req *req);
+
 /**
  * Complete @p req once @p count writes carrying @p imm have landed in this
  * ctx, from any peer (counting those that landed before this call and were

@@ -294,6 +294,9 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 					      "TERN_STRIPE_CHUNK",
 					      (long)TERN_STRIPE_CHUNK_DEFAULT,
 					      4096, 1L << 40);
+	/* Implicit operations in flight at once (docs/api.md). */
+	ctx->nbi_max = (unsigned long)tern__env_long("TERN_NBI_MAX", 1L << 16,
+						     1, 1L << 24);
 	ctx->busy_poll = (attr->flags & TERN_CTX_BUSY_POLL) ||
 			 tern__env_long("TERN_BUSY_POLL", 0, 0, 1);
 	ctx->next_key = 1;
@@ -414,6 +417,7 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 
 err_scratch:
 	tern__local_close(ctx);
+	tern__nbi_fini(ctx);
 	tern__loop_fini(ctx);
 	tern__ctrl_close(ctx, 1);
 	tern__bounce_close(ctx, 1); /* receives are still posted */
@@ -527,6 +531,7 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	tern__ready_run(ctx);	/* what a last callback cancelled */
 	loop_handles_stop(ctx); /* anything a last callback started */
 	tern__local_close(ctx);
+	tern__nbi_fini(ctx);
 	tern__loop_fini(ctx);
 	prov_rails(ctx, pr);
 	tern__prov_close(&ctx->prov, pr, TERN_MAX_RAILS);

@@ -150,7 +150,8 @@ enum tern__op {
 	TERN__OP_PIECES,
 	TERN__OP_FADD,
 	TERN__OP_CSWAP,
-	TERN__OP_SYNC, /* tern_mr_sync(): copies only (src/hmem/) */
+	TERN__OP_SYNC,	/* tern_mr_sync(): copies only (src/hmem/) */
+	TERN__OP_QUIET, /* tern_quiet(): waits on its epoch (nbi.c) */
 };
 
 /* tern__rp(req)->xflags */
@@ -168,6 +169,7 @@ enum tern__state {
 	TERN__ST_STAGING, /* on a staged region: in ctx->stage (src/hmem/) */
 	TERN__ST_READY,	  /* finished, on ctx->ready: its callback is due */
 	TERN__ST_LOCALQ,  /* same-host: waiting for ring room (local_*.c) */
+	TERN__ST_QUIET,	  /* tern_quiet(): its epoch's operations run (nbi.c) */
 	TERN__ST_DONE,
 };
 
@@ -224,6 +226,15 @@ struct tern_rail {
 	size_t nsrc_of;
 };
 
+/* Implicit operations counted in epochs (nbi.c): a peer's, a ctx's. */
+struct tern__nbi_epoch;
+struct tern__nbi_op;
+struct tern__nbi_slab;
+struct tern__nbi_scope {
+	struct tern__nbi_epoch *head, *tail; /* tail: open, or closed */
+	uint64_t seq; /* implicit operations numbered (a peer's) */
+};
+
 struct tern_peer {
 	struct tern_ctx *ctx;
 	struct tern_peer *next, *prev;
@@ -242,6 +253,7 @@ struct tern_peer {
 	struct tern__local_peer *local;
 	uint64_t local_nonce;
 	int fabric_only; /* TERN_PEER_FABRIC_ONLY: never the same-host path */
+	struct tern__nbi_scope nbi; /* its implicit operations (nbi.c) */
 	size_t card_len;
 	uint8_t card[]; /* the card it was added with */
 };
@@ -426,7 +438,14 @@ struct tern_ctx {
 	 * removed peer): their callbacks run from the next progress pass. */
 	struct tern__reqq ready;
 	struct tern__desc *desc_free; /* the pool of descriptor copies */
-	unsigned long nexpect;	      /* expectations waiting */
+	/* Implicit operations (nbi.c): all of the ctx's, the pool. */
+	struct tern__nbi_scope nbi;
+	struct tern__nbi_op *nbi_free;
+	struct tern__nbi_slab *nbi_slabs;
+	struct tern__nbi_epoch *nbi_epoch_free;
+	unsigned long nbi_inflight, nbi_max; /* TERN_NBI_MAX */
+	unsigned long nbi_nslabs;	     /* the pool's size, in slabs */
+	unsigned long nexpect;		     /* expectations waiting */
 	/* The loop (src/engine/loop.c). */
 	int epfd;     /* rails' wait fds, the user's fds, wakefd */
 	int wakefd;   /* eventfd written by tern_stop() */
@@ -554,6 +573,11 @@ void tern__bounce_absorbed(struct tern_ctx *ctx, const struct tern__slot *slot);
 void tern__bounce_match(struct tern_ctx *ctx);
 void tern__ctx_finish_close(struct tern_ctx *ctx);
 void tern__peer_release(struct tern_peer *peer);
+/* Implicit operations (nbi.c): cancel a waiting tern_quiet() (ST_QUIET);
+ * free a scope's epochs (a peer's, as it goes); the pools, at ctx close. */
+void tern__nbi_cancel(struct tern_ctx *ctx, struct tern_req *req, int status);
+void tern__nbi_scope_fini(struct tern_ctx *ctx, struct tern__nbi_scope *s);
+void tern__nbi_fini(struct tern_ctx *ctx);
 /*
  * Mark @peer gone (its process died, or liveness was lost): what tern
  * still queues for it completes with -TERN_EPEERGONE from the next

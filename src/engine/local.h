@@ -38,6 +38,18 @@ int tern__local_rma(struct tern_ctx *ctx, struct tern_req *req,
 int tern__local_atomic(struct tern_ctx *ctx, struct tern_req *req,
 		       const struct tern_mr_desc *rd, uint64_t roff);
 int tern__local_pieces(struct tern_ctx *ctx, struct tern_req *req);
+/*
+ * An implicit write (@op TERN__OP_WRITE or _WRITE_IMM) or read
+ * (TERN__OP_READ) done in the call, when the peer's region is host memory
+ * it shares with us mapped and nothing of ours waits for it: 0 (copied;
+ * a write's immediate is in its ring, the peer woken by the next progress
+ * pass), 1 (not now: post it as an explicit one), or an error the
+ * explicit post would return, or its copy's (the copy is the operation).
+ */
+int tern__local_now(struct tern_ctx *ctx, struct tern_peer *peer,
+		    struct tern_mr *mr, void *buf, size_t len,
+		    const struct tern_mr_desc *rd, uint64_t roff, uint8_t op,
+		    uint32_t imm);
 
 /* The epoll tag of the peers' pidfds, and what the loop calls when one
  * fires (a peer's process ended: the next progress pass looks). */

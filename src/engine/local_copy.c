@@ -803,6 +803,68 @@ int tern__local_pieces(struct tern_ctx *ctx, struct tern_req *req)
 	return 0;
 }
 
+int tern__local_now(struct tern_ctx *ctx, struct tern_peer *peer,
+		    struct tern_mr *mr, void *buf, size_t len,
+		    const struct tern_mr_desc *rd, uint64_t roff, uint8_t op,
+		    uint32_t imm)
+{
+	struct tern__local *l = ctx->local;
+	struct tern__local_peer *lp = peer->local;
+	int write = op != TERN__OP_READ;
+	uint64_t gen, base;
+	struct tern__lout *o;
+	struct lcopy c;
+	int i, ret;
+
+	/* Anything an explicit post would refuse, or queue behind others,
+	 * goes that way: it says why, or keeps the order. */
+	if (mr == NULL || rd == NULL || buf == NULL || mr->ctx != ctx ||
+	    mr->kind != TERN_MEM_HOST || mr->smr != NULL ||
+	    !(mr->access & TERN_ACCESS_LOCAL) || ctx->closing ||
+	    peer->removed || peer->removing || peer->gone ||
+	    (const char *)buf < (const char *)mr->buf || len > mr->len ||
+	    (size_t)((const char *)buf - (const char *)mr->buf) >
+		    mr->len - len ||
+	    rd->nkeys < peer->nrails || rd->nkeys > TERN_MAX_RAILS ||
+	    !(rd->flags &
+	      (write ? TERN_MR_DESC_REMOTE_WRITE : TERN_MR_DESC_REMOTE_READ)) ||
+	    roff > rd->len || len > rd->len - roff ||
+	    rd->base > UINT64_MAX - roff)
+		return 1;
+	if (!lp->mapped || lp->q.len != 0 || !allowed(l, lp) ||
+	    (o = out_get(l, lp)) == NULL)
+		return 1;
+	i = region_find(lp, rd->base + roff, len, right_of(write), rd, &gen,
+			&base);
+	if (i < 0 || region_map(l, lp, i, gen, rd) == NULL ||
+	    lp->maps[i].cuda ||
+	    (op == TERN__OP_WRITE_IMM && !ring_room(lp, o, 1)))
+		return 1;
+	c = (struct lcopy){
+		.write = write,
+		.lbuf = buf,
+		.ldev = -1,
+		.i = i,
+		.gen = gen,
+		.base = base,
+		.raddr = rd->base + roff,
+		.len = len,
+	};
+	ret = copy(l, lp, o, &c);
+	if (ret == 1) {
+		unbusy(o);
+		return 1;
+	}
+	if (ret == 0 && op == TERN__OP_WRITE_IMM)
+		ring_push(o, imm);
+	unbusy(o);
+	if (ret == 0 && op == TERN__OP_WRITE_IMM)
+		ring_ring(lp);
+	l->copies++;
+	l->bytes += len;
+	return ret;
+}
+
 /* Run @lp's queue in order until its ring is full. */
 static int flush_peer(struct tern_ctx *ctx, struct tern__local_peer *lp)
 {

@@ -232,6 +232,7 @@ void tern__peer_release(struct tern_peer *peer)
 	if (peer->next != NULL)
 		peer->next->prev = peer->prev;
 	tern__local_peer_release(ctx, peer);
+	tern__nbi_scope_fini(ctx, &peer->nbi);
 	/* Rails already closed (ctx teardown) took their entries along. */
 	if (peer_same(ctx, peer->card, peer->card_len, NULL) == NULL) {
 		/* Its source goes with its last peer. */

@@ -1188,6 +1188,9 @@ static int req_cancel(struct tern_ctx *ctx, struct tern_req *req)
 	case TERN__ST_LOCALQ:
 		tern__local_cancel(ctx, req, -ECANCELED);
 		return 0;
+	case TERN__ST_QUIET:
+		tern__nbi_cancel(ctx, req, -ECANCELED);
+		return 0;
 	case TERN__ST_POSTED:
 		if (tern__rp(req)->op != TERN__OP_RECV)
 			return -EBUSY;

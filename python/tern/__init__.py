@@ -390,7 +390,8 @@ class Request:
 
     @property
     def value(self) -> int:
-        """Atomics: the remote word's old value."""
+        """Atomics: the remote word's old value; a quiet: how many of its
+        operations failed."""
         return int(self._req.value)
 
     @property
@@ -901,6 +902,61 @@ class Peer:
             buf = ffi.cast(_T.char_p, region.addr) + offset
             return r._posted(lib.tern_read(p, mr, buf, n, d, roff, r._req))
 
+    def write_nbi(self, region: Region, remote, remote_offset: int = 0,
+                  offset: int = 0, length: Optional[int] = None,
+                  imm: Optional[int] = None) -> None:
+        """write() without a request of its own (tern_write_nbi): checked
+        as write() is (errors raise here), then counted; ctx.quiet()
+        completes it with every other. The region's bytes must not
+        change until that quiet is done. Returns None."""
+        region, offset, n = _local(region, offset, length)
+        roff = _u64("remote_offset", remote_offset)
+        if imm is not None:
+            imm = _imm(imm)
+        d = _desc(remote)
+        ctx = self._ctx
+        ctx._enter()
+        with ctx._lock:
+            p, mr = self._h(), region._h()
+            buf = ffi.cast(_T.char_p, region.addr) + offset
+            if imm is None:
+                ret = lib.tern_write_nbi(p, mr, buf, n, d, roff)
+            else:
+                ret = lib.tern_write_imm_nbi(p, mr, buf, n, d, roff, imm)
+        if ret < 0:
+            raise _error(ret, "write_nbi" if imm is None
+                         else "write_imm_nbi(imm=%d)" % imm)
+
+    def read_nbi(self, region: Region, remote, remote_offset: int = 0,
+                 offset: int = 0, length: Optional[int] = None) -> None:
+        """read() without a request of its own (tern_read_nbi): the bytes
+        are in region[offset:offset+length] once a ctx.quiet() that covers
+        it is done without error. Returns None."""
+        region, offset, n = _local(region, offset, length)
+        roff = _u64("remote_offset", remote_offset)
+        d = _desc(remote)
+        ctx = self._ctx
+        ctx._enter()
+        with ctx._lock:
+            p, mr = self._h(), region._h()
+            buf = ffi.cast(_T.char_p, region.addr) + offset
+            ret = lib.tern_read_nbi(p, mr, buf, n, d, roff)
+        if ret < 0:
+            raise _error(ret, "read_nbi")
+
+    def add_nbi(self, remote, remote_offset: int, add: int) -> None:
+        """Atomic 64-bit add without fetching the old word, and without a
+        request of its own (tern_atomic_add_nbi). Returns None."""
+        roff = _u64("remote_offset", remote_offset)
+        add = _word("add", add)
+        d = _desc(remote)
+        ctx = self._ctx
+        ctx._enter()
+        with ctx._lock:
+            ret = lib.tern_atomic_add_nbi(self._h(), d, roff, add)
+        if ret < 0:
+            raise _error(ret, "add_nbi")
+
     def send(self, region: Region, offset: int = 0,
              length: Optional[int] = None,
              imm: Optional[int] = None) -> Request:
@@ -1181,6 +1237,22 @@ class Context:
             p = ffi.NULL if peer is None else peer._h()
             return r._posted(lib.tern_imm_expect_from(self._h(), p, imm,
                                                       count, ms, r._req))
+
+    def quiet(self, peer: Optional[Peer] = None) -> Request:
+        """A request that completes once every implicit operation
+        (write_nbi, read_nbi, add_nbi) posted before this call to @peer,
+        or to any peer of this ctx, is done at the target (tern_quiet).
+        result() is how many operations it covers, or raises the first
+        error among them (its text names the operation: "write #17 ...");
+        request.value is then how many failed."""
+        if peer is not None and not isinstance(peer, Peer):
+            raise TypeError("tern: peer must be a tern.Peer, not %s"
+                            % type(peer).__name__)
+        self._enter()
+        r = Request(self, "quiet" if peer is None else "quiet(peer)", peer)
+        with self._lock:
+            p = ffi.NULL if peer is None else peer._h()
+            return r._posted(lib.tern_quiet(self._h(), p, r._req))
 
     def imm_count(self, imm: int) -> int:
         """Writes with @imm that landed and no expectation claimed yet."""

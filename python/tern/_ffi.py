@@ -184,6 +184,20 @@ int tern_atomic_fetch_add(struct tern_peer *peer,
 int tern_atomic_cswap(struct tern_peer *peer, const struct tern_mr_desc *rdesc,
 		      uint64_t roff, uint64_t compare, uint64_t swap,
 		      struct tern_req *req);
+int tern_write_nbi(struct tern_peer *peer, struct tern_mr *mr,
+		   const void *buf, size_t len,
+		   const struct tern_mr_desc *rdesc, uint64_t roff);
+int tern_write_imm_nbi(struct tern_peer *peer, struct tern_mr *mr,
+		       const void *buf, size_t len,
+		       const struct tern_mr_desc *rdesc, uint64_t roff,
+		       uint32_t imm);
+int tern_read_nbi(struct tern_peer *peer, struct tern_mr *mr, void *buf,
+		  size_t len, const struct tern_mr_desc *rdesc, uint64_t roff);
+int tern_atomic_add_nbi(struct tern_peer *peer,
+			const struct tern_mr_desc *rdesc, uint64_t roff,
+			uint64_t add);
+int tern_quiet(struct tern_ctx *ctx, struct tern_peer *peer,
+	       struct tern_req *req);
 int tern_imm_expect(struct tern_ctx *ctx, uint32_t imm, uint64_t count,
 		    struct tern_req *req);
 int tern_imm_expect_from(struct tern_ctx *ctx, struct tern_peer *peer,

@@ -310,3 +310,64 @@ def test_peer_path_same_host():
         r = b.register(dst)
         assert drive([a, b], peer.write(rs, r.descriptor())) == 4096
         assert bytes(dst) == bytes(src)
+
+
+def test_implicit_writes_reads_quiet():
+    # write_nbi/read_nbi/add_nbi take no request; one quiet completes
+    # them, counts them, and every byte is there once it is done
+    with tern.Context("shm") as a, tern.Context("shm") as b:
+        n = 1 << 20
+        src = bytearray(bytes((i * 7 + 1) & 0xff for i in range(n)))
+        dst = np.zeros(n, dtype=np.uint8)
+        rs = a.register(src)
+        rd = b.register(dst, tern.REMOTE_WRITE | tern.REMOTE_READ
+                        | tern.REMOTE_ATOMIC)
+        peer = a.peer(b.card)
+        b.peer(a.card)
+        d = rd.descriptor()
+        for i in range(256):
+            assert peer.write_nbi(rs, d, remote_offset=4096 * i,
+                                  offset=4096 * i, length=4096) is None
+        peer.write_nbi(rs, d, remote_offset=0, offset=0, length=8, imm=7)
+        q = a.quiet(peer)
+        assert drive([a, b], q) == 257
+        assert q.value == 0
+        assert bytes(dst) == bytes(src)
+        for _ in range(100):
+            b.progress()
+            if b.imm_count(7) == 1:
+                break
+        assert b.imm_count(7) == 1
+        back = bytearray(n)
+        rb = a.register(back)
+        for i in range(16):
+            peer.read_nbi(rb, d, remote_offset=65536 * i,
+                          offset=65536 * i, length=65536)
+        if a.atomics or peer.path == "local":
+            dst[:8] = 0
+            for _ in range(10):
+                peer.add_nbi(d, 0, 5)
+        q = a.quiet()  # the ctx's: the writes above, the reads, the adds
+        count = drive([a, b], q)
+        assert count >= 257 + 16
+        assert bytes(back[8:]) == bytes(src[8:])
+        if a.atomics or peer.path == "local":
+            assert int(dst[:8].view(np.uint64)[0]) == 50
+
+
+def test_implicit_errors_raise_at_post():
+    with tern.Context("shm") as a, tern.Context("shm") as b:
+        src = bytearray(4096)
+        rs = a.register(src)
+        dst = bytearray(4096)
+        rd = b.register(dst, tern.REMOTE_WRITE)
+        peer = a.peer(b.card)
+        with pytest.raises(tern.Error, match="write_nbi"):
+            peer.write_nbi(rs, rd.descriptor(), remote_offset=4000,
+                           length=200)
+        with pytest.raises(tern.Error, match="read_nbi"):
+            peer.read_nbi(rs, rd.descriptor())  # no REMOTE_READ right
+        with pytest.raises(TypeError):
+            a.quiet(peer=3)
+        q = a.quiet(peer)
+        assert drive([a, b], q) == 0

@@ -399,6 +399,8 @@ static int run_death(void)
 		tern_peer_remove(peer);
 		tern_mr_close(smr);
 		tern_ctx_close(a);
+		tern_mem_free(shared_mem ? TERN_MEM_SHARED : TERN_MEM_HOST,
+			      src);
 	}
 	return 0;
 }

@@ -82,6 +82,7 @@ int teardown(void **state)
 {
 	struct env *e = *state;
 
+	tern__nbi_scope_fini(e->ctx, &e->peer.nbi);
 	tern__nbi_fini(e->ctx);
 	tern__loop_fini(e->ctx);
 	tern__imm_fini(&e->ctx->imm);

@@ -274,7 +274,8 @@ TERN_API int tern_atomic_cswap(struct tern_peer *peer,
  * explicit ones: count immediates). To a same-host peer's mapped host
  * memory the copy happens in the call. At most TERN_NBI_MAX (default
  * 65536) per ctx are in flight: past that a post returns -ENOBUFS until a
- * progress pass completes some.
+ * progress pass completes some. A staged (CUDA) region is refused
+ * (-TERN_ENOTSUP): its chunks complete as they leave, not as they land.
  */
 
 /** tern_write() without a request: completes with tern_quiet(). */

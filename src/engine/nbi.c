@@ -277,6 +277,10 @@ static int nbi_post(struct tern_peer *peer, uint8_t kind, struct tern_mr *mr,
 
 	if (tern_unlikely(peer == NULL))
 		return -EINVAL;
+	/* A staged region's chunks complete when they leave, not when they
+	 * land: a quiet could not promise their bytes are there. */
+	if (tern_unlikely(mr != NULL && mr->smr != NULL))
+		return -TERN_ENOTSUP;
 	ctx = peer->ctx;
 	/* Same host, mapped host memory: the copy is the operation. */
 	if (peer->local != NULL && kind != TERN__OP_FADD) {

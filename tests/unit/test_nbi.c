@@ -285,6 +285,10 @@ static void test_nbi_refused_posts(void **state)
 	assert_int_equal(
 		tern_read_nbi(&e->peer, &e->mr, e->buf, 8, &e->rdesc, 0),
 		-TERN_EACCESS);
+	/* A staged region: its chunks complete as they leave. */
+	e->mr.smr = &e->mr;
+	assert_int_equal(write_nbi(e, 0), -TERN_ENOTSUP);
+	e->mr.smr = NULL;
 	assert_int_equal(tern_quiet(NULL, NULL, &q.req), -EINVAL);
 	assert_int_equal(tern_quiet(e->ctx, NULL, NULL), -EINVAL);
 	quiet_init(&q);

@@ -8,6 +8,7 @@
  * ring is full holds up its own queue and no other.
  */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -448,70 +449,108 @@ static int in_map(const struct lmap *m, uint64_t raddr, uint64_t len)
 	       len <= m->len - (raddr - m->base);
 }
 
-/* @return 0; 1: not local after all (cross-memory attach refused since);
- * <0 an error for the request. */
+/* Does @c go by cross-memory attach (the peer's region is not mapped
+ * here, host memory both sides, and the kernel lets us)? Those copies
+ * go in runs, one system call each: cma_copy(); copy() takes the rest. */
+static int by_cma(const struct tern__local_peer *lp, const struct tern__lout *o,
+		  const struct lcopy *c)
+{
+	const struct lmap *m = &lp->maps[c->i];
+
+	return c->gen != 0 && o != NULL && lp->cma && c->ldev < 0 &&
+	       !(m->gen == c->gen && m->ptr != NULL) &&
+	       !(lp->reg[c->i].flags & TERN__LREG_CUDA);
+}
+
+/* A copy through a mapping (shared memory, a GPU region's IPC handle).
+ * @return 0; 1: not local after all (cross-memory attach refused since,
+ * or GPU memory it cannot reach); <0 an error for the request. */
 static int copy(struct tern__local *l, struct tern__local_peer *lp,
 		struct tern__lout *o, const struct lcopy *c)
 {
 	struct lmap *m = &lp->maps[c->i];
 	uint8_t *mapped = m->gen == c->gen ? m->ptr : NULL;
-	int ret = 0;
+	uint8_t *at;
+	int ret;
 
+	assert(!by_cma(lp, o, c));
 	/* Generation 0 is never live: a range in no region of the peer's
 	 * with that right and those keys, copied nowhere. */
 	if (c->gen == 0 || o == NULL)
 		return -TERN_EACCESS;
-	if (mapped == NULL && (!lp->cma || c->ldev >= 0 ||
-			       (lp->reg[c->i].flags & TERN__LREG_CUDA)))
+	if (mapped == NULL)
 		return atomic_load_explicit(&lp->reg[c->i].gen,
 					    memory_order_acquire) != c->gen
 			       ? -TERN_EACCESS /* closed by its owner */
 			       : 1;
-	if (mapped != NULL &&
-	    ((c->write && m->rdonly) || !in_map(m, c->raddr, c->len)))
+	if ((c->write && m->rdonly) || !in_map(m, c->raddr, c->len))
 		return -TERN_EACCESS;
 	ret = claim(lp, o, c->i, c->gen);
 	if (ret != 0)
 		return ret;
-	if (mapped != NULL) {
-		uint8_t *at = mapped + (c->raddr - m->base);
-		void *lbuf = c->lbuf;
-
-		if (c->ldev >= 0 || m->cuda)
-			ret = cuda_copy(l, c->write ? (void *)at : lbuf,
-					c->write ? lbuf : (void *)at, c->len,
-					m->cuda ? m->dev : c->ldev);
-		else if (c->write)
-			memcpy(at, lbuf, c->len);
-		else
-			memcpy(lbuf, at, c->len);
-	} else {
-		struct iovec li = { c->lbuf, c->len };
-		struct iovec ri = { (void *)(uintptr_t)c->raddr, c->len };
-		struct pollfd pf = { .fd = lp->pidfd, .events = POLLIN };
-		ssize_t n;
-
-		/* It takes a pid, not our pidfd: the process must still be
-		 * the one the pidfd holds (an ended one's pid may be
-		 * another's soon). */
-		if (poll(&pf, 1, 0) != 0)
-			return -TERN_EPEERGONE;
-		n = c->write ? process_vm_writev(lp->pid, &li, 1, &ri, 1, 0)
-			     : process_vm_readv(lp->pid, &li, 1, &ri, 1, 0);
-		if (n < 0 && (errno == EPERM || errno == ENOSYS)) {
-			lp->cma = 0;
-			ret = 1;
-		} else if (n < 0) {
-			ret = errno == ESRCH ? -TERN_EPEERGONE : -EFAULT;
-		} else if ((uint64_t)n != c->len) {
-			ret = -EFAULT;
-		}
-		atomic_thread_fence(memory_order_seq_cst);
-	}
+	at = mapped + (c->raddr - m->base);
+	if (c->ldev >= 0 || m->cuda)
+		ret = cuda_copy(l, c->write ? (void *)at : c->lbuf,
+				c->write ? c->lbuf : (void *)at, c->len,
+				m->cuda ? m->dev : c->ldev);
+	else if (c->write)
+		memcpy(at, c->lbuf, c->len);
+	else
+		memcpy(c->lbuf, at, c->len);
 	/* "Copying" stays set until the caller has pushed the immediate
 	 * (unbusy()): an owner that takes its permission back waits for
 	 * busy to clear, then reads the ring one last time. */
 	return ret;
+}
+
+/*
+ * Copy l->cma_l[0..@n) to (@write) or from l->cma_r[0..@n) in @lp, all
+ * in its region @i of generation @gen (by_cma() said so), in one system
+ * call, claimed once for that region (busy holds one region's index).
+ * @return the bytes copied: the kernel goes through the vectors in order
+ * and stops at the first address it cannot reach, so they are a prefix
+ * of the run (0 when it copied nothing: the first copy with bytes
+ * failed); or, for the whole run, -TERN_EACCESS (closed by its owner, or
+ * we were removed: nothing copied) or -TERN_EPEERGONE; or -EPERM:
+ * cross-memory attach refused since (lp->cma is 0 now). "Copying" stays
+ * set until the caller has pushed the immediates of what landed
+ * (unbusy()), as after copy().
+ */
+static ssize_t cma_copy(struct tern__local *l, struct tern__local_peer *lp,
+			struct tern__lout *o, int write, int i, uint64_t gen,
+			unsigned int n)
+{
+	struct pollfd pf = { .fd = lp->pidfd, .events = POLLIN };
+	ssize_t got;
+	int ret;
+
+	ret = claim(lp, o, i, gen);
+	if (ret != 0)
+		return ret;
+	/* It takes a pid, not our pidfd: the process must still be the
+	 * one the pidfd holds (an ended one's pid may be another's soon). */
+	if (poll(&pf, 1, 0) != 0)
+		return -TERN_EPEERGONE;
+	got = write ? process_vm_writev(lp->pid, l->cma_l, n, l->cma_r, n, 0)
+		    : process_vm_readv(lp->pid, l->cma_l, n, l->cma_r, n, 0);
+	l->cma_calls++;
+	if (got < 0 && (errno == EPERM || errno == ENOSYS)) {
+		lp->cma = 0;
+		got = -EPERM;
+	} else if (got < 0) {
+		got = errno == ESRCH ? -TERN_EPEERGONE : 0;
+	}
+	/* The bytes before the immediates (docs/local.md). */
+	atomic_thread_fence(memory_order_seq_cst);
+	return got;
+}
+
+/* Vector @k of the next cross-memory-attach call: @c. */
+static void cma_add(struct tern__local *l, unsigned int k,
+		    const struct lcopy *c)
+{
+	l->cma_l[k] = (struct iovec){ c->lbuf, c->len };
+	l->cma_r[k] = (struct iovec){ (void *)(uintptr_t)c->raddr, c->len };
 }
 
 /* The copy and its immediate are done: the owner may go on. */
@@ -571,12 +610,19 @@ static int side_dev(const struct tern__req_priv *rp)
 	return rp->mr->kind == TERN_MEM_CUDA ? rp->mr->device : -1;
 }
 
-/* A write or read: 0 done (status in @status_p), 2 wait for ring room. */
-static int run_rma(struct tern__local *l, struct tern__local_peer *lp,
-		   struct tern__lout *o, struct tern_req *req, int *status_p)
+/* Is @rp a write (with immediate or not) or a read? */
+static int rma_op(const struct tern__req_priv *rp)
 {
-	struct tern__req_priv *rp = tern__rp(req);
-	struct lcopy c = {
+	return rp->op == TERN__OP_WRITE || rp->op == TERN__OP_WRITE_IMM ||
+	       rp->op == TERN__OP_READ;
+}
+
+/* The queued write or read @req as a copy. */
+static struct lcopy rma_copy(const struct tern_req *req)
+{
+	const struct tern__req_priv *rp = tern__rp(req);
+
+	return (struct lcopy){
 		.write = rp->op != TERN__OP_READ,
 		.lbuf = rp->buf,
 		.ldev = side_dev(rp),
@@ -586,6 +632,15 @@ static int run_rma(struct tern__local *l, struct tern__local_peer *lp,
 		.raddr = rp->u.lrma.raddr,
 		.len = req->len,
 	};
+}
+
+/* A write or read that cross-memory attach does not take (run_cma()):
+ * 0 done (status in @status_p), 2 wait for ring room. */
+static int run_rma(struct tern__local *l, struct tern__local_peer *lp,
+		   struct tern__lout *o, struct tern_req *req, int *status_p)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+	struct lcopy c = rma_copy(req);
 	int ret;
 
 	if (rp->op == TERN__OP_WRITE_IMM && o != NULL && !ring_room(lp, o, 1))
@@ -602,6 +657,96 @@ static int run_rma(struct tern__local *l, struct tern__local_peer *lp,
 		ring_ring(lp);
 	*status_p = ret;
 	return 0;
+}
+
+/* @req, the head of @lp's queue, is done: off the queue, counted, and
+ * completed with @status. */
+static void done(struct tern_ctx *ctx, struct tern__local_peer *lp,
+		 struct tern_req *req, int status)
+{
+	struct tern__local *l = ctx->local;
+
+	tern__reqq_remove(&lp->q, req);
+	l->nqueued--;
+	l->copies++;
+	l->bytes += req->len;
+	tern__req_complete(ctx, req, status);
+}
+
+/*
+ * The run of writes (with immediate or not), or of reads, at the head of
+ * @lp's queue that go by cross-memory attach into one region, as one
+ * system call (docs/local.md, "Many small copies, one system call"), in
+ * queue order: at most LCMA_IOV of them and LCMA_BYTES (but the first);
+ * each write with immediate with room for its immediate in the ring. The
+ * ones the kernel copied whole complete 0 (their immediates pushed after
+ * the call), the one it stopped in -EFAULT; the ones after it stay at the
+ * head of the queue, for the next call. @return the operations completed;
+ * 0: the head is not one it takes (run_rma() takes it).
+ */
+static int run_cma(struct tern_ctx *ctx, struct tern__local_peer *lp,
+		   struct tern__lout *o)
+{
+	struct tern__local *l = ctx->local;
+	struct tern_req *req;
+	struct lcopy c, first = { 0 };
+	uint64_t total = 0, left, nimm = 0;
+	unsigned int n = 0, ok = 0, fail;
+	ssize_t got;
+
+	for (req = lp->q.head; req != NULL && n < LCMA_IOV;
+	     req = tern__rp(req)->next) {
+		struct tern__req_priv *rp = tern__rp(req);
+
+		if (!rma_op(rp))
+			break;
+		c = rma_copy(req);
+		if (n == 0) {
+			if (!by_cma(lp, o, &c) || map_pending(lp, c.i, c.gen))
+				return 0;
+			first = c;
+		} else if (c.write != first.write || c.i != first.i ||
+			   c.gen != first.gen || c.ldev >= 0 ||
+			   total >= LCMA_BYTES || c.len > LCMA_BYTES - total) {
+			break; /* by_cma() as the first, or the run ends */
+		}
+		if (rp->op == TERN__OP_WRITE_IMM) {
+			if (!ring_room(lp, o, nimm + 1))
+				break;
+			nimm++;
+		}
+		cma_add(l, n++, &c);
+		total += c.len;
+	}
+	if (n == 0)
+		return 0; /* a write with immediate and a full ring */
+	got = cma_copy(l, lp, o, first.write, first.i, first.gen, n);
+	/* Those it copied whole landed: their immediates go now. */
+	nimm = 0;
+	left = got > 0 ? (uint64_t)got : 0;
+	for (req = lp->q.head; got >= 0 && ok < n && req->len <= left;
+	     req = tern__rp(req)->next, ok++) {
+		left -= req->len;
+		if (tern__rp(req)->op == TERN__OP_WRITE_IMM) {
+			ring_push(o, tern__rp(req)->imm);
+			nimm++;
+		}
+	}
+	unbusy(o);
+	if (nimm != 0)
+		ring_ring(lp);
+	/* The one it stopped in fails; past it, the next call's. A closed
+	 * region, our permission taken back or the peer gone fail them
+	 * all, as each one's own check would. */
+	if (got == -TERN_EACCESS || got == -TERN_EPEERGONE)
+		fail = n - ok;
+	else
+		fail = ok < n;
+	for (unsigned int k = 0; k < ok; k++)
+		done(ctx, lp, lp->q.head, 0);
+	for (unsigned int k = 0; k < fail; k++)
+		done(ctx, lp, lp->q.head, got < 0 ? (int)got : -EFAULT);
+	return (int)(ok + fail);
 }
 
 static int run_atomic(struct tern__local *l, struct tern__local_peer *lp,
@@ -637,38 +782,90 @@ static int run_atomic(struct tern__local *l, struct tern__local_peer *lp,
 	return 0;
 }
 
+/* Piece @k of @rp as a copy, and the peer's region it is in (c.i < 0:
+ * none with that right and those keys). */
+static struct lcopy piece_copy(struct tern__local_peer *lp,
+			       const struct tern__req_priv *rp, uint32_t k)
+{
+	struct tern_piece pc = tern__piece(rp, k);
+	const struct tern_mr_desc *d = &rp->u.batch.regions[pc.region];
+	int write = !rp->u.batch.read;
+	struct lcopy c = {
+		.write = write,
+		.lbuf = (uint8_t *)rp->mr->buf + pc.loff,
+		.ldev = side_dev(rp),
+		.raddr = d->base + pc.roff,
+		.len = pc.len,
+	};
+
+	c.i = region_find(lp, c.raddr, pc.len, right_of(write), d, &c.gen,
+			  &c.base);
+	return c;
+}
+
+/* The pieces of @req from @k on (@first is piece @k's copy, by_cma())
+ * that lie in @first's region, up to LCMA_IOV of them, in one system
+ * call. A piece's immediate is pushed once the call has copied it whole;
+ * the piece it stopped in fails the batch (@status_p), and none after it
+ * is copied. @return the pieces it took. */
+static uint32_t pieces_cma(struct tern__local *l, struct tern__local_peer *lp,
+			   struct tern__lout *o, struct tern_req *req,
+			   uint32_t k, const struct lcopy *first, int *status_p)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+	uint64_t total = first->len, left;
+	unsigned int n = 1, ok = 0;
+	ssize_t got;
+
+	cma_add(l, 0, first);
+	for (; k + n < rp->npieces && n < LCMA_IOV; n++) {
+		struct lcopy c = piece_copy(lp, rp, k + n);
+
+		if (c.i != first->i || c.gen != first->gen ||
+		    total >= LCMA_BYTES || c.len > LCMA_BYTES - total)
+			break; /* the next loop of run_pieces() takes it */
+		cma_add(l, n, &c);
+		total += c.len;
+	}
+	got = cma_copy(l, lp, o, first->write, first->i, first->gen, n);
+	left = got > 0 ? (uint64_t)got : 0;
+	for (; got >= 0 && ok < n && l->cma_l[ok].iov_len <= left; ok++) {
+		left -= l->cma_l[ok].iov_len;
+		if (rp->u.batch.with_imm)
+			ring_push(o, rp->imm);
+	}
+	if (ok < n)
+		*status_p = got < 0 ? (int)got : -EFAULT;
+	return n;
+}
+
 static int run_pieces(struct tern__local *l, struct tern__local_peer *lp,
 		      struct tern__lout *o, struct tern_req *req, int *status_p)
 {
 	struct tern__req_priv *rp = tern__rp(req);
-	int write = !rp->u.batch.read, status = 0, ret;
+	int status = 0, ret;
 
 	if (rp->u.batch.with_imm && o != NULL && !ring_room(lp, o, rp->npieces))
 		return 2;
 	if (lp->bsock >= 0 && lp->bwhat == TERN__LB_REGION)
 		return 2; /* a memfd is on its way from the broker */
-	for (uint32_t k = 0; k < rp->npieces && status == 0; k++) {
-		struct tern_piece pc = tern__piece(rp, k);
-		const struct tern_mr_desc *d = &rp->u.batch.regions[pc.region];
-		struct lcopy c = {
-			.write = write,
-			.lbuf = (uint8_t *)rp->mr->buf + pc.loff,
-			.ldev = side_dev(rp),
-			.raddr = d->base + pc.roff,
-			.len = pc.len,
-		};
+	for (uint32_t k = 0; k < rp->npieces && status == 0;) {
+		struct lcopy c = piece_copy(lp, rp, k);
 
-		c.i = region_find(lp, c.raddr, pc.len, right_of(write), d,
-				  &c.gen, &c.base);
 		if (c.i < 0) {
 			status = -TERN_EACCESS;
 			break;
+		}
+		if (by_cma(lp, o, &c)) {
+			k += pieces_cma(l, lp, o, req, k, &c, &status);
+			continue;
 		}
 		ret = copy(l, lp, o, &c);
 		if (ret != 0)
 			status = ret == 1 ? -EPERM : ret;
 		else if (rp->u.batch.with_imm)
 			ring_push(o, rp->imm);
+		k++;
 	}
 	unbusy(o);
 	if (rp->u.batch.with_imm && o != NULL)
@@ -871,7 +1068,7 @@ static int flush_peer(struct tern_ctx *ctx, struct tern__local_peer *lp)
 	struct tern__local *l = ctx->local;
 	struct tern__lout *o;
 	struct tern_req *req;
-	int n = 0;
+	int n = 0, k;
 
 	/* Our ring to it, as long as it lets us write (else each fails
 	 * -TERN_EACCESS: it took its permission back). */
@@ -880,6 +1077,11 @@ static int flush_peer(struct tern_ctx *ctx, struct tern__local_peer *lp)
 		struct tern__req_priv *rp = tern__rp(req);
 		int status = 0, ret;
 
+		/* Writes or reads by cross-memory attach: a run per call. */
+		if (rma_op(rp) && (k = run_cma(ctx, lp, o)) > 0) {
+			n += k;
+			continue;
+		}
 		switch (rp->op) {
 		case TERN__OP_PIECES:
 			ret = run_pieces(l, lp, o, req, &status);
@@ -894,11 +1096,7 @@ static int flush_peer(struct tern_ctx *ctx, struct tern__local_peer *lp)
 		}
 		if (ret == 2)
 			break; /* its ring is full: in order, later */
-		tern__reqq_remove(&lp->q, req);
-		l->nqueued--;
-		l->copies++;
-		l->bytes += req->len;
-		tern__req_complete(ctx, req, status);
+		done(ctx, lp, req, status);
 		n++;
 	}
 	return n;

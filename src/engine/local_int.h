@@ -12,7 +12,9 @@
 #ifndef TERN_LOCAL_INT_H
 #define TERN_LOCAL_INT_H
 
+#include <limits.h>
 #include <pthread.h>
+#include <sys/uio.h>
 
 #include "engine.h"
 #include "local.h"
@@ -26,6 +28,17 @@
 #define LRING TERN__L_RING
 #define PAGE  TERN__L_PAGE
 #define LDEVS 16 /* GPUs a ctx keeps a copy stream for */
+
+/* Copies by cross-memory attach that one system call takes at most: the
+ * kernel's IOV_MAX vectors, and 4 MiB (but the first copy of a run, which
+ * goes whatever its length): the owner's tern_mr_close() waits for a
+ * whole call, and past that another call costs nothing measurable. */
+#ifdef IOV_MAX
+#define LCMA_IOV IOV_MAX
+#else
+#define LCMA_IOV 1024
+#endif
+#define LCMA_BYTES (4ULL << 20)
 
 /* How long a writer waits for a broker's answer, and between asks
  * while the owner has not added it yet. */
@@ -132,7 +145,11 @@ struct tern__local {
 	unsigned long nqueued; /* operations on the attachments' queues */
 	unsigned long nbroker; /* attachments with a broker ask to watch */
 	uint64_t copies, bytes, dropped;
-	int told; /* a refusal was logged */
+	uint64_t cma_calls; /* process_vm_writev/readv calls made */
+	int told;	    /* a refusal was logged */
+	/* One cross-memory-attach call's vectors, ours and the peer's
+	 * (local_copy.c): here, not on the caller's stack. */
+	struct iovec cma_l[LCMA_IOV], cma_r[LCMA_IOV];
 };
 
 /* local_inbox.c */

@@ -70,6 +70,9 @@ static const struct cli_opt table[] = {
 	    "memory zero-copy where the provider has FI_HMEM, else staged"),
 	OPT("peer-mem", CLI_PEER_MEM, required_argument, "host|shared|cuda[:N]",
 	    "the local peer's target region, as --mem"),
+	OPT("implicit", CLI_IMPLICIT, no_argument, NULL,
+	    "implicit operations: each window posted with the *_nbi calls "
+	    "(no request each), completed by one tern_quiet()"),
 	OPT("wait-fd", CLI_WAIT_FD, no_argument, NULL,
 	    "completion queues with wait fds (what being able to sleep "
 	    "costs) instead of busy polling"),

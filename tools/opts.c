@@ -355,6 +355,8 @@ static const char *const env_help[][2] = {
 	  "libfabric API version to ask for (default: negotiated)" },
 	{ "TERN_LOG", "none, warn (default), info, debug (else warned)" },
 	{ "TERN_POST_BATCH", "operations posted per rail per pass (32)" },
+	{ "TERN_NBI_MAX",
+	  "implicit operations in flight per ctx (65536; then -ENOBUFS)" },
 	{ "TERN_INJECT",
 	  "small writes as provider copies: 0 off, 1 (default), 2 +shm queue" },
 	{ "TERN_BUSY_POLL", "1: never sleep while waiting" },

@@ -24,7 +24,9 @@
 # the peer's pace, even here: tern's total moves by about +-5% from run to
 # run (raw's loop, whose peer is lighter, hardly at all). The script runs
 # each tool $INSTR_REPS times and shows the run with the median total, and
-# every run's total beside it.
+# every run's total beside it. "passes" is tern_progress() calls per
+# write in that run: the passes a waiting initiator spins are counted in
+# its total.
 #
 # Both tern peers run on this host, where tern would take its same-host
 # path (docs/local.md), but that path proves its peer with pidfd_open(),
@@ -98,6 +100,13 @@ split_file() {
 	echo "$own $lf $lc $oth $((own + lf + lc + oth))"
 }
 
+# passes FILE -> calls of tern_progress() in FILE (0 for raw)
+passes() {
+	awk '/^cfn=/ { f = ($0 ~ /^cfn=(\([0-9]+\) )?tern_progress$/); next }
+	/^calls=/ { if (f) { split($0, c, /[= ]/); s += c[2] } f = 0 }
+	END { printf "%d\n", s }' "$1"
+}
+
 run_tern() { # run_tern ITERS OUT [ARGS...]
 	local card it=$1 out=$2
 	shift 2
@@ -140,7 +149,7 @@ echo "instructions per write, user space, initiator only (callgrind)"
 echo "provider $prov, size $size B, window 64, ($((2 * n)) - $n ops) / $n, median of $reps;" \
 	"tern $("$tern" version | cut -d' ' -f2-); tern's buffers: $mem memory, TERN_LOCAL=${TERN_LOCAL:-1}"
 echo "tern: explicit (tern_write(), a request each); tern_nbi: implicit (tern_write_nbi(), a tern_quiet() per 64)"
-printf "%-8s %9s %10s %9s %9s %9s   %s\n" tool own libfabric libc other total "(total, each run)"
+printf "%-8s %9s %10s %9s %9s %9s %7s   %s\n" tool own libfabric libc other total passes "(total, each run)"
 for tool in tern tern_nbi raw; do
 	: >"$tmp/$tool.runs"
 	for _ in $(seq "$reps"); do
@@ -148,15 +157,17 @@ for tool in tern tern_nbi raw; do
 		"run_$tool" $((2 * n)) "$tmp/$tool.b"
 		read -r a1 a2 a3 a4 a5 <<<"$(split_file "$tmp/$tool.a")"
 		read -r b1 b2 b3 b4 b5 <<<"$(split_file "$tmp/$tool.b")"
-		awk -v n="$n" -v a="$a1 $a2 $a3 $a4 $a5" -v b="$b1 $b2 $b3 $b4 $b5" 'BEGIN {
+		a6=$(passes "$tmp/$tool.a") b6=$(passes "$tmp/$tool.b")
+		awk -v n="$n" -v a="$a1 $a2 $a3 $a4 $a5 $a6" -v b="$b1 $b2 $b3 $b4 $b5 $b6" 'BEGIN {
 			split(a, x); split(b, y)
 			for (i = 1; i <= 5; i++) printf "%.1f ", (y[i] - x[i]) / n
-			print "" }' >>"$tmp/$tool.runs"
+			printf "%.3f\n", (y[6] - x[6]) / n }' >>"$tmp/$tool.runs"
 	done
 	# the run with the median total, whole
 	sort -g -k5 "$tmp/$tool.runs" | sed -n "$(((reps + 1) / 2))p" >"$tmp/$tool.med"
-	read -r o l c x t <"$tmp/$tool.med"
-	printf "%-8s %9s %10s %9s %9s %9s   (%s)\n" "$tool" "$o" "$l" "$c" "$x" "$t" \
+	read -r o l c x t p <"$tmp/$tool.med"
+	[ "$tool" = raw ] && p=-
+	printf "%-8s %9s %10s %9s %9s %9s %7s   (%s)\n" "$tool" "$o" "$l" "$c" "$x" "$t" "$p" \
 		"$(cut -d' ' -f5 "$tmp/$tool.runs" | paste -sd' ')"
 	echo "$t" >"$tmp/$tool.total"
 done

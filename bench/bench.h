@@ -38,6 +38,8 @@ struct bench_hist {
 
 void bench_hist_init(struct bench_hist *h);
 void bench_hist_add(struct bench_hist *h, uint64_t v);
+/* @n samples of value @v at once (n = 0 adds nothing). */
+void bench_hist_add_n(struct bench_hist *h, uint64_t v, uint64_t n);
 /* Merge @src into @dst. */
 void bench_hist_merge(struct bench_hist *dst, const struct bench_hist *src);
 /*
@@ -81,8 +83,11 @@ struct bench_context {
 	char fabric[128];
 	char domain[128];
 	char host[128];
-	char date[40];	   /* ISO 8601, UTC */
-	char op[16];	   /* write, writedata, read, send, atomic */
+	char date[40]; /* ISO 8601, UTC */
+	char op[16];   /* write, writedata, read, send, atomic */
+	/* "explicit": a request per operation; "implicit": the *_nbi calls,
+	 * one tern_quiet() per window (--implicit). */
+	char model[12];
 	uint64_t link_bps; /* 0 when the provider reports none */
 	unsigned int window;
 	unsigned int rails;

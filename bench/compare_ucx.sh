@@ -7,8 +7,9 @@
 # The UCX side is ucx_perftest from Debian's ucx-utils package
 # (apt-get install ucx-utils; UCX 1.13 on Debian 12); it is not a
 # dependency of tern's build or CI. Each round alternates, in ABBA order
-# (UCX first in odd rounds, last in even ones), per size 8 B, 4 KiB,
-# 64 KiB, 1 MiB and 16 MiB:
+# (UCX first in odd rounds, last in even ones; with several tern variants
+# A B C D E, then E D C B A), per size 8 B, 4 KiB, 64 KiB, 1 MiB and
+# 16 MiB:
 #   ucp_put_bw            against  tern bench --op write --provider shm
 #   ucp_get               against  tern bench --op read  --provider shm
 # both with a window of 64 operations in flight (ucx_perftest -O 64,
@@ -16,10 +17,19 @@
 # ucp_put_bw and 1 for ucp_get, UCX 1.13's only get test, which makes
 # it a latency test) and the same iteration counts (-n / --iters: 200000
 # at 8 B down to 200 at 16 MiB, a tenth more as warm-up, -w /
-# --warmup); the 8 B write runs also give the message rate. Then
+# --warmup); the 8 B write runs also give the message rate. tern runs
+# once per variant in each group: by default in both models, explicit
+# (a request per operation, tern_write()/tern_read()) and implicit
+# (tern bench --implicit: tern_write_nbi()/tern_read_nbi(), one
+# tern_quiet() per window of 64), each into shared memory (--mem and
+# --peer-mem shared: TERN_MEM_SHARED, which the same-host peer maps, as
+# UCX maps its segments) and into plain host memory (--mem and
+# --peer-mem host: reached with cross-memory attach); that is four tern
+# runs beside each UCX run. Then
 # ucp_put_lat against tern ping at 8 B (p50 of the half round trip,
-# 20000 round trips), and bench/copy_limit once per round: one thread's
-# memcpy and process_vm_writev at 16 MiB, the best a copy does here.
+# 20000 round trips; the model and memory do not apply), and
+# bench/copy_limit once per round: one thread's memcpy and
+# process_vm_writev at 16 MiB, the best a copy does here.
 # ucx_perftest runs as two processes, the server with no host argument
 # on the peer CPU, the client with "localhost" on the initiator CPU,
 # trading their set-up over TCP (-p PORT); its summary is read from -f -v
@@ -27,10 +37,15 @@
 # the ratio of the medians tern/UCX and the median of the per-pair ratios
 # with an interval (a distribution-free 95% interval of that median from
 # order statistics, as bench/compare.sh prints; with fewer than 6 pairs
-# it is simply their min and max), then each goal as MET or NOT MET:
-# write and read bandwidth >= 1.0x UCX at every size, the 8 B message
-# rate >= 1.0x UCX, ping p50 within 0.05 us of ucp_put_lat, and 16 MiB
-# writes and reads >= 90% of the memcpy limit. A run that gives no figure
+# it is simply their min and max), for each tern variant; then the
+# medians of every variant side by side with their ratios to UCX, and
+# per memory the implicit model against the explicit one (per-pair
+# ratios); then each goal as MET or NOT MET, per variant: write and read
+# bandwidth >= 1.0x UCX at every size, the 8 B message rate >= 1.0x UCX,
+# 1 MiB writes and reads >= 1.0x UCX, 16 MiB writes and reads >= 90% of
+# the memcpy limit, for an implicit variant its 8 B message rate >= 10x
+# the explicit model's in the same memory, and per TERN_LOCAL value ping
+# p50 within 0.05 us of ucp_put_lat. A run that gives no figure
 # (a tool failed, or ucx_perftest's summary did not parse) is shown with
 # what it printed and counted as missing, never guessed; the script then
 # prints what it has and exits 1.
@@ -63,8 +78,15 @@
 #
 # Environment:
 #   TERN_UCX_LOCAL=1|0|1,0  the TERN_LOCAL values tern runs with (default
-#                    1); with 1,0 each group is UCX, tern 1, tern 0 in odd
-#                    rounds and the reverse in even ones
+#                    1); each is a variant of its own, with each memory
+#                    and model below
+#   TERN_UCX_MEM=shared,host  tern bench's --mem and --peer-mem, one
+#                    variant each (default both: shared, memory the
+#                    same-host peer maps, as UCX's posix transport maps
+#                    its segments; host, plain memory, reached with
+#                    cross-memory attach)
+#   TERN_UCX_MODEL=explicit,implicit  tern bench's models, one variant
+#                    each (default both; implicit is --implicit)
 #   TERN_BENCH_CPUS=A,B  initiator (UCX client, tern bench / ping client)
 #                    on CPU A, peer (UCX server, tern's peer) on CPU B;
 #                    default: the second and first CPU this script may
@@ -74,10 +96,6 @@
 #   TERN_UCX_PING_MODE=write|send  tern ping's mode (default write: write
 #                    with immediate, the closest to ucp_put_lat's put
 #                    that the peer polls for)
-#   TERN_UCX_MEM=shared|host  tern bench's --mem and --peer-mem (default
-#                        shared: memory the same-host peer maps, as UCX's
-#                        posix transport maps its segments; host: plain
-#                        memory, reached with cross-memory attach)
 #   TERN_UCX_TLS=LIST    UCX_TLS for the UCX side (default posix,cma,self)
 #   TERN_UCX_PORT=N      first TCP port of ucx_perftest's exchange (default
 #                    20000 + PID % 10000; each run takes the next of 64)
@@ -113,17 +131,27 @@ limit_s=$(count TERN_UCX_TIMEOUT 120)
 port_base=$(count TERN_UCX_PORT $((20000 + $$ % 10000)))
 ((port_base + 64 < 65536)) || die "TERN_UCX_PORT must leave 64 ports below 65536"
 ucx_tls=${TERN_UCX_TLS:-posix,cma,self}
+# list ARRAY NAME DEFAULT PATTERN: the comma-separated values of $NAME
+# (or DEFAULT) into ARRAY, refused unless each matches PATTERN, once
+list() {
+	local -n out=$1
+	local v=${!2:-$3} x seen=,
+	IFS=, read -ra out <<<"$v"
+	[ ${#out[@]} -ge 1 ] || die "$2 is empty"
+	for x in "${out[@]}"; do
+		[[ $x =~ ^($4)$ ]] || die "$2 must list $4, comma-separated"
+		[[ $seen == *,$x,* ]] && die "$2 names $x twice"
+		seen+=$x,
+	done
+}
+mems=() models=() locals=() # filled by list
 # tern's buffers on both sides: shared (TERN_MEM_SHARED, what a same-host
-# peer maps: the counterpart of UCX's mapped segments) or host
-tern_mem=${TERN_UCX_MEM:-shared}
-[[ $tern_mem =~ ^(shared|host)$ ]] || die "TERN_UCX_MEM must be shared or host"
+# peer maps: the counterpart of UCX's mapped segments) and/or host
+list mems TERN_UCX_MEM shared,host 'shared|host'
+list models TERN_UCX_MODEL explicit,implicit 'explicit|implicit'
 ping_mode=${TERN_UCX_PING_MODE:-write}
 [[ $ping_mode =~ ^(write|send)$ ]] || die "TERN_UCX_PING_MODE must be write or send"
-IFS=, read -ra locals <<<"${TERN_UCX_LOCAL:-1}"
-[ ${#locals[@]} -ge 1 ] || die "TERN_UCX_LOCAL is empty"
-for l in "${locals[@]}"; do
-	[[ $l =~ ^[01]$ ]] || die "TERN_UCX_LOCAL must list 1 and/or 0"
-done
+list locals TERN_UCX_LOCAL 1 '0|1'
 window=64
 
 first_two_cpus() { # -> "B,A" for the first two allowed CPUs A < B
@@ -243,16 +271,18 @@ tern_csv() {
 		{ v = $k } END { if (!k || v !~ /^[0-9.eE+-]+$/) exit 1; print v }' "$1"
 }
 
-tern_bw() { # tern_bw LOCAL OP SIZE -> "GB/s Mpps", or fails having said why
-	local it gbs mpps
-	it=$(iters_for "$3")
+# tern_bw LOCAL MEM MODEL OP SIZE -> "GB/s Mpps", or fails having said why
+tern_bw() {
+	local it gbs mpps implicit=()
+	it=$(iters_for "$5")
+	[ "$3" = implicit ] && implicit=(--implicit)
 	rm -f "$tmp/t.csv"
 	if ! TERN_LOCAL=$1 TERN_BENCH_CPUS=$cpus timeout "$limit_s" "$tern" bench \
-		--provider shm --op "$2" --sizes "$3" --window "$window" --iters "$it" \
-		--mem "$tern_mem" --peer-mem "$tern_mem" \
+		--provider shm --op "$4" --sizes "$5" --window "$window" --iters "$it" \
+		--mem "$2" --peer-mem "$2" "${implicit[@]}" \
 		--warmup $((it / 10)) --csv "$tmp/t.csv" >"$tmp/t.out" 2>&1 ||
 		! gbs=$(tern_csv "$tmp/t.csv" gBps) || ! mpps=$(tern_csv "$tmp/t.csv" mpps); then
-		echo "compare_ucx: no result from tern bench --op $2 --sizes $3 (TERN_LOCAL=$1); its output:" >&2
+		echo "compare_ucx: no result from tern bench --op $4 --sizes $5 --mem $2 ${implicit[*]} (TERN_LOCAL=$1); its output:" >&2
 		sed 's/^/  | /' "$tmp/t.out" >&2
 		return 1
 	fi
@@ -285,10 +315,12 @@ tern_ping() { # tern_ping LOCAL -> p50 in us, or fails having said why
 }
 
 # --- one run of a side; results go to $tmp/SIDE.KIND, one line per run,
-# NA where a run gave nothing, so that pairs stay aligned -------------------
+# NA where a run gave nothing, so that pairs stay aligned. A bandwidth
+# side is ucx or tern<LOCAL>.<MEM>.<MODEL> (tern1.shared.implicit); a
+# latency side ucx or tern<LOCAL> ---------------------------------------------
 
 bw() { # bw SIDE OP SIZE
-	local r test gbs mpps
+	local r test gbs mpps t mem model
 	if [ "$1" = ucx ]; then
 		test=ucp_put_bw
 		[ "$2" = read ] && test=ucp_get
@@ -297,10 +329,13 @@ bw() { # bw SIDE OP SIZE
 		else
 			gbs=NA mpps=NA
 		fi
-	elif r=$(tern_bw "${1#tern}" "$2" "$3"); then
-		read -r gbs mpps <<<"$r"
 	else
-		gbs=NA mpps=NA
+		IFS=. read -r t mem model <<<"$1"
+		if r=$(tern_bw "${t#tern}" "$mem" "$model" "$2" "$3"); then
+			read -r gbs mpps <<<"$r"
+		else
+			gbs=NA mpps=NA
+		fi
 	fi
 	echo "$gbs" >>"$tmp/$1.$2.gbs.$3"
 	echo "$mpps" >>"$tmp/$1.$2.mpps.$3"
@@ -330,17 +365,26 @@ limit() { # the copy limit at 16 MiB, GB/s
 	[ -n "$line" ] || echo "compare_ucx: copy_limit gave no 16 MiB line" >&2
 }
 
-sides=(ucx)
-for l in "${locals[@]}"; do sides+=("tern$l"); done
+sides=(ucx) lat_sides=(ucx)
+for l in "${locals[@]}"; do
+	lat_sides+=("tern$l")
+	for mem in "${mems[@]}"; do
+		for model in "${models[@]}"; do sides+=("tern$l.$mem.$model"); done
+	done
+done
+tern_sides=("${sides[@]:1}")
 
-# group ROUND FN ARGS...: FN for each side, in order in odd rounds and
-# reversed in even ones (ABBA; with two tern variants ABC CBA), so a drift
-# of the machine during a round weighs on every side alike
+# group ROUND ARRAY FN ARGS...: FN for each side of ARRAY, in order in
+# odd rounds and reversed in even ones (ABBA; with more variants ABCDE
+# EDCBA), so a drift of the machine during a round weighs on every side
+# alike
 group() {
-	local r=$1 fn=$2 i n=${#sides[@]}
-	shift 2
+	local r=$1 fn=$3 i n
+	local -n gs=$2
+	n=${#gs[@]}
+	shift 3
 	for ((i = 0; i < n; i++)); do
-		if ((r % 2)); then "$fn" "${sides[i]}" "$@"; else "$fn" "${sides[n - 1 - i]}" "$@"; fi
+		if ((r % 2)); then "$fn" "${gs[i]}" "$@"; else "$fn" "${gs[n - 1 - i]}" "$@"; fi
 	done
 }
 
@@ -383,24 +427,35 @@ else
 fi
 echo "tern $("$tern" version | cut -d' ' -f2-); UCX ${ucx_version:-unknown} (ucx_perftest, UCX_TLS=$ucx_tls)"
 echo "host $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%M:%SZ), $rounds rounds, $pairs group(s) per size and round; CPUs initiator,peer: ${cpus:-not pinned}; window $window; tern ping --mode $ping_mode"
-echo "tern runs with TERN_LOCAL=${locals[*]} ($local_note)"
+echo "tern runs with TERN_LOCAL=${locals[*]} ($local_note), memory ${mems[*]}, models ${models[*]}: ${#tern_sides[@]} tern run(s) beside each UCX run"
 echo "bandwidth in GB/s = 10^9 bytes/s (UCX's MB/s is MiB/s, converted); rate in Mpps; latency: half round trip, us"
 
 for r in $(seq 1 "$rounds"); do
 	for op in write read; do
 		for s in "${sizes[@]}"; do
-			for _ in $(seq "$pairs"); do group "$r" bw "$op" "$s"; done
+			for _ in $(seq "$pairs"); do group "$r" sides bw "$op" "$s"; done
 		done
 	done
-	for _ in $(seq "$pairs"); do group "$r" lat; done
+	for _ in $(seq "$pairs"); do group "$r" lat_sides lat; done
 	limit
 done
 
-name() { # name SIDE -> how the table calls it
+name() { # name SIDE -> how the tables call it
+	local t mem model
 	case $1 in
 	ucx) echo UCX ;;
+	*.*)
+		IFS=. read -r t mem model <<<"$1"
+		echo "tern (TERN_LOCAL=${t#tern}, $mem memory, $model)"
+		;;
 	*) echo "tern (TERN_LOCAL=${1#tern})" ;;
 	esac
+}
+
+short() { # short SIDE -> a column head: shared/implicit, L0 host/explicit
+	local t mem model
+	IFS=. read -r t mem model <<<"$1"
+	if [ ${#locals[@]} -gt 1 ]; then echo "L${t#tern} $mem/$model"; else echo "$mem/$model"; fi
 }
 
 # row LABEL FILE-TERN FILE-UCX ratio|diff: one line of a table
@@ -423,8 +478,14 @@ head_row() { # head_row LEFT RIGHT COMPARISON
 		"$3" "per-pair: median [interval]"
 }
 
+med() { # med FILE -> its median, or n/a
+	local m
+	read -r _ m _ <<<"$(stats "$1")"
+	echo "$m"
+}
+
 declare -A ucx_test=([write]=ucp_put_bw [read]=ucp_get)
-for t in "${sides[@]:1}"; do
+for t in "${tern_sides[@]}"; do
 	for op in write read; do
 		echo
 		echo "== $op bandwidth, GB/s: ${ucx_test[$op]} against tern bench --op $op, $(name "$t") =="
@@ -436,21 +497,74 @@ for t in "${sides[@]:1}"; do
 	echo "== message rate at 8 B, Mpps: ucp_put_bw against tern bench --op write, $(name "$t") =="
 	head_row UCX tern tern/UCX
 	row 8 "$tmp/$t.write.mpps.8" "$tmp/ucx.write.mpps.8" ratio
+done
+for t in "${lat_sides[@]:1}"; do
+	echo
 	echo "== latency at 8 B, p50 us: ucp_put_lat against tern ping --mode $ping_mode, $(name "$t") =="
 	head_row UCX tern tern-UCX
 	row 8 "$tmp/$t.lat" "$tmp/ucx.lat" diff
 done
 
-if [ ${#sides[@]} -eq 3 ]; then
-	echo
-	echo "== the local path's gain: tern with TERN_LOCAL=1 against TERN_LOCAL=0 (GB/s; rate Mpps; p50 us) =="
-	head_row "TERN_LOCAL=0" "TERN_LOCAL=1" "1/0"
-	for op in write read; do
-		for s in "${sizes[@]}"; do
-			row "$op $s" "$tmp/tern1.$op.gbs.$s" "$tmp/tern0.$op.gbs.$s" ratio
+# Every variant side by side: medians, and each one's ratio to UCX's.
+echo
+echo "== side by side: medians (GB/s; rate Mpps), and tern/UCX =="
+line=$(printf "%-14s %9s" "" UCX)
+for t in "${tern_sides[@]}"; do line+=$(printf "  %-22s" "$(short "$t")"); done
+echo "$line"
+for op in write read rate; do
+	list_sizes=("${sizes[@]}")
+	[ "$op" = rate ] && list_sizes=(8)
+	for s in "${list_sizes[@]}"; do
+		kind=$op.gbs.$s
+		[ "$op" = rate ] && kind=write.mpps.8
+		um=$(med "$tmp/ucx.$kind")
+		line=$(printf "%-14s %9s" "$op $s" "$um")
+		for t in "${tern_sides[@]}"; do
+			tm=$(med "$tmp/$t.$kind")
+			line+=$(printf "  %-22s" "$tm ($(ratio "$tm" "$um")x)")
+		done
+		echo "$line"
+	done
+done
+
+# The implicit model against the explicit one, in the same memory and
+# the same groups.
+if [ ${#models[@]} -eq 2 ]; then
+	for l in "${locals[@]}"; do
+		for mem in "${mems[@]}"; do
+			e=tern$l.$mem.explicit i=tern$l.$mem.implicit
+			echo
+			echo "== implicit against explicit: $mem memory, TERN_LOCAL=$l (GB/s; rate Mpps) =="
+			head_row explicit implicit "impl/expl"
+			for op in write read; do
+				for s in "${sizes[@]}"; do
+					row "$op $s" "$tmp/$i.$op.gbs.$s" "$tmp/$e.$op.gbs.$s" ratio
+				done
+			done
+			row "rate 8" "$tmp/$i.write.mpps.8" "$tmp/$e.write.mpps.8" ratio
 		done
 	done
-	row "rate 8" "$tmp/tern1.write.mpps.8" "$tmp/tern0.write.mpps.8" ratio
+fi
+
+if [ ${#locals[@]} -eq 2 ]; then
+	for mem in "${mems[@]}"; do
+		for model in "${models[@]}"; do
+			echo
+			echo "== the local path's gain: tern with TERN_LOCAL=1 against TERN_LOCAL=0, $mem memory, $model (GB/s; rate Mpps) =="
+			head_row "TERN_LOCAL=0" "TERN_LOCAL=1" "1/0"
+			for op in write read; do
+				for s in "${sizes[@]}"; do
+					row "$op $s" "$tmp/tern1.$mem.$model.$op.gbs.$s" \
+						"$tmp/tern0.$mem.$model.$op.gbs.$s" ratio
+				done
+			done
+			row "rate 8" "$tmp/tern1.$mem.$model.write.mpps.8" \
+				"$tmp/tern0.$mem.$model.write.mpps.8" ratio
+		done
+	done
+	echo
+	echo "== ping: TERN_LOCAL=1 against TERN_LOCAL=0, p50 us =="
+	head_row "TERN_LOCAL=0" "TERN_LOCAL=1" "1-0"
 	row "p50 8" "$tmp/tern1.lat" "$tmp/tern0.lat" diff
 fi
 
@@ -462,9 +576,9 @@ echo "   memcpy (one thread)         $mmin / $mmed / $mmax (min / median / max)"
 echo "   process_vm_writev           $vmin / $vmed / $vmax"
 for op in write read; do
 	for t in "${sides[@]}"; do
-		read -r _ med _ <<<"$(stats "$tmp/$t.$op.gbs.16777216")"
-		printf "   %-27s %8s GB/s = %s of memcpy, %s of process_vm_writev\n" \
-			"$(name "$t") $op" "$med" "$(ratio "$med" "$mmed")" "$(ratio "$med" "$vmed")"
+		m=$(med "$tmp/$t.$op.gbs.16777216")
+		printf "   %-48s %8s GB/s = %s of memcpy, %s of process_vm_writev\n" \
+			"$(name "$t") $op" "$m" "$(ratio "$m" "$mmed")" "$(ratio "$m" "$vmed")"
 	done
 done
 
@@ -476,46 +590,67 @@ verdict() { # verdict OK MISSING -> MET / NOT MET / NOT JUDGED
 	else echo "NOT MET"; fi
 }
 
+# at_least A B FACTOR -> "ok miss q": whether median A >= FACTOR x median
+# B (ok 1), whether a figure is missing (miss 1), and A/B
+at_least() {
+	local q ok=0 miss=0
+	q=$(ratio "$1" "$2")
+	if [ "$q" = n/a ]; then miss=1
+	elif awk -v q="$q" -v f="$3" 'BEGIN { exit !(q >= f) }'; then ok=1; fi
+	echo "$ok $miss $q"
+}
+
 echo
 echo "== goals (medians; per-pair intervals above) =="
-for t in "${sides[@]:1}"; do
+for t in "${tern_sides[@]}"; do
 	echo "$(name "$t"):"
 	for op in write read; do
 		ok=1 miss=0 list=
 		for s in "${sizes[@]}"; do
-			read -r _ tm _ <<<"$(stats "$tmp/$t.$op.gbs.$s")"
-			read -r _ um _ <<<"$(stats "$tmp/ucx.$op.gbs.$s")"
-			q=$(ratio "$tm" "$um")
+			read -r o m q <<<"$(at_least "$(med "$tmp/$t.$op.gbs.$s")" \
+				"$(med "$tmp/ucx.$op.gbs.$s")" 1.0)"
 			list+=" $s:$q"
 			[ "$q" = n/a ] || list+=x
-			if [ "$q" = n/a ]; then miss=$((miss + 1))
-			elif awk -v q="$q" 'BEGIN { exit !(q < 1.0) }'; then ok=0; fi
+			miss=$((miss + m))
+			[ "$o" -eq 1 ] || [ "$m" -eq 1 ] || ok=0
 		done
-		printf "   %-44s %s (%s)\n" "$op bandwidth >= 1.0x UCX at every size" \
-			"$(verdict $ok $miss)" "${list# }"
+		printf "   %-48s %s (%s)\n" "$op bandwidth >= 1.0x UCX at every size" \
+			"$(verdict "$ok" "$miss")" "${list# }"
 	done
-	read -r _ tm _ <<<"$(stats "$tmp/$t.write.mpps.8")"
-	read -r _ um _ <<<"$(stats "$tmp/ucx.write.mpps.8")"
-	q=$(ratio "$tm" "$um") ok=0 miss=0
-	[ "$q" = n/a ] && miss=1
-	[ "$q" != n/a ] && awk -v q="$q" 'BEGIN { exit !(q >= 1.0) }' && ok=1
-	printf "   %-44s %s (%s: %s / %s Mpps)\n" "8 B message rate >= 1.0x UCX" \
-		"$(verdict $ok $miss)" "$q$([ "$q" = n/a ] || echo x)" "$tm" "$um"
-	read -r _ tm _ <<<"$(stats "$tmp/$t.lat")"
-	read -r _ um _ <<<"$(stats "$tmp/ucx.lat")"
+	tm=$(med "$tmp/$t.write.mpps.8") um=$(med "$tmp/ucx.write.mpps.8")
+	read -r ok miss q <<<"$(at_least "$tm" "$um" 1.0)"
+	printf "   %-48s %s (%s: %s / %s Mpps)\n" "8 B message rate >= 1.0x UCX" \
+		"$(verdict "$ok" "$miss")" "$q$([ "$q" = n/a ] || echo x)" "$tm" "$um"
+	ok=1 miss=0 list=
+	for op in write read; do
+		read -r o m q <<<"$(at_least "$(med "$tmp/$t.$op.gbs.1048576")" \
+			"$(med "$tmp/ucx.$op.gbs.1048576")" 1.0)"
+		list+=" $op $q$([ "$q" = n/a ] || echo x)"
+		miss=$((miss + m))
+		[ "$o" -eq 1 ] || [ "$m" -eq 1 ] || ok=0
+	done
+	printf "   %-48s %s (%s)\n" "1 MiB write and read >= 1.0x UCX" \
+		"$(verdict "$ok" "$miss")" "${list# }"
+	if [[ $t == *.implicit && " ${tern_sides[*]} " == *" ${t%.implicit}.explicit "* ]]; then
+		e=${t%.implicit}.explicit
+		tm=$(med "$tmp/$t.write.mpps.8") em=$(med "$tmp/$e.write.mpps.8")
+		read -r ok miss q <<<"$(at_least "$tm" "$em" 10.0)"
+		printf "   %-48s %s (%s: %s / %s Mpps)\n" "8 B message rate >= 10x the explicit model's" \
+			"$(verdict "$ok" "$miss")" "$q$([ "$q" = n/a ] || echo x)" "$tm" "$em"
+	fi
+	for op in write read; do
+		read -r ok miss q <<<"$(at_least "$(med "$tmp/$t.$op.gbs.16777216")" "$mmed" 0.9)"
+		printf "   %-48s %s (%s of %s GB/s)\n" "16 MiB $op >= 90% of the memcpy limit" \
+			"$(verdict "$ok" "$miss")" "$q" "$mmed"
+	done
+done
+for t in "${lat_sides[@]:1}"; do
+	tm=$(med "$tmp/$t.lat") um=$(med "$tmp/ucx.lat")
 	ok=0 miss=0
 	if [ "$tm" = n/a ] || [ "$um" = n/a ]; then miss=1
 	elif awk -v a="$tm" -v b="$um" 'BEGIN { exit !(a - b <= 0.05) }'; then ok=1; fi
-	printf "   %-44s %s (%s - %s us)\n" "ping p50 within 0.05 us of ucp_put_lat" \
-		"$(verdict $ok $miss)" "$tm" "$um"
-	for op in write read; do
-		read -r _ tm _ <<<"$(stats "$tmp/$t.$op.gbs.16777216")"
-		q=$(ratio "$tm" "$mmed") ok=0 miss=0
-		[ "$q" = n/a ] && miss=1
-		[ "$q" != n/a ] && awk -v q="$q" 'BEGIN { exit !(q >= 0.9) }' && ok=1
-		printf "   %-44s %s (%s of %s GB/s)\n" "16 MiB $op >= 90% of the memcpy limit" \
-			"$(verdict $ok $miss)" "$q" "$mmed"
-	done
+	printf "%-51s %s (%s - %s us)\n" "$(name "$t"): ping p50 within 0.05 us of ucp_put_lat" \
+		"$(verdict "$ok" "$miss")" "$tm" "$um"
 done
 echo
 echo "wall clock: $(($(date +%s) - t_start)) s"

@@ -50,6 +50,10 @@ struct bench_opts {
 	double duration_s; /* per size when iters is 0 */
 	uint64_t warmup;   /* untimed ops per size, or BENCH_AUTO */
 	int verify;
+	/* The implicit model: each window's operations posted with the
+	 * *_nbi calls, no request each, and completed by one tern_quiet()
+	 * (--implicit); 0: a request per operation. */
+	int implicit;
 	uint64_t seed;
 	struct bench_mem mem;	     /* this side's buffers */
 	int progress;		     /* a live line on stderr */
@@ -58,6 +62,14 @@ struct bench_opts {
 
 const char *bench_op_name(int op);
 int bench_op_parse(const char *s);
+/* "implicit" or "explicit". */
+const char *bench_model_name(int implicit);
+/*
+ * Whether @op has an implicit form: NULL if it has (write, writedata and
+ * read as their *_nbi twins; atomic as tern_atomic_add_nbi(), an add
+ * that fetches nothing), else why not, naming --implicit and the op.
+ */
+const char *bench_implicit_why(int op);
 
 /* "host", "cuda" (device 0) or "cuda:N": 0, or -EINVAL. */
 int bench_mem_parse(const char *s, struct bench_mem *m);

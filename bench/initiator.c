@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* tern bench's initiator: keeps a window of operations in flight and
- * times each from its post to its completion (bench_run()). */
+ * times each from its post to its completion (bench_run()); in the
+ * implicit model (--implicit) posts each window with the *_nbi calls and
+ * completes it with one tern_quiet(). */
 #define _GNU_SOURCE /* cpu_set_t, in bench/common.h */
 #include <errno.h>
 #include <inttypes.h>
@@ -36,6 +38,7 @@ struct runner {
 	struct bop *w;		   /* the window */
 	struct bop *free_bops;	   /* its entries not in flight: completions
 				    * come in any order (striping, EFA) */
+	struct tern_req quiet;	   /* the implicit model's, one per window */
 	/* the size being measured */
 	uint64_t size;
 	uint64_t posted, done, limit;
@@ -122,13 +125,10 @@ static void show_progress(const struct runner *r)
 	fflush(stderr);
 }
 
-/* Measure one size: warm-up, then the timed operations, a window deep. */
-static int run_size(struct runner *r, struct bench_point *pt)
+/* This size's counts: timed operations, warm-up, the limit. */
+static void size_begin(struct runner *r)
 {
 	const struct bench_opts *o = r->o;
-	uint64_t deadline = 0, next_show = tern__now_ns() + 500000000ULL;
-	uint64_t stall_from = 0, last_done = 0;
-	int ret = 0;
 
 	bench_hist_init(&r->hist);
 	r->posted = r->done = 0;
@@ -145,6 +145,17 @@ static int run_size(struct runner *r, struct bench_point *pt)
 			    ? o->warmup
 			    : TERN_MAX(r->iters / 10, (uint64_t)16);
 	r->limit = r->iters ? r->warmup + r->iters : UINT64_MAX;
+}
+
+/* The explicit model: a window of requests, each posted again as soon
+ * as it completes, each timed from its post to its completion. */
+static int run_explicit(struct runner *r)
+{
+	const struct bench_opts *o = r->o;
+	uint64_t deadline = 0, next_show = tern__now_ns() + 500000000ULL;
+	uint64_t stall_from = 0, last_done = 0;
+	int ret = 0;
+
 	while (r->done < r->posted || r->posted < r->limit) {
 		/* Warm-up drains before the clock starts: timed operations
 		 * start from an empty pipeline and are not credited with
@@ -201,7 +212,137 @@ static int run_size(struct runner *r, struct bench_point *pt)
 			next_show = tern__now_ns() + 500000000ULL;
 		}
 	}
-	if (o->progress)
+	return ret;
+}
+
+/* One implicit operation, no request: its quiet completes it. */
+static int post_nbi(struct runner *r)
+{
+	size_t len = (size_t)r->size;
+
+	switch (r->o->op) {
+	case BENCH_WRITE:
+		return tern_write_nbi(r->peer, r->mr, r->buf, len, &r->remote,
+				      0);
+	case BENCH_WRITEDATA:
+		return tern_write_imm_nbi(r->peer, r->mr, r->buf, len,
+					  &r->remote, 0, BENCH_IMM);
+	case BENCH_READ:
+		return tern_read_nbi(r->peer, r->mr, r->buf, len, &r->remote,
+				     0);
+	default:
+		return tern_atomic_add_nbi(r->peer, &r->remote, 0, 1);
+	}
+}
+
+/* A progress pass while implicit operations are in flight: a peer that
+ * completes nothing for CTRL_TIMEOUT_MS is gone or stuck. @return 0, a
+ * progress error, or -ETIMEDOUT with r->stuck set. */
+static int implicit_pass(struct runner *r, uint64_t *stall_from)
+{
+	int n = tern_progress(r->ctx);
+
+	if (n < 0)
+		return n;
+	if (n > 0) {
+		*stall_from = 0;
+	} else if (*stall_from == 0) {
+		*stall_from = tern__now_ns();
+	} else if (tern__now_ns() - *stall_from >
+		   CTRL_TIMEOUT_MS * 1000000ULL) {
+		r->stuck = 1;
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/*
+ * The implicit model: a window of operations posted with the *_nbi calls
+ * (no request each), then one tern_quiet() that completes once all of
+ * them are done at the target; the next window is posted after it. An
+ * implicit operation's completion is known only at its quiet: each
+ * operation of a window is timed from the window's first post to the
+ * quiet's completion (the longest any of them waited).
+ */
+static int run_implicit(struct runner *r)
+{
+	const struct bench_opts *o = r->o;
+	uint64_t deadline = 0, next_show = tern__now_ns() + 500000000ULL;
+	uint64_t stall_from = 0;
+	int ret = 0, q;
+
+	while (ret == 0 && r->posted < r->limit) {
+		/* Warm-up windows end at the warm-up: the clock starts with
+		 * an empty pipeline, as in the explicit model. */
+		uint64_t end = r->posted < r->warmup ? r->warmup : r->limit;
+		uint64_t n = TERN_MIN((uint64_t)o->window, end - r->posted);
+		uint64_t k = 0, t_post = op_clock_ns(), now;
+		int timed = r->posted >= r->warmup;
+
+		if (r->posted == r->warmup) {
+			r->t_start = t_post;
+			if (!r->iters)
+				deadline = t_post +
+					   (uint64_t)(o->duration_s * 1e9);
+		}
+		while (k < n) {
+			ret = post_nbi(r);
+			if (tern_likely(ret == 0)) {
+				k++;
+				continue;
+			}
+			if (ret != -ENOBUFS)
+				break;
+			/* TERN_NBI_MAX in flight: progress frees some. */
+			ret = implicit_pass(r, &stall_from);
+			if (ret != 0)
+				return ret;
+		}
+		r->posted += k;
+		/* What was posted is drained, also after a failed post. */
+		q = tern_quiet(r->ctx, r->peer, &r->quiet);
+		if (q != 0)
+			return ret != 0 ? ret : q;
+		while (!r->quiet.done) {
+			q = implicit_pass(r, &stall_from);
+			if (q != 0)
+				return q;
+		}
+		now = op_clock_ns();
+		if (r->done == 0)
+			r->cold_ns = now - t_post;
+		r->done += k;
+		if (timed && k > 0) {
+			bench_hist_add_n(&r->hist, now - t_post, k);
+			r->t_end = now;
+		}
+		if (r->quiet.status != 0 && r->err == 0) {
+			r->err = r->quiet.status;
+			snprintf(r->errmsg, sizeof(r->errmsg), "%s",
+				 r->quiet.errmsg);
+		}
+		if (ret == 0)
+			ret = r->err;
+		if (deadline != 0 && now >= deadline)
+			r->limit = r->posted;
+		if (ret == 0 && o->stop != NULL && *o->stop)
+			ret = -EINTR;
+		if (o->progress && now > next_show) {
+			show_progress(r);
+			next_show = now + 500000000ULL;
+		}
+	}
+	return ret;
+}
+
+/* Measure one size: warm-up, then the timed operations, a window deep. */
+static int run_size(struct runner *r, struct bench_point *pt)
+{
+	int ret;
+
+	size_begin(r);
+	ret = r->o->implicit ? run_implicit(r) : run_explicit(r);
+	if (r->o->progress)
 		fprintf(stderr, "\r%60s\r", "");
 	pt->size = r->size;
 	pt->ops = r->hist.count;
@@ -352,6 +493,8 @@ static void fill_context(struct tern_ctx *ctx, const struct bench_opts *o,
 	gmtime_r(&now, &tm);
 	strftime(c->date, sizeof(c->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	snprintf(c->op, sizeof(c->op), "%s", bench_op_name(o->op));
+	snprintf(c->model, sizeof(c->model), "%s",
+		 bench_model_name(o->implicit));
 	c->link_bps = ci.link_speed;
 	c->window = o->window;
 	c->rails = ci.rails;
@@ -511,6 +654,10 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	int ret;
 
 	memset(rep, 0, sizeof(*rep));
+	if (o->implicit && bench_implicit_why(o->op) != NULL) {
+		snprintf(why, whylen, "%s", bench_implicit_why(o->op));
+		return -EINVAL;
+	}
 	fill_context(ctx, o, &rep->ctx);
 	r.link_bps = rep->ctx.link_bps;
 	for (size_t i = 0; i < o->nsizes; i++)
@@ -519,6 +666,7 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	if (ret != 0)
 		return ret;
 	r.mb = &mb;
+	tern_req_init(&r.quiet, NULL, NULL);
 	bench_mem_name(&o->mem, name, sizeof(name));
 	r.w = calloc(o->window, sizeof(*r.w));
 	/* Once: a completed request is posted again as it is (every post

@@ -46,6 +46,28 @@ int bench_op_parse(const char *s)
 	return -EINVAL;
 }
 
+const char *bench_model_name(int implicit)
+{
+	return implicit ? "implicit" : "explicit";
+}
+
+const char *bench_implicit_why(int op)
+{
+	switch (op) {
+	case BENCH_WRITE:
+	case BENCH_WRITEDATA:
+	case BENCH_READ:
+	case BENCH_ATOMIC:
+		return NULL;
+	case BENCH_SEND:
+		return "--implicit: --op send has no implicit form (a send "
+		       "meets a receive the peer posted: it takes a request); "
+		       "write, writedata, read or atomic";
+	default:
+		return "--implicit: not an operation";
+	}
+}
+
 int bench_mem_parse(const char *s, struct bench_mem *m)
 {
 	char *end;

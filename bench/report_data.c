@@ -68,6 +68,7 @@ static void json_context(FILE *f, const struct bench_context *c)
 	JSON_STR(f, &first, pre, c, host);
 	JSON_STR(f, &first, pre, c, date);
 	JSON_STR(f, &first, pre, c, op);
+	JSON_STR(f, &first, pre, c, model);
 	json_u64(f, &first, pre, "link_bps", c->link_bps);
 	json_u64(f, &first, pre, "window", c->window);
 	json_u64(f, &first, pre, "rails", c->rails);
@@ -142,6 +143,21 @@ static void csv_dbl(FILE *f, double v)
 		fputs(report_fmt_exact(v, buf, sizeof(buf)), f);
 }
 
+/* A context word: letters, digits, '-' and '_' only, so that it needs no
+ * quoting ("explicit", "implicit"); anything else is left out. */
+static void csv_str(FILE *f, const char *s, size_t cap)
+{
+	size_t n = report_field_len(s, cap);
+
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_')
+			fputc(ch, f);
+	}
+}
+
 int bench_write_csv(FILE *f, const struct bench_report *r)
 {
 	size_t n;
@@ -151,8 +167,10 @@ int bench_write_csv(FILE *f, const struct bench_report *r)
 	if (ret < 0)
 		return ret;
 	n = report_npoints(r);
+	/* The model last: the columns before it keep their places. */
 	fputs("size,ops,bytes,seconds,gbps,gBps,link_pct,mpps,lat_min_us,"
-	      "lat_p50_us,lat_p99_us,lat_p999_us,lat_max_us,cold_us,verified\n",
+	      "lat_p50_us,lat_p99_us,lat_p999_us,lat_max_us,cold_us,verified,"
+	      "model\n",
 	      f);
 	for (size_t i = 0; i < n; i++) {
 		const struct bench_point *p = &r->points[i];
@@ -170,7 +188,9 @@ int bench_write_csv(FILE *f, const struct bench_report *r)
 		csv_dbl(f, p->lat_p999_us);
 		csv_dbl(f, p->lat_max_us);
 		csv_dbl(f, p->cold_us);
-		fprintf(f, ",%d\n", p->verified);
+		fprintf(f, ",%d,", p->verified);
+		csv_str(f, r->ctx.model, sizeof(r->ctx.model));
+		fputc('\n', f);
 	}
 	return report_finish(f);
 }

@@ -428,6 +428,11 @@ static void svg_header(FILE *f, const struct bench_context *c)
 		"font-size=\"18\">tern bench: ",
 		SVG_W / 2);
 	svg_text(f, c->op, sizeof(c->op));
+	if (report_field_len(c->model, sizeof(c->model)) != 0) {
+		fputs(" (", f);
+		svg_text(f, c->model, sizeof(c->model));
+		fputc(')', f);
+	}
 	fputs(" over ", f);
 	svg_text(f, c->provider, sizeof(c->provider));
 	fprintf(f, ", window %u, %u rail%s</text>\n", c->window, c->rails,

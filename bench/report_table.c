@@ -75,6 +75,13 @@ void bench_print_table(FILE *f, const struct bench_report *r)
 	table_field(f, "fabric", c->fabric, sizeof(c->fabric));
 	table_field(f, "domain", c->domain, sizeof(c->domain));
 	table_field(f, "op", c->op, sizeof(c->op));
+	if (strncmp(c->model, "implicit", sizeof(c->model)) == 0)
+		fprintf(f, "  %-14s %s\n", "model",
+			"implicit: no request each (the *_nbi calls), one "
+			"tern_quiet() per window");
+	else if (strncmp(c->model, "explicit", sizeof(c->model)) == 0)
+		fprintf(f, "  %-14s %s\n", "model",
+			"explicit: a request per operation");
 	fprintf(f, "  %-14s %u\n", "window", c->window);
 	fprintf(f, "  %-14s %u\n", "rails", c->rails);
 	fprintf(f, "  %-14s %s\n", "link speed",
@@ -114,8 +121,13 @@ void bench_print_table(FILE *f, const struct bench_report *r)
 		report_fmt_size(c->mr_bytes, false, b, sizeof(b)));
 	fprintf(f, "  %-14s %s\n", "rate base",
 		"Gbit/s and GB/s are 10^9; sizes are binary (KiB = 1024 B)");
-	fprintf(f, "  %-14s %s\n", "latency",
-		"us, post to completion; cold: the first operation");
+	if (strncmp(c->model, "implicit", sizeof(c->model)) == 0)
+		fprintf(f, "  %-14s %s\n", "latency",
+			"us, its window's first post to its quiet; cold: the "
+			"first window");
+	else
+		fprintf(f, "  %-14s %s\n", "latency",
+			"us, post to completion; cold: the first operation");
 	fprintf(f, "\n%9s %9s %8s %6s %8s %8s %8s %8s %8s %8s %8s %8s\n",
 		"size", "Gbit/s", "GB/s", "%link", "Mpps", "lat min", "p50",
 		"p99", "p99.9", "max", "cold", "verified");

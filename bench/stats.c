@@ -82,6 +82,34 @@ void bench_hist_add(struct bench_hist *h, uint64_t v)
 	h->buckets[bench_hist_index(v)]++;
 }
 
+/* @a * @b as 128 bits. */
+static void mul_u64(uint64_t a, uint64_t b, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t al = a & 0xffffffffu, ah = a >> 32;
+	uint64_t bl = b & 0xffffffffu, bh = b >> 32;
+	uint64_t ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
+	uint64_t mid = (ll >> 32) + (lh & 0xffffffffu) + (hl & 0xffffffffu);
+
+	*lo = (mid << 32) | (ll & 0xffffffffu);
+	*hi = hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+}
+
+void bench_hist_add_n(struct bench_hist *h, uint64_t v, uint64_t n)
+{
+	uint64_t lo, hi;
+
+	if (n == 0)
+		return;
+	h->count += n;
+	if (v < h->min)
+		h->min = v;
+	if (v > h->max)
+		h->max = v;
+	mul_u64(v, n, &lo, &hi);
+	sum_add(h, lo, hi);
+	h->buckets[bench_hist_index(v)] += n;
+}
+
 void bench_hist_merge(struct bench_hist *dst, const struct bench_hist *src)
 {
 	if (src->count == 0)

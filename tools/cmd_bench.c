@@ -27,7 +27,7 @@ static void usage(const struct cli_parser *p, FILE *f)
 		"usage: tern bench [PEER] [--op OP] [--sizes LIST|all] "
 		"[--window N]\n"
 		"                  [--iters N | --duration S] [--rails R] "
-		"[--verify] ...\n"
+		"[--verify] [--implicit] ...\n"
 		"       tern bench --listen [HOST:PORT] [--once] ...\n\n"
 		"Measure bandwidth (Gbit/s and GB/s, 10^9), %% of the link "
 		"speed libfabric\nreports, message rate (Mpps) and "
@@ -44,6 +44,14 @@ static void usage(const struct cli_parser *p, FILE *f)
 		"(100000 at 8 B down to\n200 at 16 MiB), --warmup iters/10 "
 		"(>= 16). Writes and reads above 128 KiB\nare striped over "
 		"the rails ($TERN_STRIPE_CHUNK).\n"
+		"Models: by default every operation has a request of its "
+		"own, posted again\nas it completes (explicit). --implicit "
+		"posts each window with\ntern_write_nbi(), tern_write_imm_nbi()"
+		", tern_read_nbi() (--op atomic:\ntern_atomic_add_nbi(), an "
+		"add "
+		"that fetches nothing) and completes it with\none tern_quiet()"
+		"; each operation's latency is then its window's first\npost "
+		"to the quiet's completion. --op send has no implicit form.\n"
 		"Environment: TERN_BENCH_CPUS=A,B runs this process on CPU A "
 		"and the local\npeer on CPU B; TERN_BENCH_TARGET_PAUSE=N makes "
 		"the target spin N pause\ninstructions after each progress "
@@ -201,12 +209,12 @@ struct bench_cli {
 };
 
 static const int bench_keys[] = {
-	'o',	    's',	  'w',	       'n',	  'd',
-	CLI_WARMUP, CLI_VERIFY,	  'j',	       CLI_CSV,	  CLI_PLOT,
-	CLI_PEER,   CLI_LISTEN,	  CLI_TOKEN,   CLI_ONCE,  CLI_CARD_FILE,
-	CLI_RAILS,  CLI_PIN,	  'p',	       CLI_NODE,  CLI_LOG,
-	CLI_MEM,    CLI_PEER_MEM, CLI_WAIT_FD, CLI_WORLD, 'h',
-	0,
+	'o',	       's',	   'w',		 'n',	      'd',
+	CLI_WARMUP,    CLI_VERIFY, CLI_IMPLICIT, 'j',	      CLI_CSV,
+	CLI_PLOT,      CLI_PEER,   CLI_LISTEN,	 CLI_TOKEN,   CLI_ONCE,
+	CLI_CARD_FILE, CLI_RAILS,  CLI_PIN,	 'p',	      CLI_NODE,
+	CLI_LOG,       CLI_MEM,	   CLI_PEER_MEM, CLI_WAIT_FD, CLI_WORLD,
+	'h',	       0,
 };
 
 /* One option into @b. @return 0, or -EINVAL (said why). */
@@ -261,6 +269,9 @@ static int bench_option(struct bench_cli *b, int c, const char *arg)
 		break;
 	case CLI_VERIFY:
 		o->verify = 1;
+		break;
+	case CLI_IMPLICIT:
+		o->implicit = 1;
 		break;
 	case 'j':
 		b->json = arg;
@@ -363,6 +374,15 @@ static int bench_check(const struct bench_cli *b)
 {
 	if (b->o.iters && b->o.duration_s > 0) {
 		cli_err("bench", "--iters and --duration exclude each other");
+		return 2;
+	}
+	if (b->o.implicit && bench_implicit_why(b->o.op) != NULL) {
+		cli_err("bench", "%s", bench_implicit_why(b->o.op));
+		return 2;
+	}
+	if (b->o.implicit && b->listen) {
+		cli_err("bench", "--implicit is how the initiator posts: a "
+				 "--listen peer serves either model");
 		return 2;
 	}
 	if (b->listen && b->peer != NULL) {
@@ -578,6 +598,11 @@ static int bench_world(const struct bench_cli *b)
 	if (b->listen || b->peer != NULL) {
 		cli_err("bench", "--world finds its peers in the world: no "
 				 "--listen or peer");
+		return 2;
+	}
+	if (b->o.implicit) {
+		cli_err("bench", "--implicit measures two processes: --world "
+				 "runs explicit writes");
 		return 2;
 	}
 	if (b->o.op != BENCH_WRITE || b->o.duration_s > 0 ||

@@ -70,6 +70,9 @@ static const struct cli_opt table[] = {
 	    "memory zero-copy where the provider has FI_HMEM, else staged"),
 	OPT("peer-mem", CLI_PEER_MEM, required_argument, "host|shared|cuda[:N]",
 	    "the local peer's target region, as --mem"),
+	OPT("implicit", CLI_IMPLICIT, no_argument, NULL,
+	    "implicit operations: each window posted with the *_nbi calls "
+	    "(no request each), completed by one tern_quiet()"),
 	OPT("wait-fd", CLI_WAIT_FD, no_argument, NULL,
 	    "completion queues with wait fds (what being able to sleep "
 	    "costs) instead of busy polling"),
@@ -352,6 +355,8 @@ static const char *const env_help[][2] = {
 	  "libfabric API version to ask for (default: negotiated)" },
 	{ "TERN_LOG", "none, warn (default), info, debug (else warned)" },
 	{ "TERN_POST_BATCH", "operations posted per rail per pass (32)" },
+	{ "TERN_NBI_MAX",
+	  "implicit operations in flight per ctx (65536; then -ENOBUFS)" },
 	{ "TERN_INJECT",
 	  "small writes as provider copies: 0 off, 1 (default), 2 +shm queue" },
 	{ "TERN_BUSY_POLL", "1: never sleep while waiting" },

@@ -47,6 +47,7 @@ enum cli_key {
 	CLI_DEVICE,
 	CLI_REGION_SIZE,
 	CLI_WORLD,
+	CLI_IMPLICIT,
 };
 
 struct cli_opt {

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the benchmark engine's statistics (the log-linear histogram,
- * checked against exact order statistics) and of its reporters (table, JSON,
- * CSV, SVG), which are also fed to python3's parsers when it is installed.
+ * checked against exact order statistics), of its parameters (operations,
+ * the explicit and implicit models, the HELLO codec) and of its reporters
+ * (table, JSON, CSV, SVG), which are also fed to python3's parsers when it
+ * is installed.
  */
 #include <errno.h>
 #include <locale.h>
@@ -22,6 +24,7 @@
 #include <tern/util.h>
 
 #include "bench.h"
+#include "engine_int.h"
 
 #define PYTHON3 "/usr/bin/python3"
 
@@ -410,6 +413,123 @@ static void test_hist_merge(void **state)
 	free(e);
 }
 
+/* n samples at once are n samples one by one, sums past 2^64 too. */
+static void test_hist_add_n(void **state)
+{
+	static const struct {
+		uint64_t v, n;
+	} cases[] = {
+		{ 0, 1 },
+		{ 5, 64 },
+		{ 1500, 7 },
+		{ 123456, 1000 },
+		{ UINT64_MAX / 3, 1000 },
+		{ UINT64_MAX, 3 },
+	};
+	struct bench_hist *a = malloc(sizeof(*a));
+	struct bench_hist *b = malloc(sizeof(*b));
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	bench_hist_init(a);
+	bench_hist_init(b);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		bench_hist_add_n(a, cases[i].v, cases[i].n);
+		for (uint64_t k = 0; k < cases[i].n; k++)
+			bench_hist_add(b, cases[i].v);
+		assert_hist_equal(a, b);
+	}
+	assert_true(a->sum_hi != 0);
+	/* None at all changes nothing, not even min and max. */
+	bench_hist_add_n(a, 1, 0);
+	bench_hist_add_n(a, UINT64_MAX - 1, 0);
+	assert_hist_equal(a, b);
+	bench_hist_init(a);
+	bench_hist_add_n(a, 77, 0);
+	assert_int_equal(a->count, 0);
+	assert_true(a->min == UINT64_MAX);
+	free(a);
+	free(b);
+}
+
+/* --- parameters ---------------------------------------------------------- */
+
+/* Every operation by name, and which have an implicit form (--implicit). */
+static void test_params_ops(void **state)
+{
+	static const char *const names[] = { "write", "writedata", "read",
+					     "send", "atomic" };
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		int op = bench_op_parse(names[i]);
+
+		assert_true(op >= BENCH_WRITE && op <= BENCH_ATOMIC);
+		assert_string_equal(bench_op_name(op), names[i]);
+	}
+	assert_int_equal(bench_op_parse("atomic-fetch"), -EINVAL);
+	assert_int_equal(bench_op_parse(""), -EINVAL);
+	assert_string_equal(bench_op_name(0), "?");
+	assert_string_equal(bench_op_name(BENCH_ATOMIC + 1), "?");
+
+	assert_string_equal(bench_model_name(0), "explicit");
+	assert_string_equal(bench_model_name(1), "implicit");
+	assert_null(bench_implicit_why(BENCH_WRITE));
+	assert_null(bench_implicit_why(BENCH_WRITEDATA));
+	assert_null(bench_implicit_why(BENCH_READ));
+	assert_null(bench_implicit_why(BENCH_ATOMIC)); /* as an add */
+	/* Refused, naming the option and the operation. */
+	assert_non_null(bench_implicit_why(BENCH_SEND));
+	assert_non_null(strstr(bench_implicit_why(BENCH_SEND), "--implicit"));
+	assert_non_null(strstr(bench_implicit_why(BENCH_SEND), "--op send"));
+	assert_non_null(bench_implicit_why(0));
+	assert_non_null(bench_implicit_why(BENCH_ATOMIC + 1));
+}
+
+/* The HELLO parameters: round trip, and what is refused. The model is
+ * the initiator's alone: it is not on the wire. */
+static void test_params_codec(void **state)
+{
+	struct bench_params p = { .op = BENCH_READ,
+				  .window = 64,
+				  .max_size = 16 << 20,
+				  .seed = 5489,
+				  .verify = 1 },
+			    q;
+	uint8_t b[PARAMS_LEN];
+	char why[160];
+
+	(void)state;
+	bench_params_encode(&p, b);
+	assert_int_equal(
+		bench_params_decode(b, sizeof(b), &q, why, sizeof(why)), 0);
+	assert_int_equal(q.op, p.op);
+	assert_int_equal(q.window, p.window);
+	assert_true(q.max_size == p.max_size && q.seed == p.seed);
+	assert_int_equal(q.verify, p.verify);
+	assert_int_equal(
+		bench_params_decode(b, sizeof(b) - 1, &q, why, sizeof(why)),
+		-TERN_EPROTO);
+	p.op = BENCH_ATOMIC + 1;
+	bench_params_encode(&p, b);
+	assert_int_equal(
+		bench_params_decode(b, sizeof(b), &q, why, sizeof(why)),
+		-TERN_EREFUSED);
+	p.op = BENCH_WRITE;
+	p.window = BENCH_MAX_WINDOW + 1;
+	bench_params_encode(&p, b);
+	assert_int_equal(
+		bench_params_decode(b, sizeof(b), &q, why, sizeof(why)),
+		-TERN_EREFUSED);
+	p.window = 1;
+	bench_params_encode(&p, b);
+	b[PARAMS_LEN - 1] = 1; /* the reserved word */
+	assert_int_equal(
+		bench_params_decode(b, sizeof(b), &q, why, sizeof(why)),
+		-TERN_EREFUSED);
+}
+
 /* --- reporters ----------------------------------------------------------- */
 
 /* With a quote, a newline, a backslash, a control byte and an '&'. */
@@ -429,6 +549,7 @@ static void fill_report(struct bench_report *r, size_t n)
 	snprintf(r->ctx.host, sizeof(r->ctx.host), "node1");
 	snprintf(r->ctx.date, sizeof(r->ctx.date), "2024-06-01T12:00:00Z");
 	snprintf(r->ctx.op, sizeof(r->ctx.op), "write");
+	snprintf(r->ctx.model, sizeof(r->ctx.model), "implicit");
 	/* Not UTF-8 (\xff), and UTF-8 that is (the micro sign). */
 	snprintf(r->ctx.command, sizeof(r->ctx.command),
 		 "tern bench --op write \xff \xc2\xb5s");
@@ -519,15 +640,15 @@ static void python_check(const char *text, const char *check)
 static void test_report_json(void **state)
 {
 	static const char *const keys[] = {
-		"context",    "results",    "tern_version", "fabric_version",
-		"provider",   "fabric",	    "domain",	    "host",
-		"date",	      "op",	    "link_bps",	    "window",
-		"rails",      "iters",	    "duration_s",   "warmup",
-		"mr_reg_ms",  "mr_bytes",   "verify",	    "command",
-		"size",	      "ops",	    "bytes",	    "seconds",
-		"gbps",	      "gBps",	    "link_pct",	    "mpps",
-		"lat_min_us", "lat_p50_us", "lat_p99_us",   "lat_p999_us",
-		"lat_max_us", "cold_us",    "verified",
+		"context",     "results",    "tern_version", "fabric_version",
+		"provider",    "fabric",     "domain",	     "host",
+		"date",	       "op",	     "model",	     "link_bps",
+		"window",      "rails",	     "iters",	     "duration_s",
+		"warmup",      "mr_reg_ms",  "mr_bytes",     "verify",
+		"command",     "size",	     "ops",	     "bytes",
+		"seconds",     "gbps",	     "gBps",	     "link_pct",
+		"mpps",	       "lat_min_us", "lat_p50_us",   "lat_p99_us",
+		"lat_p999_us", "lat_max_us", "cold_us",	     "verified",
 	};
 	struct bench_report *r = malloc(sizeof(*r));
 	char key[64], *s;
@@ -551,6 +672,7 @@ static void test_report_json(void **state)
 	assert_non_null(strstr(s, "\"mpps\": null"));
 	assert_non_null(strstr(s, "\\ufffd \xc2\xb5s\""));
 	assert_non_null(strstr(s, "\"mr_reg_ms\": 1.25,"));
+	assert_non_null(strstr(s, "\"model\": \"implicit\""));
 	/* Shortest exact form: 0.1 + 0.2 is not 0.3. */
 	assert_non_null(strstr(s, "\"seconds\": 0.30000000000000004,"));
 	assert_non_null(strstr(s, "\"seconds\": 0.002,"));
@@ -584,7 +706,7 @@ static void test_report_csv(void **state)
 	static const char header[] =
 		"size,ops,bytes,seconds,gbps,gBps,link_pct,mpps,lat_min_us,"
 		"lat_p50_us,lat_p99_us,lat_p999_us,lat_max_us,cold_us,"
-		"verified\n";
+		"verified,model\n";
 	struct bench_report *r = malloc(sizeof(*r));
 	size_t lines = 0;
 	char *s, *line, *save = NULL;
@@ -600,11 +722,28 @@ static void test_report_csv(void **state)
 	assert_null(strstr(s, "nan"));
 	for (line = strtok_r(s, "\n", &save); line != NULL;
 	     line = strtok_r(NULL, "\n", &save)) {
-		if (count_char(line, ',') != 14)
-			fail_msg("not 15 fields: %s", line);
+		if (count_char(line, ',') != 15)
+			fail_msg("not 16 fields: %s", line);
+		/* The model closes every row but the header. */
+		if (lines > 0 && strcmp(line + strlen(line) - 9, ",implicit"))
+			fail_msg("no model: %s", line);
 		lines++;
 	}
 	assert_int_equal(lines, 6);
+	free(s);
+
+	/* The explicit model; a model with a comma or a quote in it cannot
+	 * break a row: only letters, digits, '-' and '_' are written. */
+	fill_report(r, 1);
+	snprintf(r->ctx.model, sizeof(r->ctx.model), "explicit");
+	s = capture(bench_write_csv, r);
+	assert_non_null(strstr(s, ",explicit\n"));
+	free(s);
+	snprintf(r->ctx.model, sizeof(r->ctx.model), "a,b\"c\nd");
+	s = capture(bench_write_csv, r);
+	assert_int_equal(count_char(s, '\n'), 2);
+	assert_int_equal(count_char(s, ','), 2 * 15);
+	assert_non_null(strstr(s, ",abcd\n"));
 	free(s);
 
 	fill_report(r, 0);
@@ -651,6 +790,7 @@ static void test_report_svg(void **state)
 	assert_non_null(strstr(s, "<polyline"));
 	assert_non_null(strstr(s, "<circle"));
 	assert_non_null(strstr(s, ">1 MiB<"));
+	assert_non_null(strstr(s, "tern bench: write (implicit) over "));
 	free(s);
 
 	/* Latency within a decade stays on a linear axis... */
@@ -723,9 +863,19 @@ static void test_report_table(void **state)
 	assert_non_null(strstr(s, "FAIL"));
 	assert_non_null(strstr(s, " ok\n"));
 	assert_non_null(strstr(s, "p99.9"));
+	/* The model and what latency then means. */
+	assert_non_null(strstr(s, "  model          implicit: no request "));
+	assert_non_null(strstr(s, "its window's first post to its quiet"));
 	/* The provider's newline and control byte do not break the layout. */
 	assert_non_null(strstr(s, "  provider       tcp&rxm \"v2\"?x\\y?\n"));
 	assert_null(strstr(s, "nan"));
+	free(s);
+
+	snprintf(r->ctx.model, sizeof(r->ctx.model), "explicit");
+	s = capture(print_table, r);
+	assert_non_null(strstr(s, "  model          explicit: a request per "));
+	assert_non_null(strstr(s, "post to completion; cold: the first "
+				  "operation"));
 	free(s);
 
 	r->ctx.link_bps = UINT64_C(100000000000);
@@ -763,7 +913,7 @@ static void test_report_locale(void **state)
 	free(s);
 	s = capture(bench_write_csv, r);
 	assert_non_null(strstr(s, "\n8,1000,8000,0.001,"));
-	assert_int_equal(count_char(s, ','), 4 * 14);
+	assert_int_equal(count_char(s, ','), 4 * 15);
 	free(s);
 	s = capture(bench_write_svg, r);
 	check_svg(s);
@@ -825,6 +975,9 @@ int main(void)
 		cmocka_unit_test(test_hist_quantiles_huge),
 		cmocka_unit_test(test_hist_empty_and_bounds),
 		cmocka_unit_test(test_hist_merge),
+		cmocka_unit_test(test_hist_add_n),
+		cmocka_unit_test(test_params_ops),
+		cmocka_unit_test(test_params_codec),
 		cmocka_unit_test(test_report_json),
 		cmocka_unit_test(test_report_csv),
 		cmocka_unit_test(test_report_svg),

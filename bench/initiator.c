@@ -38,7 +38,9 @@ struct runner {
 	struct bop *w;		   /* the window */
 	struct bop *free_bops;	   /* its entries not in flight: completions
 				    * come in any order (striping, EFA) */
-	struct tern_req quiet;	   /* the implicit model's, one per window */
+	/* The implicit model's quiet, one per window; on the heap, as the
+	 * window, so that a stuck run can leave it to the provider. */
+	struct tern_req *quiet;
 	/* the size being measured */
 	uint64_t size;
 	uint64_t posted, done, limit;
@@ -300,10 +302,10 @@ static int run_implicit(struct runner *r)
 		}
 		r->posted += k;
 		/* What was posted is drained, also after a failed post. */
-		q = tern_quiet(r->ctx, r->peer, &r->quiet);
+		q = tern_quiet(r->ctx, r->peer, r->quiet);
 		if (q != 0)
 			return ret != 0 ? ret : q;
-		while (!r->quiet.done) {
+		while (!r->quiet->done) {
 			q = implicit_pass(r, &stall_from);
 			if (q != 0)
 				return q;
@@ -316,10 +318,10 @@ static int run_implicit(struct runner *r)
 			bench_hist_add_n(&r->hist, now - t_post, k);
 			r->t_end = now;
 		}
-		if (r->quiet.status != 0 && r->err == 0) {
-			r->err = r->quiet.status;
+		if (r->quiet->status != 0 && r->err == 0) {
+			r->err = r->quiet->status;
 			snprintf(r->errmsg, sizeof(r->errmsg), "%s",
-				 r->quiet.errmsg);
+				 r->quiet->errmsg);
 		}
 		if (ret == 0)
 			ret = r->err;
@@ -666,9 +668,11 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	if (ret != 0)
 		return ret;
 	r.mb = &mb;
-	tern_req_init(&r.quiet, NULL, NULL);
 	bench_mem_name(&o->mem, name, sizeof(name));
 	r.w = calloc(o->window, sizeof(*r.w));
+	r.quiet = malloc(sizeof(*r.quiet));
+	if (r.quiet != NULL)
+		tern_req_init(r.quiet, NULL, NULL);
 	/* Once: a completed request is posted again as it is (every post
 	 * clears its results), as a user's loop would. */
 	for (size_t i = 0; r.w != NULL && i < o->window; i++) {
@@ -680,7 +684,8 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	chk = bench_alloc_aligned(max_size);
 	if (o->verify)
 		r.pattern = bench_alloc_aligned(max_size);
-	if (r.w == NULL || chk == NULL || (o->verify && r.pattern == NULL)) {
+	if (r.w == NULL || r.quiet == NULL || chk == NULL ||
+	    (o->verify && r.pattern == NULL)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -787,6 +792,7 @@ out:
 	tern_mem_free(bench_mem_alloc_kind(&o->mem), r.buf);
 	free(r.pattern);
 	free(r.w);
+	free(r.quiet);
 	app_msgbox_close(&mb);
 	return ret;
 }

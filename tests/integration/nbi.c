@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -303,6 +304,11 @@ static int run_death(void)
 	CHECK(pipe(fds) == 0 && pipe(tofd) == 0, "pipe");
 	pid = fork();
 	CHECK(pid >= 0, "fork");
+	/* The child never outlives the parent (a failed check exits it
+	 * before its kill). */
+	if (pid == 0 &&
+	    (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() == 1))
+		_exit(1);
 	if (pid == 0) {
 		struct tern_ctx *b = open_ctx();
 		uint8_t card[TERN_CARD_MAX], *dst = alloc(REGION);

@@ -227,13 +227,25 @@ static struct tern__nbi_op *op_get(struct tern_ctx *ctx, int *err)
 	return op;
 }
 
-/* Count @op (posted: its request is tern's) in its epochs. */
+/* The open epochs an operation to @peer counts in, made when there are
+ * none: 0, or -ENOMEM (then nothing may be taken). */
 static int op_count(struct tern_ctx *ctx, struct tern_peer *peer,
 		    struct tern__nbi_epoch **pe, struct tern__nbi_epoch **ce)
 {
 	*pe = epoch_open(ctx, &peer->nbi);
 	*ce = *pe != NULL ? epoch_open(ctx, &ctx->nbi) : NULL;
 	return *ce != NULL ? 0 : -ENOMEM;
+}
+
+/* Count an operation tern took in both epochs; @pending: still in flight
+ * (nbi_done() ends it), else done in its post. */
+static void op_counted(struct tern__nbi_epoch *pe, struct tern__nbi_epoch *ce,
+		       int pending)
+{
+	pe->nops++;
+	ce->nops++;
+	pe->outstanding += (uint64_t)pending;
+	ce->outstanding += (uint64_t)pending;
 }
 
 /* Post @op's request as the explicit call would. */
@@ -282,15 +294,16 @@ static int nbi_post(struct tern_peer *peer, uint8_t kind, struct tern_mr *mr,
 	if (tern_unlikely(mr != NULL && mr->smr != NULL))
 		return -TERN_ENOTSUP;
 	ctx = peer->ctx;
+	if (tern_unlikely(op_count(ctx, peer, &pe, &ce) != 0))
+		return -ENOMEM;
 	/* Same host, mapped host memory: the copy is the operation. */
 	if (peer->local != NULL && kind != TERN__OP_FADD) {
 		ret = tern__local_now(ctx, peer, mr, buf, len, rdesc, roff,
 				      kind, imm);
 		if (ret <= 0) {
-			if (ret == 0 && op_count(ctx, peer, &pe, &ce) == 0) {
+			if (ret == 0) {
 				peer->nbi.seq++;
-				pe->nops++;
-				ce->nops++;
+				op_counted(pe, ce, 0);
 			}
 			return ret;
 		}
@@ -298,10 +311,6 @@ static int nbi_post(struct tern_peer *peer, uint8_t kind, struct tern_mr *mr,
 	op = op_get(ctx, &ret);
 	if (tern_unlikely(op == NULL))
 		return ret;
-	if (tern_unlikely(op_count(ctx, peer, &pe, &ce) != 0)) {
-		op_put(ctx, op); /* unused: its post failed */
-		return -ENOMEM;
-	}
 	op->ctx = ctx;
 	op->peer = peer;
 	op->op = kind;
@@ -314,10 +323,7 @@ static int nbi_post(struct tern_peer *peer, uint8_t kind, struct tern_mr *mr,
 	op->seq = ++peer->nbi.seq;
 	op->pe = pe;
 	op->ce = ce;
-	pe->nops++;
-	pe->outstanding++;
-	ce->nops++;
-	ce->outstanding++;
+	op_counted(pe, ce, 1);
 	peer->inflight++; /* nbi_done() lets go of it */
 	return 0;
 }

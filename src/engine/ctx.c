@@ -283,6 +283,8 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	ctx = calloc(1, sizeof(*ctx));
 	if (ctx == NULL)
 		return -ENOMEM;
+	/* No fds yet: a failure before tern__loop_init() closes none. */
+	ctx->epfd = ctx->wakefd = -1;
 	ctx->nrails = attr->rails ? attr->rails : 1;
 	ctx->post_batch = attr->post_batch
 				  ? attr->post_batch

@@ -1194,7 +1194,9 @@ class Context:
         return r
 
     def peer(self, card: bytes) -> Peer:
-        """Add a peer from its card bytes."""
+        """Add a peer from its card bytes. Keep the Peer while the other
+        side may write to us: dropping it removes the peer, and on the
+        same host takes back its permission to write here."""
         self._enter()
         p = Peer(self, card)
         self._peers.add(p)

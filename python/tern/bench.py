@@ -59,7 +59,7 @@ def batch(a, b, n, piece, rounds):
     dst = np.zeros(span, np.uint8)
     ra, rb = a.register(src), b.register(dst)
     peer = a.peer(b.card)
-    b.peer(a.card)
+    keep = b.peer(a.card)  # dropping a Peer removes it
     desc = rb.descriptor()
     idx = np.arange(n, dtype=np.int64)
     lo = (idx % slots) * piece
@@ -153,7 +153,7 @@ def _target(provider, node, size, q_out, q_in):
         reg = ctx.register(buf)
         q_out.put((ctx.card, reg.descriptor()))
         card = q_in.get()
-        ctx.peer(card)
+        keep = ctx.peer(card)  # dropping a Peer removes it
         h = ctx._h()
         while q_in.empty():
             for _ in range(1000):

@@ -44,7 +44,7 @@ def test_register_kinds():
         src = (np.arange(4096) * 7 % 251).astype(np.uint8)
         rs = a.register(src)
         peer = a.peer(b.card)
-        b.peer(a.card)
+        keep = b.peer(a.card)  # dropping a Peer removes it
         kinds = [bytearray(4096), memoryview(bytearray(4096)),
                  np.zeros(4096, np.uint8), np.zeros((32, 16), np.float64),
                  torch.zeros(1024, dtype=torch.int32)]
@@ -82,7 +82,7 @@ def test_register_cuda():
             torch.uint8)
         rs = a.register(src)
         peer = a.peer(b.card)
-        b.peer(a.card)
+        keep = b.peer(a.card)  # dropping a Peer removes it
         assert drive([a, b], peer.write(rs, rd.descriptor())) == 1 << 20
         drive([b], rd.sync("in"))
         assert torch.equal(dev.cpu(), src)
@@ -94,7 +94,7 @@ a, b = tern.Context("shm"), tern.Context("shm")
 src, dst = np.ones(1 << 20, np.uint8), np.zeros(1 << 20, np.uint8)
 ra, rb = a.register(src), b.register(dst)
 peer = a.peer(b.card)
-b.peer(a.card)
+keep = b.peer(a.card)  # dropping a Peer removes it
 d = rb.descriptor()
 reqs = [peer.write(ra, d) for _ in range(8)]
 reqs.append(peer.write_batch(ra, [0, 4096], d, [0, 4096], [4096, 4096],
@@ -304,7 +304,7 @@ def test_peer_path_same_host():
         # the owner (b) lets a same-host peer write only once it has
         # added that peer's card in turn
         assert peer.path == "fabric"
-        b.peer(a.card)
+        keep = b.peer(a.card)  # dropping a Peer removes it
         assert peer.path == want
         dst = bytearray(4096)
         r = b.register(dst)
@@ -323,7 +323,7 @@ def test_implicit_writes_reads_quiet():
         rd = b.register(dst, tern.REMOTE_WRITE | tern.REMOTE_READ
                         | tern.REMOTE_ATOMIC)
         peer = a.peer(b.card)
-        b.peer(a.card)
+        keep = b.peer(a.card)  # dropping a Peer removes it
         d = rd.descriptor()
         for i in range(256):
             assert peer.write_nbi(rs, d, remote_offset=4096 * i,

@@ -91,7 +91,7 @@ def test_expect_counts_and_peer(prov):
         src = a.register(np.full(4096, 3, np.uint8))
         dst = b.register(np.zeros(4096, np.uint8))
         pa = a.peer(b.card)
-        b.peer(a.card)
+        keep = b.peer(a.card)  # dropping a Peer removes it
         exp = b.expect(5, 4, timeout=20)
         for i in range(4):
             pa.write(src, dst.descriptor(), i * 1024, 0, 1024, imm=5)
@@ -114,7 +114,7 @@ def test_aborted_names_the_sender():
         src = a.register(bytearray(4096))
         dst = b.register(bytearray(4096))
         pa = a.peer(b.card)
-        b.peer(a.card)
+        keep = b.peer(a.card)  # dropping a Peer removes it
         exp = b.expect(21, 2, timeout=20)
         w = pa.write(src, dst.descriptor(), imm=21)
         if not w.cancel():
@@ -250,7 +250,7 @@ def test_threads_post_wait_callback(prov):
         rf = b.register(far)
         d = rf.descriptor()
         p = a.peer(b.card)
-        b.peer(a.card)
+        keep = b.peer(a.card)  # dropping a Peer removes it
         reqs, errs = [], []
         posted = threading.Event()
         chained = []

@@ -43,7 +43,7 @@ def pair_for(prov):
         far = np.zeros(REMOTE, np.uint8)
         s = dict(a=a, b=b, loc=loc, far=far, rl=a.register(loc),
                  rf=b.register(far), peer=a.peer(b.card))
-        b.peer(a.card)
+        keep = b.peer(a.card)  # dropping a Peer removes it
         s["d"] = s["rf"].descriptor()
         _CTX[prov] = s
     return _CTX[prov]

@@ -97,7 +97,7 @@ def test_batch_table_reused(prov):
         far = np.zeros(2 * n * page, np.uint8)
         ra, rback, rfar = a.register(src), a.register(back), b.register(far)
         peer = a.peer(b.card)
-        b.peer(a.card)
+        keep = b.peer(a.card)  # dropping a Peer removes it
         d = rfar.descriptor()
         perm = np.random.default_rng(2).permutation(2 * n)[:n]
         t = tern.pieces(np.arange(n) * page, perm * page,
@@ -375,7 +375,7 @@ def test_atomics_send_recv_shm():
         word = np.zeros(1, np.uint64)
         rw = b.register(word)
         pa = a.peer(b.card)
-        b.peer(a.card)
+        keep = b.peer(a.card)  # dropping a Peer removes it
         r = pa.fetch_add(rw.descriptor(), 0, 5)
         drive(a, r, other=b)
         assert r.value == 0 and word[0] == 5

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Memory registration and address vectors on a rail's domain. */
 #include <errno.h>
+#include <stdio.h>
+#include <sys/resource.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
@@ -23,6 +25,37 @@ static uint64_t fi_access(uint64_t access)
 	if (access & TERN_ACCESS_REMOTE_ATOMIC)
 		a |= FI_REMOTE_READ | FI_REMOTE_WRITE;
 	return a;
+}
+
+/* Why a registration of host memory may have failed -FI_ENOMEM: EFA and
+ * verbs pin what they register, against RLIMIT_MEMLOCK (unless the
+ * process has CAP_IPC_LOCK). The limit, its value and the fix. Cold. */
+static void memlock_hint(char *hint, size_t n, size_t len)
+{
+	char hard[24];
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0)
+		return;
+	if (rl.rlim_cur == RLIM_INFINITY) {
+		snprintf(hint, n,
+			 " (not the locked-memory limit, RLIMIT_MEMLOCK is "
+			 "unlimited: the provider's own; FI_LOG_LEVEL=warn "
+			 "shows it)");
+		return;
+	}
+	if (rl.rlim_max == RLIM_INFINITY)
+		snprintf(hard, sizeof(hard), "unlimited");
+	else
+		snprintf(hard, sizeof(hard), "%llu",
+			 (unsigned long long)rl.rlim_max);
+	snprintf(hint, n,
+		 " (the locked-memory limit: RLIMIT_MEMLOCK is %llu bytes, "
+		 "hard %s, and this provider pins what it registers; raise "
+		 "it: ulimit -l unlimited, LimitMEMLOCK=infinity for a "
+		 "systemd service, docker run --ulimit memlock=-1; `tern "
+		 "doctor --region-size %zu` checks it)",
+		 (unsigned long long)rl.rlim_cur, hard, len);
 }
 
 int tern__prov_has_dmabuf(void)
@@ -74,15 +107,18 @@ int tern__prov_mr_reg(struct tern__prov_rail *r, unsigned int idx, void *buf,
 	}
 	ret = fi_mr_regattr(r->domain, &attr, flags, &fmr);
 	if (ret != 0) {
+		char hint[400] = "";
+
+		if (device >= 0 && ret == -FI_EFAULT)
+			snprintf(hint, sizeof(hint),
+				 " (no GPUDirect path to the NIC: is the "
+				 "dmabuf or nvidia-peermem support loaded?)");
+		else if (device < 0 && ret == -FI_ENOMEM)
+			memlock_hint(hint, sizeof(hint), len);
 		tern_warn("rail %u: registering %zu bytes of %s memory at %p: "
 			  "%s%s",
 			  idx, len, device >= 0 ? "CUDA" : "host", buf,
-			  fi_strerror(-ret),
-			  device >= 0 && ret == -FI_EFAULT
-				  ? " (no GPUDirect path to the NIC: is the "
-				    "dmabuf or nvidia-peermem support "
-				    "loaded?)"
-				  : "");
+			  fi_strerror(-ret), hint);
 		return -TERN_EPROV;
 	}
 	if (bind_ep) {

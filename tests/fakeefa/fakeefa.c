@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <rdma/fabric.h>
@@ -675,10 +676,32 @@ static int av_has(struct fake_av *av, const uint8_t *addr)
 }
 
 /* ---- memory registration ---- */
+/* Bytes pinned by the fake's registrations, for TERN_FAKEEFA_MEMLOCK. */
+static uint64_t pinned;
+
+/*
+ * TERN_FAKEEFA_MEMLOCK=1: registrations pin their pages as EFA's and
+ * verbs' do (ib_umem_get()), counted against RLIMIT_MEMLOCK's soft limit:
+ * past it the registration fails -FI_ENOMEM, as the kernel's -ENOMEM for
+ * a process without CAP_IPC_LOCK (the fake ignores the capability, so
+ * that a test run as root meets the limit too).
+ */
+static int memlock_refuses(uint64_t len)
+{
+	const char *e = getenv("TERN_FAKEEFA_MEMLOCK");
+	struct rlimit rl;
+
+	if (e == NULL || strcmp(e, "1") != 0 ||
+	    getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	return pinned + len > (uint64_t)rl.rlim_cur;
+}
+
 static int mr_close(struct fid *f)
 {
 	struct fake_mr *mr = (struct fake_mr *)f;
 
+	pinned -= mr->len;
 	mrs[mr->key % FAKE_MAX_MR] = NULL;
 	free(mr);
 	return 0;
@@ -719,6 +742,8 @@ static int mr_regattr(struct fid *f, const struct fi_mr_attr *attr,
 	(void)flags;
 	if (attr->iov_count != 1)
 		return -FI_EINVAL;
+	if (memlock_refuses(attr->mr_iov[0].iov_len))
+		return -FI_ENOMEM;
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return -FI_ENOMEM;
@@ -734,6 +759,7 @@ static int mr_regattr(struct fid *f, const struct fi_mr_attr *attr,
 	mr->dom = (struct fake_domain *)f;
 	mr->base = attr->mr_iov[0].iov_base;
 	mr->len = attr->mr_iov[0].iov_len;
+	pinned += mr->len;
 	mr->access = attr->access;
 	mr->enabled = 1;
 	mr->mr.fid.fclass = FI_CLASS_MR;

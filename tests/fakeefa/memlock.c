@@ -72,8 +72,9 @@ int main(void)
 
 	setenv("TERN_FAKEEFA_MEMLOCK", "1", 1);
 	if (tern_ctx_open(&attr, &ctx) != 0) {
-		fprintf(stdout, "FAIL: no ctx on the fake efa (FI_PROVIDER_PATH "
-				"at build/tests/fakeefa/prov?)\n");
+		fprintf(stdout,
+			"FAIL: no ctx on the fake efa (FI_PROVIDER_PATH "
+			"at build/tests/fakeefa/prov?)\n");
 		return 1;
 	}
 	buf = calloc(1, BIG);

@@ -116,7 +116,13 @@ if ! [[ $port_base =~ ^[1-9][0-9]{0,4}$ ]] || ((port_base + 64 >= 65536)); then
 fi
 
 # --- fabtests: built once, kept in BUILD-DIR/fabtests -----------------
-tarball=${TERN_FABTESTS_TARBALL:-$top/../shared/third_party/fabtests-1.17.0.tar.gz}
+# beside the checkout, or where scripts/debroot.sh mounts the snapshots
+tarball=${TERN_FABTESTS_TARBALL:-}
+if [ -z "$tarball" ]; then
+	tarball=$top/../shared/third_party/fabtests-1.17.0.tar.gz
+	[ -f "$tarball" ] || [ ! -f /third_party/fabtests-1.17.0.tar.gz ] ||
+		tarball=/third_party/fabtests-1.17.0.tar.gz
+fi
 ftdir=$build/fabtests
 fab=$ftdir/fi_rma_bw
 if [ ! -x "$fab" ]; then

@@ -30,8 +30,11 @@ install) need="$need scdoc python3" ;;
 # man pages are rendered (scdoc) and checked with groff and man
 # (groff-base, man-db); worlds of N ranks run under Open MPI's mpirun
 # (openmpi-bin) through PMIx (libpmix-dev: the header, and libpmix2),
-# and in an etcd cluster (etcd-server; libcurl's header for its gateway)
+# and in an etcd cluster (etcd-server; libcurl's header for its gateway);
+# bench/compare_fabtests.sh's test builds fabtests' fi_rma_bw from its
+# snapshot, which has no configure script (autoconf, automake, libtool)
 check) need="$need libcmocka-dev python3 libibverbs-dev iproute2 nftables
+	autoconf automake libtool
 	g++ python3-cffi python3-numpy python3-pytest python3-hypothesis
 	python3-torch python3-pip python3-setuptools python3-wheel scdoc
 	groff-base man-db libpmix-dev openmpi-bin etcd-server
@@ -41,6 +44,7 @@ check) need="$need libcmocka-dev python3 libibverbs-dev iproute2 nftables
 # fuzz: make fuzz-check builds with clang and links libFuzzer
 fuzz) need="$need libcmocka-dev python3 libibverbs-dev clang libclang-rt-dev" ;;
 ci) need="$need libcmocka-dev python3 clang libclang-rt-dev clang-format
+	autoconf automake libtool
 	libibverbs-dev iproute2 nftables qemu-system-x86 cpio kmod xz-utils g++
 	python3-cffi python3-numpy python3-pytest python3-hypothesis
 	python3-torch python3-pip python3-setuptools python3-wheel scdoc

@@ -357,6 +357,8 @@ static const char *const env_help[][2] = {
 	{ "TERN_POST_BATCH", "operations posted per rail per pass (32)" },
 	{ "TERN_NBI_MAX",
 	  "implicit operations in flight per ctx (65536; then -ENOBUFS)" },
+	{ "TERN_MR_CACHE",
+	  "0: every region registered on its own (default 1: shared)" },
 	{ "TERN_INJECT",
 	  "small writes as provider copies: 0 off, 1 (default), 2 +shm queue" },
 	{ "TERN_BUSY_POLL", "1: never sleep while waiting" },

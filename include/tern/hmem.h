@@ -64,6 +64,9 @@ enum tern_mr_path {
 
 /** tern_mr_attr.flags: stage even where zero-copy is offered. */
 #define TERN_MR_F_STAGED (1ULL << 0)
+/** tern_mr_attr.flags: host memory registered on its own, never sharing
+ * a live registration nor shared (the registration cache, docs/api.md). */
+#define TERN_MR_F_NOCACHE (1ULL << 1)
 
 /** What to register (tern_mr_regattr()). */
 struct tern_mr_attr {

@@ -48,6 +48,7 @@ _ECLOSED = 268
 _EPEERGONE = 269
 _EABORTED = 272
 _PIECES_IMM = 1
+_MR_F_NOCACHE = 1 << 1  # tern/hmem.h TERN_MR_F_NOCACHE
 _DESC_MAX = 24 + 8 * 32
 _U32 = 1 << 32
 _U64 = 1 << 64
@@ -454,8 +455,12 @@ class Region:
     object (and, for a buffer, its export: a bytearray cannot be resized
     while registered) until close()."""
 
-    def __init__(self, ctx: "Context", obj: Any, access: int):
+    def __init__(self, ctx: "Context", obj: Any, access: int,
+                 cache: bool = True):
         access = _int("access", access)
+        if not isinstance(cache, bool):
+            raise TypeError("tern: cache must be True or False, got %r"
+                            % (cache,))
         if access <= 0 or access & ~ALL:
             raise ValueError("tern: access must be a non-empty "
                              "combination of tern.LOCAL, REMOTE_READ, "
@@ -478,9 +483,18 @@ class Region:
                     idx = obj.device.index
                     attr.device = -1 if idx is None else idx
                     ret = lib.tern_mr_regattr(h, attr, p)
-                else:
+                elif cache:
                     ret = lib.tern_mr_reg(h, ffi.cast(_T.void_p, addr), n,
                                           access, p)
+                else:
+                    attr = ffi.new(_T.mr_attr_p)
+                    attr.buf = ffi.cast(_T.void_p, addr)
+                    attr.len = n
+                    attr.access = access
+                    attr.kind = 0  # TERN_MEM_HOST
+                    attr.device = -1
+                    attr.flags = _MR_F_NOCACHE
+                    ret = lib.tern_mr_regattr(h, attr, p)
                 if ret < 0:
                     raise _error(ret, "register %d bytes" % n)
                 mr = p[0]
@@ -1186,10 +1200,15 @@ class Context:
             n = _check(lib.tern_ctx_card(self._h(), buf, 2060), "card")
         return bytes(ffi.buffer(buf, n))
 
-    def register(self, obj: Any, access: int = ALL) -> Region:
-        """Register a buffer-protocol object or a torch tensor."""
+    def register(self, obj: Any, access: int = ALL,
+                 cache: bool = True) -> Region:
+        """Register a buffer-protocol object or a torch tensor. Host
+        memory already registered with the same rights (or, for
+        access=LOCAL, inside such a region) shares that registration: a
+        lookup, no provider call. cache=False registers it on its own
+        (TERN_MR_F_NOCACHE)."""
         self._enter()
-        r = Region(self, obj, access)
+        r = Region(self, obj, access, cache)
         self._regions.add(r)
         return r
 

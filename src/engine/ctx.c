@@ -285,6 +285,7 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		return -ENOMEM;
 	/* No fds yet: a failure before tern__loop_init() closes none. */
 	ctx->epfd = ctx->wakefd = -1;
+	ctx->mr_cache = (int)tern__env_long("TERN_MR_CACHE", 1, 0, 1);
 	ctx->nrails = attr->rails ? attr->rails : 1;
 	ctx->post_batch = attr->post_batch
 				  ? attr->post_batch

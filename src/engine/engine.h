@@ -21,6 +21,7 @@
 struct tern__stage;
 struct tern__local;	 /* local_inbox.c: a ctx's inbox */
 struct tern__local_peer; /* local_attach.c: a same-host peer attached */
+struct tern__mreg;	 /* mr.c: a provider registration, shared */
 
 /* A pooled copy of a remote descriptor, for operations that address the
  * peer's region on several rails or in several chunks (striped, staged):
@@ -276,6 +277,9 @@ struct tern_mr {
 				 * (not the fake driver's, host memory) */
 	/* Staged: the pinned host shadow's region (holds the keys). */
 	struct tern_mr *smr;
+	/* Host memory: the registration it shares (ctx->mregs), or NULL:
+	 * its own, in pmr[] alone (mr.c, "the registration cache"). */
+	struct tern__mreg *reg;
 	int dmabuf_fd; /* zero-copy, while registering: the export, or -1 */
 	int local_idx; /* its entry in the ctx's inbox (local_*.c), or -1 */
 	uint64_t dmabuf_off;
@@ -419,8 +423,14 @@ struct tern_ctx {
 	uint64_t next_key;
 	unsigned long nmr;
 	unsigned long npeers;
-	struct tern_mr *mrs;	 /* every open region, the scratch included */
-	struct tern_peer *peers; /* live peers, for teardown accounting */
+	struct tern_mr *mrs; /* every open region, the scratch included */
+	/* The registration cache (mr.c): host memory's live provider
+	 * registrations, shared by the regions of the same range and rights;
+	 * off with $TERN_MR_CACHE=0. */
+	struct tern__mreg *mregs;
+	int mr_cache;
+	uint64_t mr_cache_hits, mr_cache_misses;
+	struct tern_peer *peers;    /* live peers, for teardown accounting */
 	struct tern_mr *scratch_mr; /* every rail's scratch; not in nmr */
 	uint64_t *scratch;
 	struct tern__reqq posted; /* handed to the provider */

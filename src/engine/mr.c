@@ -13,6 +13,102 @@
 	(TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_READ | \
 	 TERN_ACCESS_REMOTE_WRITE | TERN_ACCESS_REMOTE_ATOMIC)
 
+/*
+ * The registration cache. A region of host memory shares the provider
+ * registrations of a live one when they cover the same range with the
+ * same rights, or, for regions without remote access (TERN_ACCESS_LOCAL
+ * alone: sources and sinks of our own operations), when the live one's
+ * range holds it. Each shared registration counts the regions using it;
+ * the last tern_mr_close() releases it. Nothing is kept after that: a
+ * range closed and freed, then reused by new memory, is registered again,
+ * never reached through the old registration (tern knows memory is gone
+ * from the user's close, as the buffer must stay allocated until then).
+ * Remote rights are never widened by sharing: a peer's key reaches only
+ * what the region it was given covers, with the rights it was registered
+ * with, as without the cache (a sub-range of a remote region gets its own
+ * registration, whose bounds the provider enforces).
+ */
+struct tern__mreg {
+	struct tern__mreg *next, *prev; /* ctx->mregs */
+	uint8_t *buf;
+	size_t len;
+	uint64_t access;
+	unsigned long refs; /* regions sharing it */
+	struct tern__prov_mr *pmr[TERN_MAX_RAILS];
+	void *desc[TERN_MAX_RAILS];
+	uint64_t key[TERN_MAX_RAILS];
+};
+
+/* A live registration @mr may share, or NULL. */
+static struct tern__mreg *mreg_find(const struct tern_ctx *ctx,
+				    const struct tern_mr *mr)
+{
+	const uint8_t *b = mr->buf;
+
+	for (struct tern__mreg *g = ctx->mregs; g != NULL; g = g->next) {
+		if (g->access != mr->access)
+			continue;
+		if (g->buf == b && g->len == mr->len)
+			return g;
+		if (mr->access == TERN_ACCESS_LOCAL && b >= g->buf &&
+		    (size_t)(b - g->buf) <= g->len &&
+		    mr->len <= g->len - (size_t)(b - g->buf))
+			return g;
+	}
+	return NULL;
+}
+
+static void mreg_use(struct tern_mr *mr, struct tern__mreg *g)
+{
+	g->refs++;
+	mr->reg = g;
+	for (unsigned int i = 0; i < mr->ctx->nrails; i++) {
+		mr->desc[i] = g->desc[i];
+		mr->key[i] = g->key[i];
+	}
+}
+
+/* @mr's registrations, just made, become a shared one it uses. */
+static int mreg_keep(struct tern_mr *mr)
+{
+	struct tern_ctx *ctx = mr->ctx;
+	struct tern__mreg *g = calloc(1, sizeof(*g));
+
+	if (g == NULL)
+		return -ENOMEM;
+	g->buf = mr->buf;
+	g->len = mr->len;
+	g->access = mr->access;
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		g->pmr[i] = mr->pmr[i];
+		g->desc[i] = mr->desc[i];
+		g->key[i] = mr->key[i];
+		mr->pmr[i] = NULL;
+	}
+	g->next = ctx->mregs;
+	if (ctx->mregs != NULL)
+		ctx->mregs->prev = g;
+	ctx->mregs = g;
+	g->refs = 1;
+	mr->reg = g;
+	return 0;
+}
+
+static void mreg_put(struct tern_ctx *ctx, struct tern__mreg *g)
+{
+	if (--g->refs != 0)
+		return;
+	for (unsigned int i = 0; i < ctx->nrails; i++)
+		tern__prov_mr_close(g->pmr[i]);
+	if (g->prev != NULL)
+		g->prev->next = g->next;
+	else
+		ctx->mregs = g->next;
+	if (g->next != NULL)
+		g->next->prev = g->prev;
+	free(g);
+}
+
 static int reg_rail(struct tern_mr *mr, struct tern_rail *r)
 {
 	struct tern_ctx *ctx = mr->ctx;
@@ -28,6 +124,11 @@ static int reg_rail(struct tern_mr *mr, struct tern_rail *r)
 
 static void dereg(struct tern_mr *mr)
 {
+	if (mr->reg != NULL) {
+		mreg_put(mr->ctx, mr->reg);
+		mr->reg = NULL;
+		return;
+	}
 	for (unsigned int i = 0; i < mr->ctx->nrails; i++) {
 		tern__prov_mr_close(mr->pmr[i]);
 		mr->pmr[i] = NULL;
@@ -82,18 +183,38 @@ static struct tern_mr *mr_new(struct tern_ctx *ctx, void *buf, size_t len,
 	return mr;
 }
 
-/* Register @mr (its path set) on every rail and link it. */
-static int reg_all(struct tern_mr *mr)
+/* Register @mr (its path set) on every rail and link it; @cache: host
+ * memory that may share a live registration, or be shared. */
+static int reg_all(struct tern_mr *mr, int cache)
 {
 	struct tern_ctx *ctx = mr->ctx;
 	uint64_t t0 = tern__now_ns();
+	struct tern__mreg *g;
 	int ret;
 
+	if (cache && (g = mreg_find(ctx, mr)) != NULL) {
+		mreg_use(mr, g);
+		ctx->mr_cache_hits++;
+		link_mr(ctx, mr);
+		tern__local_mr_reg(ctx, mr);
+		tern_debug(
+			"registered %zu bytes at %p: shares the registration "
+			"of %zu bytes at %p (%lu regions)",
+			mr->len, mr->buf, g->len, (void *)g->buf, g->refs);
+		return 0;
+	}
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		ret = reg_rail(mr, &ctx->rails[i]);
 		if (ret != 0) {
 			dereg(mr);
 			return ret;
+		}
+	}
+	if (cache) {
+		ctx->mr_cache_misses++;
+		if (mreg_keep(mr) != 0) {
+			dereg(mr);
+			return -ENOMEM;
 		}
 	}
 	link_mr(ctx, mr);
@@ -104,8 +225,8 @@ static int reg_all(struct tern_mr *mr)
 	return 0;
 }
 
-int tern_mr_reg(struct tern_ctx *ctx, void *buf, size_t len, uint64_t access,
-		struct tern_mr **mr_p)
+static int reg_host(struct tern_ctx *ctx, void *buf, size_t len,
+		    uint64_t access, int cache, struct tern_mr **mr_p)
 {
 	struct tern_mr *mr;
 	int ret;
@@ -116,13 +237,19 @@ int tern_mr_reg(struct tern_ctx *ctx, void *buf, size_t len, uint64_t access,
 		    TERN_MR_PATH_HOST);
 	if (mr == NULL)
 		return -ENOMEM;
-	ret = reg_all(mr);
+	ret = reg_all(mr, cache && ctx->mr_cache);
 	if (ret != 0) {
 		free(mr);
 		return ret;
 	}
 	*mr_p = mr;
 	return 0;
+}
+
+int tern_mr_reg(struct tern_ctx *ctx, void *buf, size_t len, uint64_t access,
+		struct tern_mr **mr_p)
+{
+	return reg_host(ctx, buf, len, access, 1, mr_p);
 }
 
 /* A staged region: a pinned host shadow of the same size is what the
@@ -183,11 +310,11 @@ int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
 
 	if (attr == NULL ||
 	    !args_ok(ctx, attr->buf, attr->len, attr->access, mr_p) ||
-	    (attr->flags & ~TERN_MR_F_STAGED) != 0)
+	    (attr->flags & ~(TERN_MR_F_STAGED | TERN_MR_F_NOCACHE)) != 0)
 		return -EINVAL;
 	if (attr->kind == TERN_MEM_HOST)
-		return tern_mr_reg(ctx, attr->buf, attr->len, attr->access,
-				   mr_p);
+		return reg_host(ctx, attr->buf, attr->len, attr->access,
+				!(attr->flags & TERN_MR_F_NOCACHE), mr_p);
 	if (attr->kind != TERN_MEM_CUDA)
 		return -EINVAL;
 	cu = tern__cu_get(why, sizeof(why));
@@ -229,7 +356,7 @@ int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
 		if (tern__prov_has_dmabuf())
 			tern__cu_dmabuf(cu, mr->buf, mr->len, &mr->dmabuf_fd,
 					&mr->dmabuf_off);
-		ret = reg_all(mr);
+		ret = reg_all(mr, 0);
 		if (mr->dmabuf_fd >= 0)
 			close(mr->dmabuf_fd);
 		mr->dmabuf_fd = -1;

@@ -371,3 +371,27 @@ def test_implicit_errors_raise_at_post():
             a.quiet(peer=3)
         q = a.quiet(peer)
         assert drive([a, b], q) == 0
+
+
+def test_register_cache():
+    """The same buffer with the same rights twice shares one registration
+    (the same descriptor); other rights, cache=False and a remote
+    sub-range do not; a local-only sub-range does."""
+    with tern.Context("tcp") as c:
+        buf = np.zeros(1 << 20, np.uint8)
+        r1 = c.register(buf)
+        r2 = c.register(buf)
+        assert r1.descriptor() == r2.descriptor()
+        r3 = c.register(buf, cache=False)
+        assert r3.descriptor() != r1.descriptor()
+        r4 = c.register(buf, tern.LOCAL | tern.REMOTE_WRITE)
+        assert r4.descriptor()[24:] != r1.descriptor()[24:]
+        sub = c.register(buf[4096:8192])
+        assert sub.descriptor()[24:] != r1.descriptor()[24:]
+        whole = c.register(buf, tern.LOCAL)
+        part = c.register(buf[4096:8192], tern.LOCAL)
+        assert part.descriptor()[24:] == whole.descriptor()[24:]
+        with pytest.raises(TypeError, match="cache"):
+            c.register(buf, cache=1)
+        for r in (r1, r2, r3, r4, sub, whole, part):
+            r.close()

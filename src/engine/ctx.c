@@ -10,6 +10,7 @@
 #include "local.h"
 #include "stage.h"
 #include "../topo/topo.h"
+#include "../wire/card.h"
 
 static int want_hmem(const struct tern_ctx_attr *attr)
 {
@@ -401,7 +402,7 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	ret = tern__local_open(ctx); /* needs the loop's wake eventfd */
 	if (ret != 0)
 		goto err_scratch;
-	if (12 + (size_t)ctx->nrails * tern__card_addrlen(ctx) >
+	if (TERN_CARD_HDR + (size_t)ctx->nrails * tern__card_addrlen(ctx) >
 	    TERN_CARD_MAX) {
 		tern_warn("%u rails of %zu-byte addresses do not fit a card",
 			  ctx->nrails, tern__card_addrlen(ctx));

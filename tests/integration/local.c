@@ -33,7 +33,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <signal.h>
@@ -46,13 +45,14 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <tern/tern.h>
+
+#include "pipe.h"
 
 #include "check.h"
 
@@ -281,16 +281,9 @@ struct pipe2 {
 	int to_child[2], to_parent[2];
 };
 
-/* One message: its length and its bytes in one writev(), which a pipe
- * takes whole (at most PIPE_BUF): a reader that leaves on seeing the
- * length (wait_msg() before an exit) cannot make the bytes' write fail. */
 static void put(int fd, const void *p, size_t n)
 {
-	uint32_t len = (uint32_t)n;
-	struct iovec iov[2] = { { &len, 4 }, { (void *)(uintptr_t)p, n } };
-
-	CHECK(n + 4 <= PIPE_BUF && writev(fd, iov, 2) == (ssize_t)(n + 4),
-	      "pipe write");
+	pipe_put(fd, p, n);
 }
 
 static size_t get(int fd, void *p, size_t cap)

@@ -52,6 +52,8 @@
 
 #include <tern/tern.h>
 
+#include "pipe.h"
+
 #include "check.h"
 
 #include "../../apps/fill/fill.h"
@@ -311,11 +313,7 @@ struct chan {
 
 static void put(int fd, const void *p, size_t n)
 {
-	uint32_t len = (uint32_t)n;
-
-	CHECK(write(fd, &len, 4) == 4 && write(fd, p, n) == (ssize_t)n,
-	      "pipe write (fd %d, %zu bytes, pid %d): %s", fd, n, (int)getpid(),
-	      strerror(errno));
+	pipe_put(fd, p, n);
 }
 
 static size_t get(int fd, void *p, size_t cap)

@@ -21,6 +21,8 @@
 
 #include <tern/tern.h>
 
+#include "pipe.h"
+
 #define SKIP 77
 #define MIB  (1u << 20)
 
@@ -49,8 +51,7 @@ static struct opts g_opts;
 
 static void put_blob(int fd, const void *buf, uint32_t len)
 {
-	CHECK(write(fd, &len, sizeof(len)) == sizeof(len), "pipe write");
-	CHECK(len == 0 || write(fd, buf, len) == (ssize_t)len, "pipe write");
+	pipe_put(fd, buf, len);
 }
 
 static uint32_t get_blob(int fd, void *buf, uint32_t cap)

@@ -508,9 +508,11 @@ static int bench_measure(struct bench_cli *b, struct tern_ctx *ctx,
 	b->o.stop = stop;
 	if (!b->have_warm)
 		b->o.warmup = BENCH_AUTO;
-	snprintf(rep->ctx.command, sizeof(rep->ctx.command), "tern bench");
 	ret = bench_run(ctx, card, card_len, &b->o, rep, why, sizeof(why));
 	if (rep->npoints > 0) {
+		/* After the run, which starts the report afresh. */
+		snprintf(rep->ctx.command, sizeof(rep->ctx.command),
+			 "tern bench");
 		for (int i = 1; i < argc; i++) {
 			size_t l = strlen(rep->ctx.command);
 

@@ -74,6 +74,9 @@ struct bench_point {
 	double lat_max_us;
 	double cold_us; /* the very first operation of the run */
 	int verified;	/* 1 checked equal, 0 not checked, -1 mismatch */
+	/* --op register: what the latencies time ("cold", "cached",
+	 * "first-write", "second-write"); "" for the other operations. */
+	char measure[16];
 };
 
 struct bench_context {
@@ -84,7 +87,7 @@ struct bench_context {
 	char domain[128];
 	char host[128];
 	char date[40]; /* ISO 8601, UTC */
-	char op[16];   /* write, writedata, read, send, atomic */
+	char op[16];   /* write, writedata, read, send, atomic, register */
 	/* "explicit": a request per operation; "implicit": the *_nbi calls,
 	 * one tern_quiet() per window (--implicit). */
 	char model[12];
@@ -111,22 +114,40 @@ struct bench_context {
 	 * path)" or "provider"; "" when not known. */
 	char route[32];
 	char command[512]; /* the command line, for the record */
+	/* --op register: the writes' size; whether the cached measure
+	 * shared the cold region's registration (1: the registration cache;
+	 * 0: registered apart, TERN_MR_CACHE=0); --churn's cycles and the
+	 * median of a cycle over their first, middle and last tenth. */
+	uint64_t write_bytes;
+	int reg_cache;
+	uint64_t churn_cycles;
+	double churn_start_us;
+	double churn_middle_us;
+	double churn_end_us;
 };
+
+/* 64 sizes, up to 4 measures each (--op register). */
+#define BENCH_MAX_POINTS 256
 
 struct bench_report {
 	struct bench_context ctx;
 	size_t npoints;
-	struct bench_point points[64];
+	struct bench_point points[BENCH_MAX_POINTS];
 };
+
+/* Whether @r is of --op register: one point per size and measure, and
+ * its own table, JSON results and CSV columns (no SVG). */
+int bench_report_is_register(const struct bench_report *r);
 
 /* The aligned table users read (stdout). */
 void bench_print_table(FILE *f, const struct bench_report *r);
 /* Every figure and the whole context; @return 0 or -errno. */
 int bench_write_json(FILE *f, const struct bench_report *r);
-/* One header line, then one line per size, stable column order. */
+/* One header line, then one line per size (--op register: per size and
+ * measure), stable column order. */
 int bench_write_csv(FILE *f, const struct bench_report *r);
 /* A self-contained SVG: bandwidth (Gbit/s) and p99 latency (us) against
- * size, log-scaled size axis. */
+ * size, log-scaled size axis. -EINVAL for a --op register report. */
 int bench_write_svg(FILE *f, const struct bench_report *r);
 
 #endif /* BENCH_H */

@@ -17,11 +17,22 @@ enum bench_op {
 	BENCH_READ = 3,
 	BENCH_SEND = 4,
 	BENCH_ATOMIC = 5, /* 64-bit fetch-add; size is always 8 */
+	/* What registering costs (bench/register.c): never on the wire,
+	 * its writes are BENCH_WRITE to the responder. */
+	BENCH_REGISTER = 6,
 };
 
 #define BENCH_MAX_SIZES	 64
 #define BENCH_MAX_SIZE	 (1ULL << 30)
 #define BENCH_MAX_WINDOW 4096
+
+/* --op register: regions of address space up to 64 GiB; 200 iterations
+ * per size by default; the writes from a region are 4 KiB (or the size,
+ * when smaller); --churn cycles at most. */
+#define BENCH_REG_MAX_SIZE  (64ULL << 30)
+#define BENCH_REG_ITERS	    200
+#define BENCH_REG_WRITE	    4096
+#define BENCH_REG_MAX_CHURN 10000000
 
 /* iters 0 and duration 0: scaled by size; warmup AUTO: iters / 10. */
 #define BENCH_AUTO UINT64_MAX
@@ -58,6 +69,9 @@ struct bench_opts {
 	struct bench_mem mem;	     /* this side's buffers */
 	int progress;		     /* a live line on stderr */
 	volatile sig_atomic_t *stop; /* Ctrl-C, or NULL */
+	/* --op register: register/close cycles after the sizes (--churn),
+	 * 0 for none. */
+	uint64_t churn;
 };
 
 const char *bench_op_name(int op);
@@ -78,7 +92,8 @@ const char *bench_mem_name(const struct bench_mem *m, char *buf, size_t len);
 
 /*
  * Run the benchmark against a responder whose card is given; fills the
- * report (context from @ctx, one point per size).
+ * report (context from @ctx, one point per size; --op register: one per
+ * size and measure, bench/register.c).
  * @return 0, or an error with @why set.
  */
 int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,

@@ -2,7 +2,7 @@
 /*
  * What the two sides of `tern bench` share (bench/params.c): the HELLO
  * parameters and their codec, and the buffers' allocation, fill and sync.
- * Private to bench/params.c, responder.c and initiator.c.
+ * Private to bench/params.c, responder.c, initiator.c and register.c.
  */
 #ifndef BENCH_ENGINE_INT_H
 #define BENCH_ENGINE_INT_H
@@ -67,5 +67,17 @@ int bench_mem_fill(enum tern_mem_kind kind, void *buf, size_t len, int pattern,
 /* tern_mr_sync() of [0, @len) of @mr in direction @dir, waited for. */
 int bench_mr_sync_wait(struct tern_ctx *ctx, struct tern_mr *mr, uint64_t len,
 		       unsigned int dir);
+
+/*
+ * --op register (bench/register.c) over @peer, whose region @remote takes
+ * the writes (@wlen bytes at most): a point per size and measure, and the
+ * context's register fields, into @rep. @return 0, or an error with @why
+ * set; *@stuck_p is set when a write never completed (its memory is then
+ * kept: the provider may still read it).
+ */
+int bench_register(struct tern_ctx *ctx, struct tern_peer *peer,
+		   const struct tern_mr_desc *remote, uint64_t wlen,
+		   const struct bench_opts *o, struct bench_report *rep,
+		   int *stuck_p, char *why, size_t whylen);
 
 #endif /* BENCH_ENGINE_INT_H */

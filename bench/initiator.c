@@ -495,8 +495,10 @@ static void fill_context(struct tern_ctx *ctx, const struct bench_opts *o,
 	gmtime_r(&now, &tm);
 	strftime(c->date, sizeof(c->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	snprintf(c->op, sizeof(c->op), "%s", bench_op_name(o->op));
-	snprintf(c->model, sizeof(c->model), "%s",
-		 bench_model_name(o->implicit));
+	/* --op register's writes go one at a time: no model. */
+	if (o->op != BENCH_REGISTER)
+		snprintf(c->model, sizeof(c->model), "%s",
+			 bench_model_name(o->implicit));
 	c->link_bps = ci.link_speed;
 	c->window = o->window;
 	c->rails = ci.rails;
@@ -521,7 +523,9 @@ static int hello(struct runner *r, struct app_msgbox *mb, uint64_t max_size,
 {
 	uint8_t card[TERN_CARD_MAX], params[PARAMS_LEN];
 	struct bench_params bp = {
-		.op = (uint32_t)r->o->op,
+		/* --op register's writes are writes to the responder. */
+		.op = r->o->op == BENCH_REGISTER ? BENCH_WRITE
+						 : (uint32_t)r->o->op,
 		.window = r->o->window,
 		.max_size = max_size,
 		.seed = r->o->seed,
@@ -640,6 +644,43 @@ static int bye(struct runner *r, struct app_msgbox *mb,
 	return 0;
 }
 
+/* Every size in turn, a point each (with --verify, checked). */
+static int run_sizes(struct runner *r, struct bench_report *rep,
+		     struct tern_mr *chkmr, uint8_t *chk, char *why,
+		     size_t whylen)
+{
+	const struct bench_opts *o = r->o;
+	uint64_t atomics = 0;
+	int ret = 0;
+
+	for (size_t i = 0; i < o->nsizes && ret == 0; i++) {
+		struct bench_point *pt = &rep->points[rep->npoints++];
+
+		r->size = o->op == BENCH_ATOMIC ? 8 : o->sizes[i];
+		ret = run_size(r, pt);
+		atomics += r->posted;
+		if (ret != 0) {
+			snprintf(why, whylen, "%s of %" PRIu64 " bytes: %s%s%s",
+				 bench_op_name(o->op), r->size,
+				 tern_strerror(ret), r->errmsg[0] ? ": " : "",
+				 r->errmsg);
+			break;
+		}
+		if (o->verify)
+			ret = verify_size(r, chkmr, chk, atomics, pt, why,
+					  whylen);
+		if (ret == 0 && pt->verified < 0) {
+			snprintf(why, whylen,
+				 "verification failed at %" PRIu64 " bytes",
+				 r->size);
+			ret = -TERN_EVERIFY;
+		}
+		if (o->op == BENCH_ATOMIC)
+			break; /* one size: 8 bytes */
+	}
+	return ret;
+}
+
 int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	      const struct bench_opts *o, struct bench_report *rep, char *why,
 	      size_t whylen)
@@ -650,7 +691,7 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	char name[BENCH_MEM_NAME];
 	struct tern_mr *chkmr = NULL;
 	struct app_msgbox mb;
-	uint64_t max_size = 8, t0, atomics = 0;
+	uint64_t max_size = 8, t0;
 	uint8_t *chk = NULL;
 	void *buf = NULL;
 	int ret;
@@ -664,6 +705,10 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	r.link_bps = rep->ctx.link_bps;
 	for (size_t i = 0; i < o->nsizes; i++)
 		max_size = TERN_MAX(max_size, o->sizes[i]);
+	/* --op register: its sizes are address space it maps; the buffers
+	 * here and the responder's region hold its writes. */
+	if (o->op == BENCH_REGISTER)
+		max_size = TERN_MIN(max_size, (uint64_t)BENCH_REG_WRITE);
 	ret = app_msgbox_open(ctx, &mb);
 	if (ret != 0)
 		return ret;
@@ -745,31 +790,11 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 			 ? "same host (local path)"
 			 : "provider");
 	tern_ctx_set_busy_poll(ctx, 1);
-	for (size_t i = 0; i < o->nsizes && ret == 0; i++) {
-		struct bench_point *pt = &rep->points[rep->npoints++];
-
-		r.size = o->op == BENCH_ATOMIC ? 8 : o->sizes[i];
-		ret = run_size(&r, pt);
-		atomics += r.posted;
-		if (ret != 0) {
-			snprintf(why, whylen, "%s of %" PRIu64 " bytes: %s%s%s",
-				 bench_op_name(o->op), r.size,
-				 tern_strerror(ret), r.errmsg[0] ? ": " : "",
-				 r.errmsg);
-			break;
-		}
-		if (o->verify)
-			ret = verify_size(&r, chkmr, chk, atomics, pt, why,
-					  whylen);
-		if (ret == 0 && pt->verified < 0) {
-			snprintf(why, whylen,
-				 "verification failed at %" PRIu64 " bytes",
-				 r.size);
-			ret = -TERN_EVERIFY;
-		}
-		if (o->op == BENCH_ATOMIC)
-			break; /* one size: 8 bytes */
-	}
+	if (o->op == BENCH_REGISTER)
+		ret = bench_register(ctx, r.peer, &r.remote, max_size, o, rep,
+				     &r.stuck, why, whylen);
+	else
+		ret = run_sizes(&r, rep, chkmr, chk, why, whylen);
 	if (ret == 0)
 		ret = bye(&r, &mb, rep, why, whylen);
 	tern_ctx_set_busy_poll(ctx, 0);

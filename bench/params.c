@@ -27,19 +27,19 @@
 static const char *const op_names[] = {
 	[BENCH_WRITE] = "write",   [BENCH_WRITEDATA] = "writedata",
 	[BENCH_READ] = "read",	   [BENCH_SEND] = "send",
-	[BENCH_ATOMIC] = "atomic",
+	[BENCH_ATOMIC] = "atomic", [BENCH_REGISTER] = "register",
 };
 
 const char *bench_op_name(int op)
 {
-	if (op < BENCH_WRITE || op > BENCH_ATOMIC)
+	if (op < BENCH_WRITE || op > BENCH_REGISTER)
 		return "?";
 	return op_names[op];
 }
 
 int bench_op_parse(const char *s)
 {
-	for (int op = BENCH_WRITE; op <= BENCH_ATOMIC; op++) {
+	for (int op = BENCH_WRITE; op <= BENCH_REGISTER; op++) {
 		if (strcmp(s, op_names[op]) == 0)
 			return op;
 	}
@@ -62,6 +62,10 @@ const char *bench_implicit_why(int op)
 	case BENCH_SEND:
 		return "--implicit: --op send has no implicit form (a send "
 		       "meets a receive the peer posted: it takes a request); "
+		       "write, writedata, read or atomic";
+	case BENCH_REGISTER:
+		return "--implicit: --op register times registrations and "
+		       "single writes, each with a request; --implicit is for "
 		       "write, writedata, read or atomic";
 	default:
 		return "--implicit: not an operation";

@@ -25,6 +25,11 @@ size_t report_npoints(const struct bench_report *r)
 	return r->npoints;
 }
 
+int bench_report_is_register(const struct bench_report *r)
+{
+	return strncmp(r->ctx.op, "register", sizeof(r->ctx.op)) == 0;
+}
+
 int report_check(FILE *f, const struct bench_report *r)
 {
 	if (f == NULL || r == NULL || r->npoints > ARRAY_SIZE(r->points))

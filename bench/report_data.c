@@ -84,8 +84,35 @@ static void json_context(FILE *f, const struct bench_context *c)
 	JSON_STR(f, &first, pre, c, path_local);
 	JSON_STR(f, &first, pre, c, path_peer);
 	JSON_STR(f, &first, pre, c, route);
+	if (strncmp(c->op, "register", sizeof(c->op)) == 0) {
+		json_str(f, &first, pre, "pages", "untouched",
+			 sizeof("untouched"));
+		json_u64(f, &first, pre, "write_bytes", c->write_bytes);
+		json_int(f, &first, pre, "reg_cache", c->reg_cache);
+		json_u64(f, &first, pre, "churn_cycles", c->churn_cycles);
+		json_dbl(f, &first, pre, "churn_start_us", c->churn_start_us);
+		json_dbl(f, &first, pre, "churn_middle_us", c->churn_middle_us);
+		json_dbl(f, &first, pre, "churn_end_us", c->churn_end_us);
+	}
 	JSON_STR(f, &first, pre, c, command);
 	fputs("\n  }", f);
+}
+
+/* --op register: a size, what was timed, and its latencies. */
+static void json_reg_point(FILE *f, const struct bench_point *p)
+{
+	const char *pre = " ";
+	bool first = true;
+
+	fputs("    {", f);
+	json_u64(f, &first, pre, "size", p->size);
+	JSON_STR(f, &first, pre, p, measure);
+	json_u64(f, &first, pre, "ops", p->ops);
+	json_dbl(f, &first, pre, "lat_min_us", p->lat_min_us);
+	json_dbl(f, &first, pre, "lat_p50_us", p->lat_p50_us);
+	json_dbl(f, &first, pre, "lat_p99_us", p->lat_p99_us);
+	json_dbl(f, &first, pre, "lat_max_us", p->lat_max_us);
+	fputs(" }", f);
 }
 
 static void json_point(FILE *f, const struct bench_point *p)
@@ -126,7 +153,10 @@ int bench_write_json(FILE *f, const struct bench_report *r)
 	fputs(",\n  \"results\": [", f);
 	for (size_t i = 0; i < n; i++) {
 		fputs(i == 0 ? "\n" : ",\n", f);
-		json_point(f, &r->points[i]);
+		if (bench_report_is_register(r))
+			json_reg_point(f, &r->points[i]);
+		else
+			json_point(f, &r->points[i]);
 	}
 	fputs(n == 0 ? "]\n}\n" : "\n  ]\n}\n", f);
 	return report_finish(f);
@@ -158,6 +188,29 @@ static void csv_str(FILE *f, const char *s, size_t cap)
 	}
 }
 
+/* --op register: a row per size and measure. */
+static int csv_register(FILE *f, const struct bench_report *r)
+{
+	size_t n = report_npoints(r);
+
+	fputs("size,measure,ops,lat_min_us,lat_p50_us,lat_p99_us,"
+	      "lat_max_us\n",
+	      f);
+	for (size_t i = 0; i < n; i++) {
+		const struct bench_point *p = &r->points[i];
+
+		fprintf(f, "%" PRIu64 ",", p->size);
+		csv_str(f, p->measure, sizeof(p->measure));
+		fprintf(f, ",%" PRIu64, p->ops);
+		csv_dbl(f, p->lat_min_us);
+		csv_dbl(f, p->lat_p50_us);
+		csv_dbl(f, p->lat_p99_us);
+		csv_dbl(f, p->lat_max_us);
+		fputc('\n', f);
+	}
+	return report_finish(f);
+}
+
 int bench_write_csv(FILE *f, const struct bench_report *r)
 {
 	size_t n;
@@ -166,6 +219,8 @@ int bench_write_csv(FILE *f, const struct bench_report *r)
 	ret = report_check(f, r);
 	if (ret < 0)
 		return ret;
+	if (bench_report_is_register(r))
+		return csv_register(f, r);
 	n = report_npoints(r);
 	/* The model last: the columns before it keep their places. */
 	fputs("size,ops,bytes,seconds,gbps,gBps,link_pct,mpps,lat_min_us,"

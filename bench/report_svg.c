@@ -470,6 +470,9 @@ int bench_write_svg(FILE *f, const struct bench_report *r)
 	ret = report_check(f, r);
 	if (ret < 0)
 		return ret;
+	/* Four measures per size, no bandwidth: not this chart. */
+	if (bench_report_is_register(r))
+		return -EINVAL;
 	svg_xaxis(r, &left.xmin, &left.xmax);
 	right.xmin = left.xmin;
 	right.xmax = left.xmax;

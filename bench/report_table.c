@@ -56,6 +56,71 @@ static void table_mem(FILE *f, const char *mem, size_t memcap, const char *path,
 	}
 }
 
+/* --op register: what each measure times, then a row per size and
+ * measure. */
+static void table_register(FILE *f, const struct bench_report *r)
+{
+	const struct bench_context *c = &r->ctx;
+	size_t n = report_npoints(r);
+	char a[64], b[64], m[64];
+
+	fprintf(f, "  %-14s %s\n", "op",
+		"register: tern_mr_reg() and tern_mr_close(), and writes from "
+		"a region just registered");
+	fprintf(f, "  %-14s %s\n", "memory",
+		"a fresh mmap(MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE) per "
+		"iteration, pages untouched; access local, remote read and "
+		"write");
+	fprintf(f, "  %-14s %" PRIu64 " per size, %" PRIu64 " warmup\n",
+		"iterations", c->iters, c->warmup);
+	if (c->route[0] != '\0')
+		fprintf(f, "  %-14s %s\n", "peer path", c->route);
+	fprintf(f, "  %-14s %s\n", "completion",
+		c->wait_fd != 0 ? "wait fds (--wait-fd)"
+				: "busy polling, no wait fd");
+	fprintf(f, "  %-14s %s\n", "cold",
+		"tern_mr_reg() + tern_mr_close() of a range no region covers");
+	fprintf(f, "  %-14s %s\n", "cached",
+		c->reg_cache != 0
+			? "the same, of that range while the cold region is "
+			  "open: shares its registration (the cache)"
+			: "the same, of that range while the cold region is "
+			  "open: registered apart (the cache is off, "
+			  "TERN_MR_CACHE=0)");
+	fprintf(f,
+		"  %-14s %s from offset 0 to the peer, post to "
+		"completion: the first from a region just registered, "
+		"then a second\n",
+		"writes", report_fmt_size(c->write_bytes, false, a, sizeof(a)));
+	if (c->churn_cycles != 0) {
+		fprintf(f,
+			"  %-14s %" PRIu64 " tern_mr_reg() + tern_mr_close() "
+			"cycles, 1 MiB to 1 GiB in turn, untouched: median "
+			"per cycle %s us in the first tenth, %s in the "
+			"middle, %s in the last\n",
+			"churn", c->churn_cycles,
+			report_fmt_fixed(c->churn_start_us, 2, a, sizeof(a)),
+			report_fmt_fixed(c->churn_middle_us, 2, b, sizeof(b)),
+			report_fmt_fixed(c->churn_end_us, 2, m, sizeof(m)));
+	}
+	fprintf(f, "  %-14s %s\n", "latency", "us");
+	fprintf(f, "\n%9s  %-13s %8s %9s %9s %9s %9s\n", "size", "measure",
+		"ops", "min", "p50", "p99", "max");
+	for (size_t i = 0; i < n; i++) {
+		const struct bench_point *p = &r->points[i];
+
+		fprintf(f, "%9s  %-13.*s %8" PRIu64,
+			report_fmt_size(p->size, true, a, sizeof(a)),
+			(int)report_field_len(p->measure, sizeof(p->measure)),
+			p->measure, p->ops);
+		table_cell(f, 9, 2, p->lat_min_us);
+		table_cell(f, 9, 2, p->lat_p50_us);
+		table_cell(f, 9, 2, p->lat_p99_us);
+		table_cell(f, 9, 2, p->lat_max_us);
+		fputc('\n', f);
+	}
+}
+
 void bench_print_table(FILE *f, const struct bench_report *r)
 {
 	const struct bench_context *c = &r->ctx;
@@ -74,6 +139,10 @@ void bench_print_table(FILE *f, const struct bench_report *r)
 	table_field(f, "provider", c->provider, sizeof(c->provider));
 	table_field(f, "fabric", c->fabric, sizeof(c->fabric));
 	table_field(f, "domain", c->domain, sizeof(c->domain));
+	if (bench_report_is_register(r)) {
+		table_register(f, r);
+		return;
+	}
 	table_field(f, "op", c->op, sizeof(c->op));
 	if (strncmp(c->model, "implicit", sizeof(c->model)) == 0)
 		fprintf(f, "  %-14s %s\n", "model",

@@ -28,6 +28,8 @@ static void usage(const struct cli_parser *p, FILE *f)
 		"[--window N]\n"
 		"                  [--iters N | --duration S] [--rails R] "
 		"[--verify] [--implicit] ...\n"
+		"       tern bench [PEER] --op register [--sizes LIST|all] "
+		"[--iters N] [--churn N] ...\n"
 		"       tern bench --listen [HOST:PORT] [--once] ...\n\n"
 		"Measure bandwidth (Gbit/s and GB/s, 10^9), %% of the link "
 		"speed libfabric\nreports, message rate (Mpps) and "
@@ -56,7 +58,21 @@ static void usage(const struct cli_parser *p, FILE *f)
 		"and the local\npeer on CPU B; TERN_BENCH_TARGET_PAUSE=N makes "
 		"the target spin N pause\ninstructions after each progress "
 		"pass that completed nothing (as bench/raw\n--target-pause; "
-		"on tcp the target's poll rate moves write bandwidth).\n");
+		"on tcp the target's poll rate moves write bandwidth).\n"
+		"--op register: what registering host memory costs, per size "
+		"of region\n(default 4K,1M,1G,64G; all: 4 KiB to 64 GiB, "
+		"powers of two), each iteration\n(--iters, default 200; "
+		"--warmup iters/10, >= 16) on a fresh\nmmap(MAP_NORESERVE) "
+		"whose pages are never touched: cold, tern_mr_reg() +\n"
+		"tern_mr_close() of it; cached, the same while that region is "
+		"open (the\nregistration cache); first-write and "
+		"second-write, 4 KiB (or the size)\nfrom its offset 0 to "
+		"the peer, post to completion. Min, p50, p99 and max\nin us "
+		"per size and measure. --churn N then registers and closes "
+		"N ranges,\n1 MiB to 1 GiB in turn, and reports a cycle's "
+		"median over the first, middle\nand last tenth. It refuses "
+		"--window, --verify, --duration, --mem,\n--implicit and "
+		"--plot.\n");
 }
 
 /* --json=FILE, --csv FILE, --plot FILE: opened (made) before anything
@@ -201,20 +217,24 @@ struct bench_cli {
 	struct bench_opts o;
 	const char *prov, *node, *peer, *json, *csv, *plot, *card_file;
 	const char *listen_addr, *token, *domains, *peer_mem_s, *world;
+	const char *sizes_s; /* --sizes as given, NULL: the default */
 	struct bench_mem peer_mem;
 	FILE *out[OUT_N];
 	char rails_s[TERN_MAX_RAILS * 64];
 	uint64_t rails;
 	int listen, once, have_warm, pin, wait_fd, json_stdout;
+	int sizes_all; /* --sizes all: by operation (bench_sizes()) */
+	int have_window;
 };
 
 static const int bench_keys[] = {
-	'o',	       's',	   'w',		 'n',	      'd',
-	CLI_WARMUP,    CLI_VERIFY, CLI_IMPLICIT, 'j',	      CLI_CSV,
-	CLI_PLOT,      CLI_PEER,   CLI_LISTEN,	 CLI_TOKEN,   CLI_ONCE,
-	CLI_CARD_FILE, CLI_RAILS,  CLI_PIN,	 'p',	      CLI_NODE,
-	CLI_LOG,       CLI_MEM,	   CLI_PEER_MEM, CLI_WAIT_FD, CLI_WORLD,
-	'h',	       0,
+	'o',	    's',	'w',	      'n',
+	'd',	    CLI_WARMUP, CLI_VERIFY,   CLI_IMPLICIT,
+	'j',	    CLI_CSV,	CLI_PLOT,     CLI_PEER,
+	CLI_LISTEN, CLI_TOKEN,	CLI_ONCE,     CLI_CARD_FILE,
+	CLI_RAILS,  CLI_PIN,	'p',	      CLI_NODE,
+	CLI_LOG,    CLI_MEM,	CLI_PEER_MEM, CLI_WAIT_FD,
+	CLI_WORLD,  CLI_CHURN,	'h',	      0,
 };
 
 /* One option into @b. @return 0, or -EINVAL (said why). */
@@ -230,25 +250,29 @@ static int bench_option(struct bench_cli *b, int c, const char *arg)
 		if (o->op < 0) {
 			cli_err("bench",
 				"--op %s: write, writedata, read, "
-				"send or atomic",
+				"send, atomic or register",
 				arg);
 			ret = -EINVAL;
 		}
 		break;
 	case 's':
-		if (strcmp(arg, "all") == 0) {
-			o->nsizes = 0;
-			for (uint64_t s = 8; s <= (16u << 20); s *= 2)
-				o->sizes[o->nsizes++] = s;
-		} else {
-			ret = cli_sizes("bench", arg, BENCH_MAX_SIZE, o->sizes,
-					BENCH_MAX_SIZES, &o->nsizes);
-		}
+		/* Up to --op register's largest: bench_check() holds the
+		 * other operations to theirs once --op is known. */
+		b->sizes_s = arg;
+		b->sizes_all = strcmp(arg, "all") == 0;
+		if (!b->sizes_all)
+			ret = cli_sizes("bench", arg, BENCH_REG_MAX_SIZE,
+					o->sizes, BENCH_MAX_SIZES, &o->nsizes);
+		break;
+	case CLI_CHURN:
+		ret = cli_uint("bench", "--churn", arg, 1, BENCH_REG_MAX_CHURN,
+			       &o->churn);
 		break;
 	case 'w':
 		ret = cli_uint("bench", "--window", arg, 1, BENCH_MAX_WINDOW,
 			       &v);
 		o->window = (unsigned int)v;
+		b->have_window = 1;
 		break;
 	case 'n':
 		ret = cli_uint("bench", "--iters", arg, 1, 1000000000,
@@ -332,6 +356,27 @@ static int bench_option(struct bench_cli *b, int c, const char *arg)
 	return ret;
 }
 
+/* --sizes all, or no --sizes, by operation: --op register's are regions
+ * of address space (4 KiB to 64 GiB); the others' are transfers. */
+static void bench_sizes(struct bench_cli *b)
+{
+	struct bench_opts *o = &b->o;
+	int reg = o->op == BENCH_REGISTER;
+	uint64_t max = reg ? BENCH_REG_MAX_SIZE : 16u << 20;
+
+	if (b->sizes_all) {
+		o->nsizes = 0;
+		for (uint64_t s = reg ? 4096 : 8; s <= max; s *= 2)
+			o->sizes[o->nsizes++] = s;
+	} else if (b->sizes_s == NULL && reg) {
+		static const uint64_t def[] = { 4096, 1 << 20, 1ULL << 30,
+						64ULL << 30 };
+
+		o->nsizes = sizeof(def) / sizeof(def[0]);
+		memcpy(o->sizes, def, sizeof(def));
+	}
+}
+
 /* The command line into @b. @return 0, 1 for --help (printed), or 2. */
 static int bench_parse(int argc, char **argv, struct bench_cli *b)
 {
@@ -359,6 +404,7 @@ static int bench_parse(int argc, char **argv, struct bench_cli *b)
 		if (c == '?' || bench_option(b, c, optarg) != 0)
 			return 2;
 	}
+	bench_sizes(b);
 	/* The peer may be the argument, as in tern ping and tern fill. */
 	if (optind < argc && b->peer == NULL)
 		b->peer = argv[optind++];
@@ -369,9 +415,53 @@ static int bench_parse(int argc, char **argv, struct bench_cli *b)
 	return 0;
 }
 
+/* What --op register takes, and sizes only it takes. @return 0 or 2
+ * (said why). */
+static int bench_check_register(const struct bench_cli *b)
+{
+	const struct bench_opts *o = &b->o;
+	const char *no = NULL;
+
+	if (o->op != BENCH_REGISTER) {
+		for (size_t i = 0; i < o->nsizes; i++) {
+			if (o->sizes[i] > BENCH_MAX_SIZE) {
+				cli_err("bench",
+					"--sizes '%s': expected a size from 1 "
+					"to %llu bytes (suffixes K, M, G); "
+					"up to 64 GiB with --op register",
+					b->sizes_s, BENCH_MAX_SIZE);
+				return 2;
+			}
+		}
+		if (o->churn != 0) {
+			cli_err("bench", "--churn is a part of --op register");
+			return 2;
+		}
+		return 0;
+	}
+	if (b->have_window)
+		no = "--window (its writes go one at a time)";
+	else if (o->verify)
+		no = "--verify (its writes are timed, not checked)";
+	else if (o->duration_s > 0)
+		no = "--duration (it counts --iters per size)";
+	else if (o->mem.kind != TERN_MEM_HOST || o->mem.shared)
+		no = "--mem (it maps its own regions, untouched)";
+	else if (b->plot != NULL)
+		no = "--plot (it has no bandwidth to draw; --json and --csv "
+		     "have every figure)";
+	if (no != NULL) {
+		cli_err("bench", "--op register takes no %s", no);
+		return 2;
+	}
+	return 0;
+}
+
 /* Options that exclude each other. @return 0 or 2 (said why). */
 static int bench_check(const struct bench_cli *b)
 {
+	if (bench_check_register(b) != 0)
+		return 2;
 	if (b->o.iters && b->o.duration_s > 0) {
 		cli_err("bench", "--iters and --duration exclude each other");
 		return 2;
@@ -508,9 +598,11 @@ static int bench_measure(struct bench_cli *b, struct tern_ctx *ctx,
 	b->o.stop = stop;
 	if (!b->have_warm)
 		b->o.warmup = BENCH_AUTO;
-	snprintf(rep->ctx.command, sizeof(rep->ctx.command), "tern bench");
 	ret = bench_run(ctx, card, card_len, &b->o, rep, why, sizeof(why));
 	if (rep->npoints > 0) {
+		/* After the run, which starts the report afresh. */
+		snprintf(rep->ctx.command, sizeof(rep->ctx.command),
+			 "tern bench");
 		for (int i = 1; i < argc; i++) {
 			size_t l = strlen(rep->ctx.command);
 

@@ -52,7 +52,8 @@ static const struct cli_opt table[] = {
 	    "bandwidth and p99 latency against size"),
 	OPT("op", 'o', required_argument, "OP",
 	    "write, writedata (write with immediate), read, send, atomic "
-	    "(64-bit fetch-add; size 8)"),
+	    "(64-bit fetch-add; size 8), register (what registering "
+	    "costs)"),
 	OPT("mode", 'm', required_argument, "MODE",
 	    "send (send/recv) or write (write with immediate)"),
 	OPT("sizes", 's', required_argument, "LIST",
@@ -73,6 +74,9 @@ static const struct cli_opt table[] = {
 	OPT("implicit", CLI_IMPLICIT, no_argument, NULL,
 	    "implicit operations: each window posted with the *_nbi calls "
 	    "(no request each), completed by one tern_quiet()"),
+	OPT("churn", CLI_CHURN, required_argument, "N",
+	    "--op register: then N register/close cycles, 1 MiB to 1 GiB "
+	    "in turn; a cycle's median at the start, middle and end"),
 	OPT("wait-fd", CLI_WAIT_FD, no_argument, NULL,
 	    "completion queues with wait fds (what being able to sleep "
 	    "costs) instead of busy polling"),

@@ -24,6 +24,8 @@ op = sys.argv[2]
 want = [8] if op == "atomic" else [8, 4096, 65536, 1048576]
 c = r["context"]
 assert c["op"] == op and c["provider"] and c["tern_version"], c
+# the command line for the record, as typed
+assert c["command"].startswith("tern bench --provider "), c["command"]
 # busy polling by default, as raw libfabric benchmarks do; --warmup as given
 assert c["wait_fd"] == 0 and c["warmup"] == 30, c
 got = [p["size"] for p in r["results"]]

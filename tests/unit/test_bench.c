@@ -459,19 +459,19 @@ static void test_hist_add_n(void **state)
 static void test_params_ops(void **state)
 {
 	static const char *const names[] = { "write", "writedata", "read",
-					     "send", "atomic" };
+					     "send",  "atomic",	   "register" };
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
 		int op = bench_op_parse(names[i]);
 
-		assert_true(op >= BENCH_WRITE && op <= BENCH_ATOMIC);
+		assert_true(op >= BENCH_WRITE && op <= BENCH_REGISTER);
 		assert_string_equal(bench_op_name(op), names[i]);
 	}
 	assert_int_equal(bench_op_parse("atomic-fetch"), -EINVAL);
 	assert_int_equal(bench_op_parse(""), -EINVAL);
 	assert_string_equal(bench_op_name(0), "?");
-	assert_string_equal(bench_op_name(BENCH_ATOMIC + 1), "?");
+	assert_string_equal(bench_op_name(BENCH_REGISTER + 1), "?");
 
 	assert_string_equal(bench_model_name(0), "explicit");
 	assert_string_equal(bench_model_name(1), "implicit");
@@ -483,8 +483,10 @@ static void test_params_ops(void **state)
 	assert_non_null(bench_implicit_why(BENCH_SEND));
 	assert_non_null(strstr(bench_implicit_why(BENCH_SEND), "--implicit"));
 	assert_non_null(strstr(bench_implicit_why(BENCH_SEND), "--op send"));
+	assert_non_null(
+		strstr(bench_implicit_why(BENCH_REGISTER), "--op register"));
 	assert_non_null(bench_implicit_why(0));
-	assert_non_null(bench_implicit_why(BENCH_ATOMIC + 1));
+	assert_non_null(bench_implicit_why(BENCH_REGISTER + 1));
 }
 
 /* The HELLO parameters: round trip, and what is refused. The model is
@@ -511,7 +513,7 @@ static void test_params_codec(void **state)
 	assert_int_equal(
 		bench_params_decode(b, sizeof(b) - 1, &q, why, sizeof(why)),
 		-TERN_EPROTO);
-	p.op = BENCH_ATOMIC + 1;
+	p.op = BENCH_REGISTER; /* never on the wire: its writes are writes */
 	bench_params_encode(&p, b);
 	assert_int_equal(
 		bench_params_decode(b, sizeof(b), &q, why, sizeof(why)),
@@ -887,6 +889,126 @@ static void test_report_table(void **state)
 	free(r);
 }
 
+/* --op register: @n sizes, four measures each. */
+static void fill_reg_report(struct bench_report *r, size_t n)
+{
+	static const char *const measures[] = { "cold", "cached", "first-write",
+						"second-write" };
+
+	fill_report(r, 0);
+	snprintf(r->ctx.op, sizeof(r->ctx.op), "register");
+	r->ctx.model[0] = '\0';
+	r->ctx.iters = 200;
+	r->ctx.warmup = 20;
+	r->ctx.write_bytes = 4096;
+	r->ctx.reg_cache = 1;
+	r->ctx.churn_cycles = 10000;
+	r->ctx.churn_start_us = 0.25;
+	r->ctx.churn_middle_us = 0.5;
+	r->ctx.churn_end_us = 0.75;
+	snprintf(r->ctx.route, sizeof(r->ctx.route), "provider");
+	for (size_t i = 0; i < n; i++) {
+		for (size_t m = 0; m < ARRAY_SIZE(measures); m++) {
+			struct bench_point *p = &r->points[r->npoints++];
+
+			p->size = UINT64_C(4096) << (6 * i);
+			p->ops = 200;
+			snprintf(p->measure, sizeof(p->measure), "%s",
+				 measures[m]);
+			p->lat_min_us = 0.5 + (double)m;
+			p->lat_p50_us = 1.0 + (double)m;
+			p->lat_p99_us = 2.0 + (double)m;
+			p->lat_max_us = 3.0 + (double)m;
+			p->lat_p999_us = p->lat_max_us;
+		}
+	}
+}
+
+static void test_report_register(void **state)
+{
+	static const char *const keys[] = {
+		"pages",	"write_bytes",	  "reg_cache",
+		"churn_cycles", "churn_start_us", "churn_middle_us",
+		"churn_end_us", "measure",	  "lat_min_us",
+		"lat_p50_us",	"lat_p99_us",	  "lat_max_us",
+	};
+	struct bench_report *r = malloc(sizeof(*r));
+	char key[64], *s;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(r);
+	fill_reg_report(r, 6); /* 4 KiB to 4 TiB */
+	assert_int_equal(r->npoints, 24);
+	assert_int_equal(bench_report_is_register(r), 1);
+
+	s = capture(bench_write_json, r);
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		snprintf(key, sizeof(key), "\"%s\": ", keys[i]);
+		if (strstr(s, key) == NULL)
+			fail_msg("no %s in:\n%s", key, s);
+	}
+	assert_non_null(strstr(s, "\"op\": \"register\""));
+	assert_non_null(strstr(s, "\"pages\": \"untouched\""));
+	assert_non_null(strstr(s, "\"size\": 68719476736, \"measure\": "
+				  "\"cached\", \"ops\": 200, "
+				  "\"lat_min_us\": 1.5,"));
+	/* Bandwidth has no meaning here: not written. */
+	assert_null(strstr(s, "\"gbps\""));
+	python_check(s, JSON_CHECK);
+	free(s);
+
+	/* No churn: its figures are null. */
+	r->ctx.churn_cycles = 0;
+	r->ctx.churn_start_us = NAN;
+	r->ctx.churn_middle_us = NAN;
+	r->ctx.churn_end_us = NAN;
+	s = capture(bench_write_json, r);
+	assert_non_null(strstr(s, "\"churn_start_us\": null"));
+	python_check(s, JSON_CHECK);
+	free(s);
+
+	s = capture(bench_write_csv, r);
+	assert_memory_equal(s,
+			    "size,measure,ops,lat_min_us,lat_p50_us,"
+			    "lat_p99_us,lat_max_us\n4096,cold,200,0.5,1,2,3\n",
+			    strlen("size,measure,ops,lat_min_us,lat_p50_us,"
+				   "lat_p99_us,lat_max_us\n4096,cold,200,0.5,"
+				   "1,2,3\n"));
+	assert_int_equal(count_char(s, '\n'), 25);
+	assert_int_equal(count_char(s, ','), 25 * 6);
+	assert_non_null(
+		strstr(s, "\n68719476736,second-write,200,3.5,4,5,6\n"));
+	free(s);
+
+	fill_reg_report(r, 6);
+	s = capture(print_table, r);
+	assert_non_null(strstr(s, "pages untouched"));
+	assert_non_null(strstr(s, "shares its registration (the cache)"));
+	assert_non_null(strstr(s, "4 KiB from offset 0"));
+	assert_non_null(strstr(s, "10000 tern_mr_reg() + tern_mr_close() "
+				  "cycles"));
+	assert_non_null(strstr(s, "0.25 us in the first tenth, 0.50 in the "
+				  "middle, 0.75 in the last"));
+	assert_non_null(strstr(s, "   64 GiB  first-write        200 "));
+	assert_non_null(strstr(s, "    4 TiB  cold "));
+	assert_null(strstr(s, "Gbit/s"));
+	free(s);
+	r->ctx.reg_cache = 0;
+	r->ctx.churn_cycles = 0;
+	s = capture(print_table, r);
+	assert_non_null(strstr(s, "registered apart (the cache is off"));
+	assert_null(strstr(s, "churn"));
+	free(s);
+
+	/* No chart: four measures per size and no bandwidth. */
+	f = fopen("/dev/null", "w");
+	assert_non_null(f);
+	assert_int_equal(bench_write_svg(f, r), -EINVAL);
+	fclose(f);
+	free(r);
+}
+
 /* A locale with a decimal comma must not leak into JSON, CSV or SVG. */
 static void test_report_locale(void **state)
 {
@@ -982,6 +1104,7 @@ int main(void)
 		cmocka_unit_test(test_report_csv),
 		cmocka_unit_test(test_report_svg),
 		cmocka_unit_test(test_report_table),
+		cmocka_unit_test(test_report_register),
 		cmocka_unit_test(test_report_locale),
 		cmocka_unit_test(test_report_errors),
 	};

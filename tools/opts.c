@@ -73,6 +73,9 @@ static const struct cli_opt table[] = {
 	OPT("implicit", CLI_IMPLICIT, no_argument, NULL,
 	    "implicit operations: each window posted with the *_nbi calls "
 	    "(no request each), completed by one tern_quiet()"),
+	OPT("batch", CLI_BATCH, no_argument, NULL,
+	    "batches: each window posted as one tern_write_pieces() or "
+	    "tern_read_pieces() (a piece per operation), one request"),
 	OPT("wait-fd", CLI_WAIT_FD, no_argument, NULL,
 	    "completion queues with wait fds (what being able to sleep "
 	    "costs) instead of busy polling"),

@@ -48,6 +48,7 @@ enum cli_key {
 	CLI_REGION_SIZE,
 	CLI_WORLD,
 	CLI_IMPLICIT,
+	CLI_BATCH,
 };
 
 struct cli_opt {

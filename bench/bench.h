@@ -89,7 +89,8 @@ struct bench_context {
 	char date[40]; /* ISO 8601, UTC */
 	char op[16];   /* write, writedata, read, send, atomic, register */
 	/* "explicit": a request per operation; "implicit": the *_nbi calls,
-	 * one tern_quiet() per window (--implicit). */
+	 * one tern_quiet() per window (--implicit); "batch": one
+	 * tern_write_pieces() or tern_read_pieces() per window (--batch). */
 	char model[12];
 	uint64_t link_bps; /* 0 when the provider reports none */
 	unsigned int window;

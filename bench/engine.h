@@ -34,6 +34,13 @@ enum bench_op {
 #define BENCH_REG_WRITE	    4096
 #define BENCH_REG_MAX_CHURN 10000000
 
+/* How the initiator posts a window (bench_opts.model). */
+enum bench_model {
+	BENCH_EXPLICIT = 0, /* a request per operation */
+	BENCH_IMPLICIT = 1, /* the *_nbi calls, one tern_quiet() (--implicit) */
+	BENCH_BATCH = 2,    /* one tern_write_pieces() per window (--batch) */
+};
+
 /* iters 0 and duration 0: scaled by size; warmup AUTO: iters / 10. */
 #define BENCH_AUTO UINT64_MAX
 
@@ -61,10 +68,12 @@ struct bench_opts {
 	double duration_s; /* per size when iters is 0 */
 	uint64_t warmup;   /* untimed ops per size, or BENCH_AUTO */
 	int verify;
-	/* The implicit model: each window's operations posted with the
-	 * *_nbi calls, no request each, and completed by one tern_quiet()
-	 * (--implicit); 0: a request per operation. */
-	int implicit;
+	/* BENCH_EXPLICIT, a request per operation; BENCH_IMPLICIT, each
+	 * window's operations posted with the *_nbi calls, no request each,
+	 * and completed by one tern_quiet() (--implicit); BENCH_BATCH, each
+	 * window one tern_write_pieces() or tern_read_pieces() of --window
+	 * pieces and one request (--batch). */
+	int model;
 	uint64_t seed;
 	struct bench_mem mem;	     /* this side's buffers */
 	int progress;		     /* a live line on stderr */
@@ -76,14 +85,21 @@ struct bench_opts {
 
 const char *bench_op_name(int op);
 int bench_op_parse(const char *s);
-/* "implicit" or "explicit". */
-const char *bench_model_name(int implicit);
+/* "explicit", "implicit" or "batch". */
+const char *bench_model_name(int model);
 /*
  * Whether @op has an implicit form: NULL if it has (write, writedata and
  * read as their *_nbi twins; atomic as tern_atomic_add_nbi(), an add
  * that fetches nothing), else why not, naming --implicit and the op.
  */
 const char *bench_implicit_why(int op);
+/*
+ * Whether @op has a batch form: NULL if it has (write and read as
+ * tern_write_pieces() and tern_read_pieces(), writedata as
+ * tern_write_pieces() with TERN_PIECES_IMM), else why not, naming --batch
+ * and the op.
+ */
+const char *bench_batch_why(int op);
 
 /* "host", "cuda" (device 0) or "cuda:N": 0, or -EINVAL. */
 int bench_mem_parse(const char *s, struct bench_mem *m);

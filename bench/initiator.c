@@ -2,7 +2,8 @@
 /* tern bench's initiator: keeps a window of operations in flight and
  * times each from its post to its completion (bench_run()); in the
  * implicit model (--implicit) posts each window with the *_nbi calls and
- * completes it with one tern_quiet(). */
+ * completes it with one tern_quiet(); in the batch model (--batch) posts
+ * each window as one tern_write_pieces() or tern_read_pieces(). */
 #define _GNU_SOURCE /* cpu_set_t, in bench/common.h */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,6 +26,15 @@ struct bop {
 	struct bop *next_free;
 };
 
+/* The batch model's window: one request for --window pieces, each the
+ * whole size at offset 0 of both regions, as every operation of the
+ * other models. */
+struct batch {
+	struct tern_req req;
+	struct tern_mr_desc region; /* the target region: pieces' region 0 */
+	struct tern_piece pieces[];
+};
+
 struct runner {
 	struct tern_ctx *ctx;
 	struct tern_peer *peer;
@@ -41,6 +51,8 @@ struct runner {
 	/* The implicit model's quiet, one per window; on the heap, as the
 	 * window, so that a stuck run can leave it to the provider. */
 	struct tern_req *quiet;
+	/* The batch model's, on the heap for the same reason; else NULL. */
+	struct batch *batch;
 	/* the size being measured */
 	uint64_t size;
 	uint64_t posted, done, limit;
@@ -237,10 +249,10 @@ static int post_nbi(struct runner *r)
 	}
 }
 
-/* A progress pass while implicit operations are in flight: a peer that
- * completes nothing for CTRL_TIMEOUT_MS is gone or stuck. @return 0, a
- * progress error, or -ETIMEDOUT with r->stuck set. */
-static int implicit_pass(struct runner *r, uint64_t *stall_from)
+/* A progress pass while a window of implicit operations or a batch is in
+ * flight: a peer that completes nothing for CTRL_TIMEOUT_MS is gone or
+ * stuck. @return 0, a progress error, or -ETIMEDOUT with r->stuck set. */
+static int window_pass(struct runner *r, uint64_t *stall_from)
 {
 	int n = tern_progress(r->ctx);
 
@@ -296,7 +308,7 @@ static int run_implicit(struct runner *r)
 			if (ret != -ENOBUFS)
 				break;
 			/* TERN_NBI_MAX in flight: progress frees some. */
-			ret = implicit_pass(r, &stall_from);
+			ret = window_pass(r, &stall_from);
 			if (ret != 0)
 				return ret;
 		}
@@ -306,7 +318,7 @@ static int run_implicit(struct runner *r)
 		if (q != 0)
 			return ret != 0 ? ret : q;
 		while (!r->quiet->done) {
-			q = implicit_pass(r, &stall_from);
+			q = window_pass(r, &stall_from);
 			if (q != 0)
 				return q;
 		}
@@ -337,13 +349,107 @@ static int run_implicit(struct runner *r)
 	return ret;
 }
 
+/* One batch of @n pieces, the window: tern_write_pieces() (writedata:
+ * with TERN_PIECES_IMM) or tern_read_pieces(), one request. */
+static int post_batch(struct runner *r, uint64_t n)
+{
+	struct batch *b = r->batch;
+
+	switch (r->o->op) {
+	case BENCH_WRITE:
+		return tern_write_pieces(r->peer, r->mr, b->pieces, (size_t)n,
+					 &b->region, 1, 0, 0, &b->req);
+	case BENCH_WRITEDATA:
+		return tern_write_pieces(r->peer, r->mr, b->pieces, (size_t)n,
+					 &b->region, 1, TERN_PIECES_IMM,
+					 BENCH_IMM, &b->req);
+	default:
+		return tern_read_pieces(r->peer, r->mr, b->pieces, (size_t)n,
+					&b->region, 1, &b->req);
+	}
+}
+
+/*
+ * The batch model: a window of operations posted as one batch call of
+ * --window pieces and one request; the next window is posted once it has
+ * completed. As in the implicit model, each operation of a window is
+ * timed from the window's post to the request's completion, and warm-up
+ * windows end at the warm-up.
+ */
+static int run_batch(struct runner *r)
+{
+	const struct bench_opts *o = r->o;
+	uint64_t deadline = 0, next_show = tern__now_ns() + 500000000ULL;
+	uint64_t stall_from = 0;
+	struct tern_req *req = &r->batch->req;
+	int ret = 0;
+
+	for (unsigned int i = 0; i < o->window; i++)
+		r->batch->pieces[i].len = r->size;
+	while (ret == 0 && r->posted < r->limit) {
+		uint64_t end = r->posted < r->warmup ? r->warmup : r->limit;
+		uint64_t n = TERN_MIN((uint64_t)o->window, end - r->posted);
+		uint64_t t_post = op_clock_ns(), now;
+		int timed = r->posted >= r->warmup;
+
+		if (r->posted == r->warmup) {
+			r->t_start = t_post;
+			if (!r->iters)
+				deadline = t_post +
+					   (uint64_t)(o->duration_s * 1e9);
+		}
+		ret = post_batch(r, n);
+		if (ret != 0)
+			return ret;
+		r->posted += n;
+		while (!req->done) {
+			ret = window_pass(r, &stall_from);
+			if (ret != 0)
+				return ret;
+		}
+		now = op_clock_ns();
+		if (r->done == 0)
+			r->cold_ns = now - t_post;
+		r->done += n;
+		if (timed) {
+			bench_hist_add_n(&r->hist, now - t_post, n);
+			r->t_end = now;
+		}
+		if (req->status != 0 && r->err == 0) {
+			r->err = req->status;
+			snprintf(r->errmsg, sizeof(r->errmsg), "%s",
+				 req->errmsg);
+		}
+		ret = r->err;
+		if (deadline != 0 && now >= deadline)
+			r->limit = r->posted;
+		if (ret == 0 && o->stop != NULL && *o->stop)
+			ret = -EINTR;
+		if (o->progress && now > next_show) {
+			show_progress(r);
+			next_show = now + 500000000ULL;
+		}
+	}
+	return ret;
+}
+
 /* Measure one size: warm-up, then the timed operations, a window deep. */
 static int run_size(struct runner *r, struct bench_point *pt)
 {
 	int ret;
 
 	size_begin(r);
-	ret = r->o->implicit ? run_implicit(r) : run_explicit(r);
+	switch (r->o->model) {
+	case BENCH_IMPLICIT:
+		ret = run_implicit(r);
+		break;
+	case BENCH_BATCH:
+		ret = run_batch(r);
+		break;
+	default:
+		ret = run_explicit(r);
+		break;
+	}
 	if (r->o->progress)
 		fprintf(stderr, "\r%60s\r", "");
 	pt->size = r->size;
@@ -498,7 +604,7 @@ static void fill_context(struct tern_ctx *ctx, const struct bench_opts *o,
 	/* --op register's writes go one at a time: no model. */
 	if (o->op != BENCH_REGISTER)
 		snprintf(c->model, sizeof(c->model), "%s",
-			 bench_model_name(o->implicit));
+			 bench_model_name(o->model));
 	c->link_bps = ci.link_speed;
 	c->window = o->window;
 	c->rails = ci.rails;
@@ -566,6 +672,8 @@ static int hello(struct runner *r, struct app_msgbox *mb, uint64_t max_size,
 		return ret ? ret : -TERN_EPROTO;
 	}
 	r->remote = ack.desc;
+	if (r->batch != NULL)
+		r->batch->region = ack.desc;
 	r->peer_mem = (struct bench_mem){ .kind = TERN_MEM_HOST };
 	*peer_path = TERN_MR_PATH_HOST;
 	if (ack.params_len == MEMINFO_LEN) {
@@ -697,8 +805,12 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	int ret;
 
 	memset(rep, 0, sizeof(*rep));
-	if (o->implicit && bench_implicit_why(o->op) != NULL) {
+	if (o->model == BENCH_IMPLICIT && bench_implicit_why(o->op) != NULL) {
 		snprintf(why, whylen, "%s", bench_implicit_why(o->op));
+		return -EINVAL;
+	}
+	if (o->model == BENCH_BATCH && bench_batch_why(o->op) != NULL) {
+		snprintf(why, whylen, "%s", bench_batch_why(o->op));
 		return -EINVAL;
 	}
 	fill_context(ctx, o, &rep->ctx);
@@ -718,6 +830,14 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	r.quiet = malloc(sizeof(*r.quiet));
 	if (r.quiet != NULL)
 		tern_req_init(r.quiet, NULL, NULL);
+	if (o->model == BENCH_BATCH) {
+		size_t len = sizeof(*r.batch) +
+			     o->window * sizeof(struct tern_piece);
+
+		r.batch = calloc(1, len);
+		if (r.batch != NULL)
+			tern_req_init(&r.batch->req, NULL, NULL);
+	}
 	/* Once: a completed request is posted again as it is (every post
 	 * clears its results), as a user's loop would. */
 	for (size_t i = 0; r.w != NULL && i < o->window; i++) {
@@ -730,6 +850,7 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	if (o->verify)
 		r.pattern = bench_alloc_aligned(max_size);
 	if (r.w == NULL || r.quiet == NULL || chk == NULL ||
+	    (o->model == BENCH_BATCH && r.batch == NULL) ||
 	    (o->verify && r.pattern == NULL)) {
 		ret = -ENOMEM;
 		goto out;
@@ -818,6 +939,7 @@ out:
 	free(r.pattern);
 	free(r.w);
 	free(r.quiet);
+	free(r.batch);
 	app_msgbox_close(&mb);
 	return ret;
 }

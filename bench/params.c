@@ -46,9 +46,16 @@ int bench_op_parse(const char *s)
 	return -EINVAL;
 }
 
-const char *bench_model_name(int implicit)
+const char *bench_model_name(int model)
 {
-	return implicit ? "implicit" : "explicit";
+	switch (model) {
+	case BENCH_IMPLICIT:
+		return "implicit";
+	case BENCH_BATCH:
+		return "batch";
+	default:
+		return "explicit";
+	}
 }
 
 const char *bench_implicit_why(int op)
@@ -69,6 +76,28 @@ const char *bench_implicit_why(int op)
 		       "write, writedata, read or atomic";
 	default:
 		return "--implicit: not an operation";
+	}
+}
+
+const char *bench_batch_why(int op)
+{
+	switch (op) {
+	case BENCH_WRITE:
+	case BENCH_WRITEDATA:
+	case BENCH_READ:
+		return NULL;
+	case BENCH_SEND:
+		return "--batch: --op send has no batch form (each send meets "
+		       "a receive the peer posted); write, writedata or read";
+	case BENCH_ATOMIC:
+		return "--batch: --op atomic has no batch form (pieces are "
+		       "writes or reads); write, writedata or read";
+	case BENCH_REGISTER:
+		return "--batch: --op register times registrations and single "
+		       "writes, each with a request; --batch is for write, "
+		       "writedata or read";
+	default:
+		return "--batch: not an operation";
 	}
 }
 

@@ -148,6 +148,10 @@ void bench_print_table(FILE *f, const struct bench_report *r)
 		fprintf(f, "  %-14s %s\n", "model",
 			"implicit: no request each (the *_nbi calls), one "
 			"tern_quiet() per window");
+	else if (strncmp(c->model, "batch", sizeof(c->model)) == 0)
+		fprintf(f, "  %-14s %s\n", "model",
+			"batch: one request per window (the *_pieces calls), "
+			"a piece per operation");
 	else if (strncmp(c->model, "explicit", sizeof(c->model)) == 0)
 		fprintf(f, "  %-14s %s\n", "model",
 			"explicit: a request per operation");
@@ -194,6 +198,10 @@ void bench_print_table(FILE *f, const struct bench_report *r)
 		fprintf(f, "  %-14s %s\n", "latency",
 			"us, its window's first post to its quiet; cold: the "
 			"first window");
+	else if (strncmp(c->model, "batch", sizeof(c->model)) == 0)
+		fprintf(f, "  %-14s %s\n", "latency",
+			"us, its window's post to its batch's completion; "
+			"cold: the first window");
 	else
 		fprintf(f, "  %-14s %s\n", "latency",
 			"us, post to completion; cold: the first operation");

@@ -27,7 +27,8 @@ static void usage(const struct cli_parser *p, FILE *f)
 		"usage: tern bench [PEER] [--op OP] [--sizes LIST|all] "
 		"[--window N]\n"
 		"                  [--iters N | --duration S] [--rails R] "
-		"[--verify] [--implicit] ...\n"
+		"[--verify]\n"
+		"                  [--implicit | --batch] ...\n"
 		"       tern bench [PEER] --op register [--sizes LIST|all] "
 		"[--iters N] [--churn N] ...\n"
 		"       tern bench --listen [HOST:PORT] [--once] ...\n\n"
@@ -54,6 +55,11 @@ static void usage(const struct cli_parser *p, FILE *f)
 		"that fetches nothing) and completes it with\none tern_quiet()"
 		"; each operation's latency is then its window's first\npost "
 		"to the quiet's completion. --op send has no implicit form.\n"
+		"--batch posts each window as one tern_write_pieces() "
+		"(writedata: with\nTERN_PIECES_IMM) or tern_read_pieces(), a "
+		"piece per operation and one\nrequest; latency as with "
+		"--implicit, to the request's completion. --op\nsend and "
+		"--op atomic have no batch form.\n"
 		"Environment: TERN_BENCH_CPUS=A,B runs this process on CPU A "
 		"and the local\npeer on CPU B; TERN_BENCH_TARGET_PAUSE=N makes "
 		"the target spin N pause\ninstructions after each progress "
@@ -71,7 +77,8 @@ static void usage(const struct cli_parser *p, FILE *f)
 		"per size and measure. --churn N then registers and closes "
 		"N ranges,\n1 MiB to 1 GiB in turn, and reports a cycle's "
 		"median over the first, middle\nand last tenth. It refuses "
-		"--window, --verify, --duration, --mem,\n--implicit and "
+		"--window, --verify, --duration, --mem,\n--implicit, --batch "
+		"and "
 		"--plot.\n");
 }
 
@@ -225,16 +232,39 @@ struct bench_cli {
 	int listen, once, have_warm, pin, wait_fd, json_stdout;
 	int sizes_all; /* --sizes all: by operation (bench_sizes()) */
 	int have_window;
+	int implicit, batch; /* --implicit, --batch: o.model once checked */
 };
 
 static const int bench_keys[] = {
-	'o',	    's',	'w',	      'n',
-	'd',	    CLI_WARMUP, CLI_VERIFY,   CLI_IMPLICIT,
-	'j',	    CLI_CSV,	CLI_PLOT,     CLI_PEER,
-	CLI_LISTEN, CLI_TOKEN,	CLI_ONCE,     CLI_CARD_FILE,
-	CLI_RAILS,  CLI_PIN,	'p',	      CLI_NODE,
-	CLI_LOG,    CLI_MEM,	CLI_PEER_MEM, CLI_WAIT_FD,
-	CLI_WORLD,  CLI_CHURN,	'h',	      0,
+	'o',
+	's',
+	'w',
+	'n',
+	'd',
+	CLI_WARMUP,
+	CLI_VERIFY,
+	CLI_IMPLICIT,
+	CLI_BATCH,
+	'j',
+	CLI_CSV,
+	CLI_PLOT,
+	CLI_PEER,
+	CLI_LISTEN,
+	CLI_TOKEN,
+	CLI_ONCE,
+	CLI_CARD_FILE,
+	CLI_RAILS,
+	CLI_PIN,
+	'p',
+	CLI_NODE,
+	CLI_LOG,
+	CLI_MEM,
+	CLI_PEER_MEM,
+	CLI_WAIT_FD,
+	CLI_WORLD,
+	CLI_CHURN,
+	'h',
+	0,
 };
 
 /* One option into @b. @return 0, or -EINVAL (said why). */
@@ -295,7 +325,10 @@ static int bench_option(struct bench_cli *b, int c, const char *arg)
 		o->verify = 1;
 		break;
 	case CLI_IMPLICIT:
-		o->implicit = 1;
+		b->implicit = 1;
+		break;
+	case CLI_BATCH:
+		b->batch = 1;
 		break;
 	case 'j':
 		b->json = arg;
@@ -412,6 +445,9 @@ static int bench_parse(int argc, char **argv, struct bench_cli *b)
 		cli_err("bench", "unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
+	b->o.model = b->batch	   ? BENCH_BATCH
+		     : b->implicit ? BENCH_IMPLICIT
+				   : BENCH_EXPLICIT;
 	return 0;
 }
 
@@ -466,13 +502,24 @@ static int bench_check(const struct bench_cli *b)
 		cli_err("bench", "--iters and --duration exclude each other");
 		return 2;
 	}
-	if (b->o.implicit && bench_implicit_why(b->o.op) != NULL) {
+	if (b->implicit && b->batch) {
+		cli_err("bench", "--implicit and --batch exclude each other "
+				 "(one model per run)");
+		return 2;
+	}
+	if (b->implicit && bench_implicit_why(b->o.op) != NULL) {
 		cli_err("bench", "%s", bench_implicit_why(b->o.op));
 		return 2;
 	}
-	if (b->o.implicit && b->listen) {
-		cli_err("bench", "--implicit is how the initiator posts: a "
-				 "--listen peer serves either model");
+	if (b->batch && bench_batch_why(b->o.op) != NULL) {
+		cli_err("bench", "%s", bench_batch_why(b->o.op));
+		return 2;
+	}
+	if ((b->implicit || b->batch) && b->listen) {
+		cli_err("bench",
+			"%s is how the initiator posts: a --listen "
+			"peer serves every model",
+			b->implicit ? "--implicit" : "--batch");
 		return 2;
 	}
 	if (b->listen && b->peer != NULL) {
@@ -692,9 +739,11 @@ static int bench_world(const struct bench_cli *b)
 				 "--listen or peer");
 		return 2;
 	}
-	if (b->o.implicit) {
-		cli_err("bench", "--implicit measures two processes: --world "
-				 "runs explicit writes");
+	if (b->implicit || b->batch) {
+		cli_err("bench",
+			"%s measures two processes: --world runs "
+			"explicit writes",
+			b->implicit ? "--implicit" : "--batch");
 		return 2;
 	}
 	if (b->o.op != BENCH_WRITE || b->o.duration_s > 0 ||

@@ -77,6 +77,9 @@ static const struct cli_opt table[] = {
 	OPT("churn", CLI_CHURN, required_argument, "N",
 	    "--op register: then N register/close cycles, 1 MiB to 1 GiB "
 	    "in turn; a cycle's median at the start, middle and end"),
+	OPT("batch", CLI_BATCH, no_argument, NULL,
+	    "batches: each window posted as one tern_write_pieces() or "
+	    "tern_read_pieces() (a piece per operation), one request"),
 	OPT("wait-fd", CLI_WAIT_FD, no_argument, NULL,
 	    "completion queues with wait fds (what being able to sleep "
 	    "costs) instead of busy polling"),

@@ -49,6 +49,7 @@ enum cli_key {
 	CLI_WORLD,
 	CLI_IMPLICIT,
 	CLI_CHURN,
+	CLI_BATCH,
 };
 
 struct cli_opt {

@@ -455,7 +455,8 @@ static void test_hist_add_n(void **state)
 
 /* --- parameters ---------------------------------------------------------- */
 
-/* Every operation by name, and which have an implicit form (--implicit). */
+/* Every operation by name, and which have an implicit form (--implicit)
+ * and a batch form (--batch). */
 static void test_params_ops(void **state)
 {
 	static const char *const names[] = { "write", "writedata", "read",
@@ -475,6 +476,8 @@ static void test_params_ops(void **state)
 
 	assert_string_equal(bench_model_name(0), "explicit");
 	assert_string_equal(bench_model_name(1), "implicit");
+	assert_string_equal(bench_model_name(BENCH_IMPLICIT), "implicit");
+	assert_string_equal(bench_model_name(BENCH_BATCH), "batch");
 	assert_null(bench_implicit_why(BENCH_WRITE));
 	assert_null(bench_implicit_why(BENCH_WRITEDATA));
 	assert_null(bench_implicit_why(BENCH_READ));
@@ -487,6 +490,19 @@ static void test_params_ops(void **state)
 		strstr(bench_implicit_why(BENCH_REGISTER), "--op register"));
 	assert_non_null(bench_implicit_why(0));
 	assert_non_null(bench_implicit_why(BENCH_REGISTER + 1));
+
+	/* Pieces are writes (writedata: TERN_PIECES_IMM) or reads. */
+	assert_null(bench_batch_why(BENCH_WRITE));
+	assert_null(bench_batch_why(BENCH_WRITEDATA));
+	assert_null(bench_batch_why(BENCH_READ));
+	assert_non_null(strstr(bench_batch_why(BENCH_SEND), "--batch"));
+	assert_non_null(strstr(bench_batch_why(BENCH_SEND), "--op send"));
+	assert_non_null(strstr(bench_batch_why(BENCH_ATOMIC), "--batch"));
+	assert_non_null(strstr(bench_batch_why(BENCH_ATOMIC), "--op atomic"));
+	assert_non_null(
+		strstr(bench_batch_why(BENCH_REGISTER), "--op register"));
+	assert_non_null(bench_batch_why(0));
+	assert_non_null(bench_batch_why(BENCH_REGISTER + 1));
 }
 
 /* The HELLO parameters: round trip, and what is refused. The model is
@@ -878,6 +894,14 @@ static void test_report_table(void **state)
 	assert_non_null(strstr(s, "  model          explicit: a request per "));
 	assert_non_null(strstr(s, "post to completion; cold: the first "
 				  "operation"));
+	free(s);
+
+	snprintf(r->ctx.model, sizeof(r->ctx.model), "batch");
+	s = capture(print_table, r);
+	assert_non_null(strstr(s, "  model          batch: one request "
+				  "per window"));
+	assert_non_null(strstr(s, "its window's post to its batch's "
+				  "completion"));
 	free(s);
 
 	r->ctx.link_bps = UINT64_C(100000000000);

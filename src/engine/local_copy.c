@@ -464,9 +464,13 @@ static int by_cma(const struct tern__local_peer *lp, const struct tern__lout *o,
 
 /* A copy through a mapping (shared memory, a GPU region's IPC handle).
  * @return 0; 1: not local after all (cross-memory attach refused since,
- * or GPU memory it cannot reach); <0 an error for the request. */
-static int copy(struct tern__local *l, struct tern__local_peer *lp,
-		struct tern__lout *o, const struct lcopy *c)
+ * or GPU memory it cannot reach); <0 an error for the request. @held: the
+ * caller's copy before this one claimed region @c->i of generation
+ * @c->gen and has not let go (unbusy()) since: claimed already, since
+ * its owner cannot finish closing it, nor take our permission back,
+ * while "copying" is set (a batch's run of pieces in one region). */
+static int copy_held(struct tern__local *l, struct tern__local_peer *lp,
+		     struct tern__lout *o, const struct lcopy *c, int held)
 {
 	struct lmap *m = &lp->maps[c->i];
 	uint8_t *mapped = m->gen == c->gen ? m->ptr : NULL;
@@ -485,7 +489,7 @@ static int copy(struct tern__local *l, struct tern__local_peer *lp,
 			       : 1;
 	if ((c->write && m->rdonly) || !in_map(m, c->raddr, c->len))
 		return -TERN_EACCESS;
-	ret = claim(lp, o, c->i, c->gen);
+	ret = held ? 0 : claim(lp, o, c->i, c->gen);
 	if (ret != 0)
 		return ret;
 	at = mapped + (c->raddr - m->base);
@@ -501,6 +505,12 @@ static int copy(struct tern__local *l, struct tern__local_peer *lp,
 	 * (unbusy()): an owner that takes its permission back waits for
 	 * busy to clear, then reads the ring one last time. */
 	return ret;
+}
+
+static int copy(struct tern__local *l, struct tern__local_peer *lp,
+		struct tern__lout *o, const struct lcopy *c)
+{
+	return copy_held(l, lp, o, c, 0);
 }
 
 /*
@@ -843,7 +853,8 @@ static int run_pieces(struct tern__local *l, struct tern__local_peer *lp,
 		      struct tern__lout *o, struct tern_req *req, int *status_p)
 {
 	struct tern__req_priv *rp = tern__rp(req);
-	int status = 0, ret;
+	uint64_t held_gen = 0;
+	int status = 0, held = -1, ret;
 
 	if (rp->u.batch.with_imm && o != NULL && !ring_room(lp, o, rp->npieces))
 		return 2;
@@ -858,13 +869,19 @@ static int run_pieces(struct tern__local *l, struct tern__local_peer *lp,
 		}
 		if (by_cma(lp, o, &c)) {
 			k += pieces_cma(l, lp, o, req, k, &c, &status);
+			held = -1;
 			continue;
 		}
-		ret = copy(l, lp, o, &c);
-		if (ret != 0)
+		/* A run of pieces in one region is claimed once. */
+		ret = copy_held(l, lp, o, &c, c.i == held && c.gen == held_gen);
+		if (ret != 0) {
 			status = ret == 1 ? -EPERM : ret;
-		else if (rp->u.batch.with_imm)
-			ring_push(o, rp->imm);
+		} else {
+			held = c.i;
+			held_gen = c.gen;
+			if (rp->u.batch.with_imm)
+				ring_push(o, rp->imm);
+		}
 		k++;
 	}
 	unbusy(o);
@@ -974,11 +991,13 @@ int tern__local_atomic(struct tern_ctx *ctx, struct tern_req *req,
 	return 0;
 }
 
+static int flush_peer(struct tern_ctx *ctx, struct tern__local_peer *lp);
+
 int tern__local_pieces(struct tern_ctx *ctx, struct tern_req *req)
 {
 	struct tern__req_priv *rp = tern__rp(req);
 	struct tern__local_peer *lp = usable(ctx, rp);
-	int write = !rp->u.batch.read;
+	int write = !rp->u.batch.read, now = 1;
 
 	if (lp == NULL)
 		return 1;
@@ -995,8 +1014,18 @@ int tern__local_pieces(struct tern_ctx *ctx, struct tern_req *req)
 		if (i < 0 ? missed(lp, i)
 			  : !reachable(ctx->local, lp, i, gen, side_dev(rp), d))
 			return 1;
+		/* Host memory mapped here: a memcpy per piece. */
+		if (i < 0 || side_dev(rp) >= 0 || lp->maps[i].gen != gen ||
+		    lp->maps[i].ptr == NULL || lp->maps[i].cuda)
+			now = 0;
 	}
 	enqueue(ctx, lp, req);
+	/* Nothing queued before it, every piece a memcpy: copied in the call
+	 * (as an implicit write is), not at the next pass; the request still
+	 * completes from progress. A full ring or a region still on its way
+	 * leaves it queued, in order. */
+	if (now && lp->q.len == 1)
+		(void)flush_peer(ctx, lp);
 	return 0;
 }
 

@@ -28,6 +28,7 @@
 #include <tern/tern.h>
 
 #include "check.h"
+#include "pair.h"
 
 #define LEN  (1u << 20)
 #define RW   (TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_WRITE)
@@ -40,23 +41,12 @@ static int cache = 1;
 
 static struct tern_ctx *open_ctx(void)
 {
-	struct tern_ctx_attr attr = { .provider = prov, .node = node };
-	struct tern_ctx *ctx = NULL;
-	int ret = tern_ctx_open(&attr, &ctx);
-
-	CHECK(ret == 0, "tern_ctx_open(%s): %s", prov, tern_strerror(ret));
-	return ctx;
+	return pair_open(prov, node);
 }
 
 static struct tern_peer *peer_of(struct tern_ctx *x, struct tern_ctx *y)
 {
-	uint8_t card[TERN_CARD_MAX];
-	struct tern_peer *p = NULL;
-	ssize_t len = tern_ctx_card(y, card, sizeof(card));
-
-	CHECK(len > 0 && tern_peer_add(x, card, (size_t)len, &p) == 0,
-	      "tern_peer_add");
-	return p;
+	return pair_peer(x, y);
 }
 
 static struct tern_mr *reg(struct tern_ctx *ctx, void *buf, size_t len,

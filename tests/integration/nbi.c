@@ -36,6 +36,7 @@
 #include <tern/tern.h>
 
 #include "check.h"
+#include "pair.h"
 
 #define REGION (16u << 20)
 #define NWRITE 20000
@@ -63,12 +64,7 @@ static uint8_t pat(uint64_t off, unsigned int seed)
 
 static struct tern_ctx *open_ctx(void)
 {
-	struct tern_ctx_attr attr = { .provider = prov, .node = node };
-	struct tern_ctx *ctx = NULL;
-	int ret = tern_ctx_open(&attr, &ctx);
-
-	CHECK(ret == 0, "tern_ctx_open(%s): %s", prov, tern_strerror(ret));
-	return ctx;
+	return pair_open(prov, node);
 }
 
 static uint8_t *alloc(size_t len)

@@ -35,6 +35,7 @@
 #include <tern/tern.h>
 
 #include "check.h"
+#include "pair.h"
 
 #define WORKERS	 8
 #define OPS	 192  /* slots per worker: 2 writes for each read */
@@ -278,23 +279,12 @@ static void loop_halt(struct tern_ctx *ctx, struct tern_timer *keep,
 
 static struct tern_ctx *open_ctx(void)
 {
-	struct tern_ctx_attr attr = { .provider = prov, .node = node };
-	struct tern_ctx *ctx = NULL;
-	int ret = tern_ctx_open(&attr, &ctx);
-
-	CHECK(ret == 0, "tern_ctx_open(%s): %s", prov, tern_strerror(ret));
-	return ctx;
+	return pair_open(prov, node);
 }
 
 static struct tern_peer *peer_of(struct tern_ctx *a, struct tern_ctx *b)
 {
-	uint8_t card[TERN_CARD_MAX];
-	struct tern_peer *p = NULL;
-	ssize_t len = tern_ctx_card(b, card, sizeof(card));
-
-	CHECK(len > 0 && tern_peer_add(a, card, (size_t)len, &p) == 0,
-	      "peer_add");
-	return p;
+	return pair_peer(a, b);
 }
 
 static void world_open(void)

@@ -49,6 +49,10 @@ providers=("$@")
 tern=$build/tern
 raw=$build/raw
 inproc=$build/inproc
+# tern's provider path against raw's: two tern processes on one host
+# otherwise take the same-host path (docs/local.md), which raw has not.
+# TERN_LOCAL=1 in the environment compares that path instead.
+export TERN_LOCAL=${TERN_LOCAL:-0}
 for b in "$tern" "$raw"; do
 	[ -x "$b" ] || { echo "compare: $b not built (cmake --build $build)" >&2; exit 1; }
 done
@@ -139,7 +143,7 @@ field() { # field NAME LINE -> value of NAME=value
 	sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" <<<"$2"
 }
 
-echo "tern $("$tern" version | cut -d' ' -f2-)"
+echo "tern $("$tern" version | cut -d' ' -f2-), TERN_LOCAL=$TERN_LOCAL"
 echo "host $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%M:%SZ), $rounds rounds, CPUs initiator,peer: ${TERN_BENCH_CPUS:-not pinned}; write pairs: $write_pairs per size and round; ping pair: ${ping_cpus:-not pinned}, $ping_pairs per round; write targets' pause: $target_pause"
 
 tern_write() { # tern_write PROV SIZE -> appends to $tmp/PROV.tern.{gbps,mpps}.SIZE

@@ -21,6 +21,9 @@ a=${5:-0}
 b=${6:-1}
 tern=$build/tern
 [ -x "$tern" ] || { echo "inject_ab: $tern not built" >&2; exit 1; }
+# Injection is the provider's: two tern processes on one host otherwise
+# take the same-host path (docs/local.md), which injects nothing.
+export TERN_LOCAL=${TERN_LOCAL:-0}
 node=()
 [ "$prov" = tcp ] && node=(--node 127.0.0.1)
 tmp=$(mktemp -d)

@@ -163,7 +163,9 @@ slices(const uint8_t *base, size_t n, size_t each, size_t stride) {
 
 int
 target(const std::string &kase, int fd) {
-    size_t len = kase == "kill" || kase == "cancel" || kase == "dereg" ? (256u << 20) : (4u << 20);
+    size_t len = kase == "kill" || kase == "cancel" || kase == "dereg" || kase == "repost"
+                     ? (256u << 20)
+                     : (4u << 20);
     Side s = makeSide("target", len);
     std::string init = exchange(s, fd);
     (void)recvStr(fd); // the initiator's buffer address: unused here
@@ -301,7 +303,12 @@ caseRead(Run &r) {
 
 int
 caseRepost(Run &r) {
-    const size_t n = 32, each = 131072, stride = 131072;
+    // 128 MiB a transfer: in flight for milliseconds even on the
+    // same-host path (one cross-memory-attach call of 32 x 4 MiB), so
+    // that the repost right after the post meets it in flight. At 4 MiB
+    // a transfer (32 x 128 KiB), on an idle machine, it had often ended
+    // already: 10 of 20 runs over tcp met no transfer in flight.
+    const size_t n = 32, each = 4u << 20, stride = 4u << 20;
     int refused = 0;
     for (size_t round = 1; round <= 3; round++) {
         for (size_t i = 0; i < r.s.buf.size(); i++)
@@ -522,7 +529,9 @@ main(int argc, char **argv) {
     Run r;
     r.fd = sv[0];
     r.child = pid;
-    size_t len = kase == "kill" || kase == "cancel" || kase == "dereg" ? (256u << 20) : (4u << 20);
+    size_t len = kase == "kill" || kase == "cancel" || kase == "dereg" || kase == "repost"
+                     ? (256u << 20)
+                     : (4u << 20);
     r.s = makeSide("initiator", len);
     r.peer = exchange(r.s, r.fd);
     r.rbase = uintptr_t(std::stoull(recvStr(r.fd)));

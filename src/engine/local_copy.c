@@ -853,8 +853,8 @@ static int run_pieces(struct tern__local *l, struct tern__local_peer *lp,
 		      struct tern__lout *o, struct tern_req *req, int *status_p)
 {
 	struct tern__req_priv *rp = tern__rp(req);
-	uint64_t held_gen = 0;
-	int status = 0, held = -1, ret;
+	uint64_t held_gen = 0, held_bytes = 0;
+	int status = 0, held = -1, again, ret;
 
 	if (rp->u.batch.with_imm && o != NULL && !ring_room(lp, o, rp->npieces))
 		return 2;
@@ -872,11 +872,17 @@ static int run_pieces(struct tern__local *l, struct tern__local_peer *lp,
 			held = -1;
 			continue;
 		}
-		/* A run of pieces in one region is claimed once. */
-		ret = copy_held(l, lp, o, &c, c.i == held && c.gen == held_gen);
+		/* A run of pieces in one region is claimed once per
+		 * LCMA_BYTES: the owner's close waits no longer than for one
+		 * cross-memory-attach call (run_cma()). */
+		again = c.i == held && c.gen == held_gen &&
+			held_bytes <= LCMA_BYTES &&
+			c.len <= LCMA_BYTES - held_bytes;
+		ret = copy_held(l, lp, o, &c, again);
 		if (ret != 0) {
 			status = ret == 1 ? -EPERM : ret;
 		} else {
+			held_bytes = again ? held_bytes + c.len : c.len;
 			held = c.i;
 			held_gen = c.gen;
 			if (rp->u.batch.with_imm)

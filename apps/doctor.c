@@ -1027,6 +1027,85 @@ void doctor_check_memlock(struct doctor *d)
 		       "run --ulimit memlock=-1");
 }
 
+/* ---- regions larger than one registration --------------------------- */
+
+/*
+ * How tern will register a region of --region-size (src/engine/mr.c):
+ * in one registration, or in chunks of TERN_MR_CHUNK (on EFA and verbs
+ * 64 GiB when unset, doubled until the keys fit a descriptor). A chunk
+ * size the user set is never widened: past TERN_MR_DESC_KEYS32_MAX keys
+ * (chunks times rails) the registration is refused.
+ */
+void doctor_check_region(struct doctor *d)
+{
+	const char *v = getenv("TERN_MR_CHUNK");
+	char a[32], b[32];
+	struct doctor_finding *x;
+	uint64_t chunk = 0, n;
+	int user = v != NULL && v[0] != '\0';
+
+	scan(d);
+	if (user && (tern_parse_size(v, &chunk) != 0 || chunk < 4096)) {
+		x = add(d, "region", DOCTOR_FAIL,
+			"TERN_MR_CHUNK=%s is not a size of at least 4K: tern "
+			"ignores it",
+			v);
+		fix(x, "TERN_MR_CHUNK=64G (a power of two; K, M, G)");
+		return;
+	}
+	if (user)
+		chunk = 1ULL << (63 - __builtin_clzll(chunk));
+	else if (d->ndevs > 0)
+		chunk = 1ULL << 36;
+	if (chunk == 0 || d->region <= chunk) {
+		add(d, "region", DOCTOR_OK,
+		    "a region of %s is one registration%s%s",
+		    tern_format_size(d->region, a, sizeof(a)),
+		    chunk != 0 ? "; longer ones are registered in chunks of "
+			       : "",
+		    chunk != 0 ? tern_format_size(chunk, b, sizeof(b)) : "");
+		return;
+	}
+	n = d->region / chunk + (d->region % chunk != 0);
+	if (n <= TERN_MR_DESC_KEYS32_MAX || !user) {
+		while (n > TERN_MR_DESC_KEYS32_MAX) {
+			chunk <<= 1;
+			n = d->region / chunk + (d->region % chunk != 0);
+		}
+		add(d, "region", DOCTOR_OK,
+		    "a region of %s is registered in %" PRIu64
+		    " chunks of %s (%s), on up to %" PRIu64
+		    " rails (a descriptor holds %d keys of 32 bits)",
+		    tern_format_size(d->region, a, sizeof(a)), n,
+		    tern_format_size(chunk, b, sizeof(b)),
+		    user ? "TERN_MR_CHUNK" : "EFA's and verbs' default",
+		    TERN_MR_DESC_KEYS32_MAX / n, TERN_MR_DESC_KEYS32_MAX);
+		return;
+	}
+	x = add(d, "region", DOCTOR_FAIL,
+		"a region of %s in chunks of %s (TERN_MR_CHUNK) needs %" PRIu64
+		" chunks: a descriptor holds %d keys, so its registration "
+		"is refused (E2BIG)",
+		tern_format_size(d->region, a, sizeof(a)),
+		tern_format_size(chunk, b, sizeof(b)), n,
+		TERN_MR_DESC_KEYS32_MAX);
+	while (n > TERN_MR_DESC_KEYS32_MAX) {
+		chunk <<= 1;
+		n = d->region / chunk + (d->region % chunk != 0);
+	}
+	/* As the variable takes it: a power of two of at least 4K. */
+	if (chunk >= (1ULL << 30))
+		snprintf(b, sizeof(b), "%" PRIu64 "G", chunk >> 30);
+	else if (chunk >= (1ULL << 20))
+		snprintf(b, sizeof(b), "%" PRIu64 "M", chunk >> 20);
+	else
+		snprintf(b, sizeof(b), "%" PRIu64 "K", chunk >> 10);
+	fix(x,
+	    "TERN_MR_CHUNK=%s or more (unset on EFA and verbs: tern "
+	    "chooses)",
+	    b);
+}
+
 /* ---- Yama ptrace_scope and shm's single copy (CMA) ------------------ */
 
 void doctor_check_ptrace(struct doctor *d)
@@ -1366,6 +1445,7 @@ void doctor_run(struct doctor *d)
 	doctor_check_providers(d);
 	doctor_check_efa(d);
 	doctor_check_memlock(d);
+	doctor_check_region(d);
 	doctor_check_ptrace(d);
 	doctor_check_hugepages(d);
 	doctor_check_cuda(d);

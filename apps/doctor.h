@@ -82,6 +82,7 @@ void doctor_check_api(struct doctor *d);
 void doctor_check_providers(struct doctor *d);
 void doctor_check_efa(struct doctor *d);
 void doctor_check_memlock(struct doctor *d);
+void doctor_check_region(struct doctor *d);
 void doctor_check_ptrace(struct doctor *d);
 void doctor_check_hugepages(struct doctor *d);
 void doctor_check_cuda(struct doctor *d);

@@ -366,6 +366,9 @@ static const char *const env_help[][2] = {
 	  "implicit operations in flight per ctx (65536; then -ENOBUFS)" },
 	{ "TERN_MR_CACHE",
 	  "0: every region registered on its own (default 1: shared)" },
+	{ "TERN_MR_CHUNK",
+	  "largest one registration: longer regions in chunks (64G on efa, "
+	  "verbs)" },
 	{ "TERN_INJECT",
 	  "small writes as provider copies: 0 off, 1 (default), 2 +shm queue" },
 	{ "TERN_BUSY_POLL", "1: never sleep while waiting" },

@@ -194,7 +194,8 @@ void tern__ctrl_flush(struct tern_ctx *ctx)
 
 static int with_imm(const struct tern__req_priv *rp)
 {
-	if (rp->op == TERN__OP_WRITE_IMM)
+	if (rp->op == TERN__OP_WRITE_IMM ||
+	    (rp->op == TERN__OP_PIECES && rp->sop == TERN__OP_WRITE_IMM))
 		return 1;
 	return rp->op == TERN__OP_PIECES && rp->sop == 0 && !rp->u.batch.read &&
 	       rp->u.batch.with_imm;

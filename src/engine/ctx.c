@@ -227,6 +227,44 @@ static void rail_limits(struct tern_ctx *ctx, struct tern__prov_rail *const *pr)
 	}
 }
 
+/*
+ * The largest one registration (mr.c, "regions larger than one
+ * registration"). libfabric reports no per-registration limit (its
+ * mr_cnt counts registrations): EFA and verbs refuse one past the
+ * device's, and a single registration of 512 GiB or more fails on
+ * today's NICs however much memory is free, so there tern cuts at
+ * 64 GiB, as KV-cache engines do by hand. TERN_MR_CHUNK sets it (any
+ * provider; rounded down to a power of two, at least 4 KiB).
+ */
+#define TERN__MR_CHUNK_NIC_SHIFT 36 /* 64 GiB */
+
+static void mr_chunk(struct tern_ctx *ctx)
+{
+	const char *v = tern__env_str("TERN_MR_CHUNK");
+	uint64_t sz = 0;
+
+	ctx->mr_chunk_shift = 0;
+	if (strcmp(ctx->prov_name, "efa") == 0 ||
+	    strncmp(ctx->prov_name, "verbs", 5) == 0)
+		ctx->mr_chunk_shift = TERN__MR_CHUNK_NIC_SHIFT;
+	if (v == NULL)
+		return;
+	if (tern_parse_size(v, &sz) != 0 || sz < 4096) {
+		tern_warn("ignoring TERN_MR_CHUNK=%s (expected a size of at "
+			  "least 4K, e.g. 64G)",
+			  v);
+		return;
+	}
+	ctx->mr_chunk_shift = (uint8_t)(63 - __builtin_clzll(sz));
+	if (ctx->mr_chunk_shift > TERN__DESC_SHIFT_MAX)
+		ctx->mr_chunk_shift = TERN__DESC_SHIFT_MAX;
+	ctx->mr_chunk_user = 1;
+	if ((sz & (sz - 1)) != 0)
+		tern_info("TERN_MR_CHUNK=%s: registering in chunks of %llu "
+			  "bytes (a power of two)",
+			  v, 1ULL << ctx->mr_chunk_shift);
+}
+
 static void decode_caps(struct tern_ctx *ctx, const struct tern__prov_caps *c)
 {
 	ctx->mr_mode = c->mr_mode;
@@ -337,6 +375,7 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		goto err_info;
 	tern__prov_caps(&ctx->prov, pr, ctx->nrails, &caps);
 	decode_caps(ctx, &caps);
+	mr_chunk(ctx);
 	if (ctx->tx_size == 0 ||
 	    ctx->rx_size <=
 		    (size_t)(ctx->rx_cq_data ? TERN__SINKS : 0) +

@@ -17,6 +17,7 @@
 
 #include "../core/core.h"
 #include "../prov/prov.h"
+#include "../wire/desc.h"
 
 struct tern__stage;
 struct tern__local;	 /* local_inbox.c: a ctx's inbox */
@@ -84,10 +85,13 @@ struct tern__req_priv {
 			uint32_t nregions;
 			uint16_t with_imm; /* TERN_PIECES_IMM */
 			uint16_t read;	   /* tern_read_pieces() */
+			uint64_t sub;	   /* of the next piece, bytes posted */
 		} batch;
-		struct { /* a write or read striped over the rails */
-			uint64_t raddr;
-			uint64_t chunk;	       /* bytes per chunk */
+		struct { /* a write or read striped over the rails, or cut
+			  * where a region's chunk ends (progress.c) */
+			uint64_t roff;	       /* where in the region */
+			uint64_t chunk;	       /* bytes per part, at most */
+			uint64_t off;	       /* the next part's offset */
 			struct tern__desc *rd; /* keys per rail */
 		} stripe;
 		struct { /* a write or read on a staged region */
@@ -283,6 +287,20 @@ struct tern_mr {
 	int dmabuf_fd; /* zero-copy, while registering: the export, or -1 */
 	int local_idx; /* its entry in the ctx's inbox (local_*.c), or -1 */
 	uint64_t dmabuf_off;
+	/* In chunks (mr.c, "regions larger than one registration"): chunk c
+	 * covers [c << chunk_shift, (c + 1) << chunk_shift); its
+	 * registrations, descriptors and keys are cpmr/cdesc/ckey[c * nrails
+	 * + rail], chunk 0's also in pmr/desc/key. nchunks 1: none of it. */
+	uint32_t nchunks;
+	uint8_t chunk_shift;
+	uint8_t key32; /* every chunk's keys fit in 32 bits */
+	/* GPU allocations that one registration cannot span (mr.c,
+	 * reg_vmm()): chunks no larger, each its own dmabuf. */
+	uint8_t seg_shift;
+	uint8_t dmabuf_per_chunk;
+	struct tern__prov_mr **cpmr;
+	void **cdesc;
+	uint64_t *ckey;
 };
 
 /*
@@ -430,6 +448,10 @@ struct tern_ctx {
 	struct tern__mreg *mregs;
 	int mr_cache;
 	uint64_t mr_cache_hits, mr_cache_misses;
+	/* log2 of the largest one registration (mr.c): the provider's
+	 * max_mr_size or TERN_MR_CHUNK, whichever is smaller; 0: no limit. */
+	uint8_t mr_chunk_shift;
+	uint8_t mr_chunk_user;	    /* set by TERN_MR_CHUNK: never widened */
 	struct tern_peer *peers;    /* live peers, for teardown accounting */
 	struct tern_mr *scratch_mr; /* every rail's scratch; not in nmr */
 	uint64_t *scratch;
@@ -518,10 +540,21 @@ static inline size_t tern__card_addrlen(const struct tern_ctx *ctx)
 	return len;
 }
 
-/* The address an operation targets: virtual (base + offset) or offset. */
+/* The descriptor @rail gives the provider for [off, ...) of @mr (which
+ * the caller keeps inside one chunk). */
+static inline void *tern__mr_desc_at(const struct tern_mr *mr,
+				     unsigned int rail, uint64_t off)
+{
+	if (tern_likely(mr->nchunks <= 1))
+		return mr->desc[rail];
+	return mr->cdesc[(off >> mr->chunk_shift) * mr->ctx->nrails + rail];
+}
+
+/* The address an operation targets: virtual (base + offset) or offset
+ * (in its chunk's registration: wire/desc.h). */
 static inline uint64_t tern__raddr(const struct tern_mr_desc *d, uint64_t off)
 {
-	return (d->flags & TERN_MR_DESC_VIRT_ADDR) ? d->base + off : off;
+	return tern__desc_raddr(d, off);
 }
 
 /* Posting and completions over src/prov/ (ops.c, post.h). */
@@ -562,6 +595,8 @@ static inline int tern__rail_poll(struct tern_rail *rail,
 }
 
 int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req);
+/* A piece posted a part and goes on (tern__rail_post_piece()). */
+#define TERN__PART_MORE 2
 /* Post chunk tern__rp(req)->next_piece of a striped write/read on @rail. */
 int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req);
 int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Memory registration on every rail (the descriptor codec: wire/desc.c). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -109,17 +110,33 @@ static void mreg_put(struct tern_ctx *ctx, struct tern__mreg *g)
 	free(g);
 }
 
-static int reg_rail(struct tern_mr *mr, struct tern_rail *r)
+/* Register chunk @c of @mr (the whole region when it has one) on @r. */
+static int reg_rail(struct tern_mr *mr, struct tern_rail *r, uint32_t c)
 {
 	struct tern_ctx *ctx = mr->ctx;
 	/* The fake driver's "HMEM" memory is host memory to the provider. */
 	int zcopy = mr->path == TERN_MR_PATH_ZCOPY && mr->device_for_prov;
+	uint64_t off = (uint64_t)c << mr->chunk_shift, len = mr->len;
+	size_t i = (size_t)c * ctx->nrails + r->idx;
+	/* A dmabuf of the whole region, or of this chunk alone (a range of
+	 * several GPU allocations: reg_vmm()). */
+	uint64_t dmoff = mr->dmabuf_per_chunk ? mr->dmabuf_off
+					      : mr->dmabuf_off + off;
 
+	if (mr->nchunks <= 1)
+		return tern__prov_mr_reg(
+			&r->prov, r->idx, mr->buf, mr->len, mr->access,
+			ctx->prov_key ? 0 : ctx->next_key++,
+			zcopy ? mr->device : -1, zcopy ? mr->dmabuf_fd : -1,
+			mr->dmabuf_off, ctx->mr_endpoint, &mr->pmr[r->idx],
+			&mr->desc[r->idx], &mr->key[r->idx]);
+	if (len - off > (1ULL << mr->chunk_shift))
+		len = off + (1ULL << mr->chunk_shift);
 	return tern__prov_mr_reg(
-		&r->prov, r->idx, mr->buf, mr->len, mr->access,
+		&r->prov, r->idx, (char *)mr->buf + off, len - off, mr->access,
 		ctx->prov_key ? 0 : ctx->next_key++, zcopy ? mr->device : -1,
-		zcopy ? mr->dmabuf_fd : -1, mr->dmabuf_off, ctx->mr_endpoint,
-		&mr->pmr[r->idx], &mr->desc[r->idx], &mr->key[r->idx]);
+		zcopy ? mr->dmabuf_fd : -1, dmoff, ctx->mr_endpoint,
+		&mr->cpmr[i], &mr->cdesc[i], &mr->ckey[i]);
 }
 
 static void dereg(struct tern_mr *mr)
@@ -133,6 +150,106 @@ static void dereg(struct tern_mr *mr)
 		tern__prov_mr_close(mr->pmr[i]);
 		mr->pmr[i] = NULL;
 	}
+	if (mr->cpmr != NULL) {
+		for (size_t i = 0; i < (size_t)mr->nchunks * mr->ctx->nrails;
+		     i++) {
+			tern__prov_mr_close(mr->cpmr[i]);
+			mr->cpmr[i] = NULL;
+		}
+	}
+}
+
+static void chunks_free(struct tern_mr *mr)
+{
+	free(mr->cpmr);
+	free(mr->cdesc);
+	free(mr->ckey);
+	mr->cpmr = NULL;
+	mr->cdesc = NULL;
+	mr->ckey = NULL;
+	mr->nchunks = 1;
+}
+
+/*
+ * Regions larger than one registration. A region longer than the ctx's
+ * chunk (ctx.c, mr_chunk(): TERN_MR_CHUNK, or 64 GiB on EFA and verbs) is
+ * registered as chunks of that size, each on every rail, behind one
+ * tern_mr; its descriptor carries every chunk's keys (tern/mr.h), and
+ * operations are cut where they cross a chunk (progress.c, ops.c). A
+ * descriptor holds 32 keys, 64 of 32 bits: a chunk size tern chose is
+ * doubled until the region's fit; one the user set is kept, and a region
+ * that would need more is refused (-E2BIG), naming the numbers.
+ */
+static int chunks_plan(struct tern_mr *mr)
+{
+	struct tern_ctx *ctx = mr->ctx;
+	unsigned int shift = ctx->mr_chunk_shift;
+	uint64_t n;
+
+	/* GPU allocations cut where they change (reg_vmm()). */
+	if (mr->seg_shift != 0 && (shift == 0 || mr->seg_shift < shift))
+		shift = mr->seg_shift;
+	mr->nchunks = 1;
+	if (shift == 0 || mr->len <= (1ULL << shift))
+		return 0;
+	for (;;) {
+		n = tern__desc_nchunks(mr->len, shift);
+		if (n * ctx->nrails <= TERN_MR_DESC_KEYS32_MAX)
+			break;
+		if (ctx->mr_chunk_user || mr->seg_shift != 0 ||
+		    shift >= TERN__DESC_SHIFT_MAX) {
+			tern_warn("registering %zu bytes at %p: %" PRIu64
+				  " chunks of %llu bytes on %u rail(s) need "
+				  "%" PRIu64 " keys, a descriptor holds %d; "
+				  "raise TERN_MR_CHUNK",
+				  mr->len, mr->buf, n, 1ULL << shift,
+				  ctx->nrails, n * ctx->nrails,
+				  TERN_MR_DESC_KEYS32_MAX);
+			return -E2BIG;
+		}
+		shift++;
+	}
+	if (n < 2)
+		return 0;
+	mr->nchunks = (uint32_t)n;
+	mr->chunk_shift = (uint8_t)shift;
+	n *= ctx->nrails;
+	mr->cpmr = calloc(n, sizeof(*mr->cpmr));
+	mr->cdesc = calloc(n, sizeof(*mr->cdesc));
+	mr->ckey = calloc(n, sizeof(*mr->ckey));
+	if (mr->cpmr == NULL || mr->cdesc == NULL || mr->ckey == NULL) {
+		chunks_free(mr);
+		mr->nchunks = 1;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Every chunk registered: chunk 0's keys where one-chunk code finds
+ * them; whether its keys fit the descriptor. */
+static int chunks_done(struct tern_mr *mr)
+{
+	struct tern_ctx *ctx = mr->ctx;
+	size_t n = (size_t)mr->nchunks * ctx->nrails;
+
+	mr->key32 = 1;
+	for (size_t i = 0; i < n; i++) {
+		if (mr->ckey[i] > UINT32_MAX)
+			mr->key32 = 0;
+	}
+	if (!mr->key32 && n > TERN_MR_DESC_KEYS_MAX) {
+		tern_warn("registering %zu bytes at %p: %u chunks on %u "
+			  "rail(s) have %zu keys of more than 32 bits, a "
+			  "descriptor holds %d such; raise TERN_MR_CHUNK",
+			  mr->len, mr->buf, mr->nchunks, ctx->nrails, n,
+			  TERN_MR_DESC_KEYS_MAX);
+		return -E2BIG;
+	}
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		mr->desc[i] = mr->cdesc[i];
+		mr->key[i] = mr->ckey[i];
+	}
+	return 0;
 }
 
 static int args_ok(const struct tern_ctx *ctx, const void *buf, size_t len,
@@ -183,6 +300,31 @@ static struct tern_mr *mr_new(struct tern_ctx *ctx, void *buf, size_t len,
 	return mr;
 }
 
+/* A region of several GPU allocations, registered one chunk (inside one
+ * allocation) at a time: chunk @c's own dmabuf, where the provider takes
+ * dmabufs. */
+static int chunk_dmabuf(struct tern_mr *mr, uint32_t c)
+{
+	const struct tern__cu *cu;
+	uint64_t off = (uint64_t)c << mr->chunk_shift, len;
+
+	if (!mr->dmabuf_per_chunk || !tern__prov_has_dmabuf())
+		return 0;
+	cu = tern__cu_get(NULL, 0);
+	len = mr->len - off;
+	if (len > (1ULL << mr->chunk_shift))
+		len = 1ULL << mr->chunk_shift;
+	tern__cu_dmabuf(cu, (char *)mr->buf + off, len, &mr->dmabuf_fd,
+			&mr->dmabuf_off);
+	if (mr->dmabuf_fd < 0) {
+		tern_warn("CUDA region at %p: no dmabuf for its %zu bytes at "
+			  "offset %" PRIu64 " (one GPU allocation)",
+			  mr->buf, (size_t)len, off);
+		return -TERN_EPROV;
+	}
+	return 0;
+}
+
 /* Register @mr (its path set) on every rail and link it; @cache: host
  * memory that may share a live registration, or be shared. */
 static int reg_all(struct tern_mr *mr, int cache)
@@ -192,6 +334,12 @@ static int reg_all(struct tern_mr *mr, int cache)
 	struct tern__mreg *g;
 	int ret;
 
+	ret = chunks_plan(mr);
+	if (ret != 0)
+		return ret;
+	/* A region in chunks keeps its own (the cache shares one each). */
+	if (mr->nchunks > 1)
+		cache = 0;
 	if (cache && (g = mreg_find(ctx, mr)) != NULL) {
 		mreg_use(mr, g);
 		ctx->mr_cache_hits++;
@@ -203,12 +351,24 @@ static int reg_all(struct tern_mr *mr, int cache)
 			mr->len, mr->buf, g->len, (void *)g->buf, g->refs);
 		return 0;
 	}
-	for (unsigned int i = 0; i < ctx->nrails; i++) {
-		ret = reg_rail(mr, &ctx->rails[i]);
+	for (uint32_t c = 0; c < mr->nchunks; c++) {
+		ret = chunk_dmabuf(mr, c);
+		for (unsigned int i = 0; i < ctx->nrails && ret == 0; i++)
+			ret = reg_rail(mr, &ctx->rails[i], c);
+		if (mr->dmabuf_per_chunk && mr->dmabuf_fd >= 0) {
+			close(mr->dmabuf_fd);
+			mr->dmabuf_fd = -1;
+		}
 		if (ret != 0) {
 			dereg(mr);
+			chunks_free(mr);
 			return ret;
 		}
+	}
+	if (mr->nchunks > 1 && (ret = chunks_done(mr)) != 0) {
+		dereg(mr);
+		chunks_free(mr);
+		return ret;
 	}
 	if (cache) {
 		ctx->mr_cache_misses++;
@@ -219,9 +379,10 @@ static int reg_all(struct tern_mr *mr, int cache)
 	}
 	link_mr(ctx, mr);
 	tern__local_mr_reg(ctx, mr);
-	tern_debug("registered %zu bytes of %s at %p on %u rail(s) in %.3f ms",
+	tern_debug("registered %zu bytes of %s at %p on %u rail(s), %u "
+		   "chunk(s), in %.3f ms",
 		   mr->len, tern_mr_path_str(mr->path), mr->buf, ctx->nrails,
-		   (double)(tern__now_ns() - t0) / 1e6);
+		   mr->nchunks, (double)(tern__now_ns() - t0) / 1e6);
 	return 0;
 }
 
@@ -285,6 +446,16 @@ static int reg_staged(struct tern_mr *mr, const struct tern__cu *cu)
 		return -ENOMEM;
 	}
 	ret = tern_mr_reg(ctx, shadow, mr->len, mr->access, &mr->smr);
+	if (ret == 0 && mr->smr->nchunks > 1) {
+		/* The staging pipeline cuts at its own sizes. */
+		tern_warn("CUDA region of %zu bytes: staged, it would need a "
+			  "shadow registered in chunks, which staging does "
+			  "not cut at; raise TERN_MR_CHUNK",
+			  mr->len);
+		tern__mr_close(mr->smr);
+		mr->smr = NULL;
+		ret = -TERN_ENOTSUP;
+	}
 	if (ret != 0) {
 		cu->MemFreeHost(shadow);
 		return ret;
@@ -298,6 +469,74 @@ static int reg_staged(struct tern_mr *mr, const struct tern__cu *cu)
 		  mr->len, mr->device, ctx->prov_name,
 		  ctx->hmem ? "; staging was asked" : " on this ctx");
 	return 0;
+}
+
+/*
+ * CUDA's virtual memory. A range cuMemMap'ed from several physical
+ * allocations (PyTorch's expandable segments, cudaMallocAsync pools)
+ * registers as one where CUDA exports it as one dmabuf (its allocations
+ * alike: one device, the same properties) and the provider takes it.
+ * Where not, it is registered one allocation at a time: chunks (as for a
+ * region larger than one registration) of the largest power of two that
+ * every boundary between allocations is a multiple of, from the region's
+ * start, each inside one allocation, with its own dmabuf. 2 MiB
+ * allocations (CUDA's granularity) make 2 MiB chunks at most: a
+ * descriptor's 64 keys then cover 128 MiB on one rail, and a longer
+ * region of unlike allocations is refused (-E2BIG), naming them.
+ */
+static int reg_vmm(struct tern_mr *mr, const uint64_t *bounds, int n)
+{
+	unsigned int shift = TERN__DESC_SHIFT_MAX;
+
+	for (int i = 0; i < n; i++) {
+		unsigned int z = (unsigned int)__builtin_ctzll(bounds[i]);
+
+		if (z < shift)
+			shift = z;
+	}
+	if (shift < TERN__DESC_SHIFT_MIN) {
+		tern_warn("CUDA region at %p: its GPU allocations change at "
+			  "offset %" PRIu64 ", not a multiple of 4 KiB",
+			  mr->buf, bounds[0]);
+		return -TERN_EPROV;
+	}
+	tern_info("CUDA region of %zu bytes at %p: %d GPU allocations that "
+		  "one registration cannot span; registered one chunk of "
+		  "%llu bytes at a time",
+		  mr->len, mr->buf, n + 1, 1ULL << shift);
+	mr->seg_shift = (uint8_t)shift;
+	mr->dmabuf_per_chunk = 1;
+	return reg_all(mr, 0);
+}
+
+/* Zero copy: a dmabuf where both ends know it (libfabric >= 1.20), else
+ * libfabric's own way to the GPU (iface and device). */
+static int reg_zcopy(struct tern_mr *mr, const struct tern__cu *cu)
+{
+	uint64_t bounds[TERN_MR_DESC_KEYS32_MAX];
+	int n = tern__cu_segments(cu, mr->buf, mr->len, bounds,
+				  (int)TERN_ARRAY_SIZE(bounds));
+	int ret;
+
+	/* Several allocations: whether CUDA exports them as one tells
+	 * whether one registration can hold them, on any libfabric. */
+	if (tern__prov_has_dmabuf() || n > 0)
+		tern__cu_dmabuf(cu, mr->buf, mr->len, &mr->dmabuf_fd,
+				&mr->dmabuf_off);
+	if (n > 0 && mr->dmabuf_fd < 0 &&
+	    cu->MemGetHandleForAddressRange != NULL)
+		return reg_vmm(mr, bounds, n);
+	if (!tern__prov_has_dmabuf() && mr->dmabuf_fd >= 0) {
+		close(mr->dmabuf_fd);
+		mr->dmabuf_fd = -1;
+	}
+	ret = reg_all(mr, 0);
+	if (mr->dmabuf_fd >= 0)
+		close(mr->dmabuf_fd);
+	mr->dmabuf_fd = -1;
+	if (ret != 0 && n > 0)
+		ret = reg_vmm(mr, bounds, n);
+	return ret;
 }
 
 int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
@@ -351,15 +590,7 @@ int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
 		return -ENOMEM;
 	mr->device_for_prov = !cu->fake;
 	if (mr->path == TERN_MR_PATH_ZCOPY) {
-		/* dmabuf where both ends know it (libfabric >= 1.20), else
-		 * libfabric's own way to the GPU (iface and device). */
-		if (tern__prov_has_dmabuf())
-			tern__cu_dmabuf(cu, mr->buf, mr->len, &mr->dmabuf_fd,
-					&mr->dmabuf_off);
-		ret = reg_all(mr, 0);
-		if (mr->dmabuf_fd >= 0)
-			close(mr->dmabuf_fd);
-		mr->dmabuf_fd = -1;
+		ret = reg_zcopy(mr, cu);
 		if (ret == 0) {
 			tern_info("CUDA region of %zu bytes on device %d: "
 				  "zero-copy",
@@ -417,6 +648,7 @@ int tern__mr_close(struct tern_mr *mr)
 	}
 	tern__local_mr_close(mr->ctx, mr);
 	dereg(mr);
+	chunks_free(mr);
 	unlink_mr(mr);
 	free(mr);
 	return 0;
@@ -461,6 +693,16 @@ int tern_mr_desc(const struct tern_mr *mr, struct tern_mr_desc *desc)
 				  : 0),
 		.nkeys = mr->ctx->nrails,
 	};
+	if (mr->nchunks > 1) {
+		size_t n = (size_t)mr->nchunks * mr->ctx->nrails;
+
+		desc->flags |= (uint32_t)mr->chunk_shift << 8;
+		if (mr->key32 && n > TERN_MR_DESC_KEYS_MAX)
+			desc->flags |= TERN_MR_DESC_KEY32;
+		for (size_t i = 0; i < n; i++)
+			tern__desc_set_key(desc, i, mr->ckey[i]);
+		return 0;
+	}
 	for (unsigned int i = 0; i < mr->ctx->nrails; i++)
 		desc->keys[i] = mr->key[i];
 	return 0;

@@ -104,7 +104,13 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 	case TERN__OP_SEND_IMM:
 	case TERN__OP_RECV: {
 		struct tern_mr *mr = tern__rp(req)->mr;
-		void *desc = mr != NULL ? mr->desc[rail->idx] : NULL;
+		void *desc = mr != NULL
+				     ? tern__mr_desc_at(
+					       mr, rail->idx,
+					       (uint64_t)((char *)tern__rp(req)
+								  ->buf -
+							  (char *)mr->buf))
+				     : NULL;
 		uint64_t addr = peer ? peer->fiaddr[rail->idx]
 				     : TERN__PROV_ADDR_ANY;
 
@@ -137,62 +143,98 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 }
 
 /* Post the next piece of a batched write or read
- * (tern__rp(req)->next_piece). */
+ * (tern__rp(req)->next_piece), or its next part where the piece crosses a
+ * chunk of either region (mr.c): TERN__PART_MORE when a part went and
+ * the piece goes on (u.batch.sub: how much of it went). */
 int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 			  int more)
 {
-	const struct tern_piece p = tern__piece(tern__rp(req),
-						tern__rp(req)->next_piece);
-	const struct tern_piece *pc = &p;
-	const struct tern_mr_desc *rd =
-		(const struct tern_mr_desc *)tern__rp(req)->u.batch.regions +
-		pc->region;
-	uint64_t raddr = tern__raddr(rd, pc->roff);
+	struct tern__req_priv *rp = tern__rp(req);
+	const struct tern_piece pc = tern__piece(rp, rp->next_piece);
+	const struct tern_mr_desc *rd = rp->u.batch.regions + pc.region;
+	uint64_t sub = rp->u.batch.sub, len = pc.len - sub;
 	uint64_t flags = more ? TERN__PF_MORE : 0;
 	struct tern__slot *slot;
 	ssize_t ret;
 
-	if (tern__rp(req)->u.batch.with_imm)
+	if (tern_unlikely(rp->mr->nchunks > 1 ||
+			  (rd->flags & TERN_MR_DESC_CHUNK_MASK) != 0))
+		len = tern__cut_len(
+			pc.len, sub, UINT64_MAX, pc.loff,
+			rp->mr->nchunks > 1 ? rp->mr->chunk_shift : 0, pc.roff,
+			TERN_MR_DESC_CHUNK_SHIFT(rd->flags));
+	if (rp->u.batch.with_imm)
 		flags |= TERN__PF_IMM;
 	slot = slot_get(rail, req);
 	if (slot == NULL)
 		return -EAGAIN;
 	/* tern__post_rma()'s body, the direction from the batch. */
-	if (tern__rp(req)->xflags & TERN__XF_DELIVER)
+	if (rp->xflags & TERN__XF_DELIVER)
 		flags |= TERN__PF_DELIVER;
-	ret = tern__prov_rma(&rail->prov, tern__rp(req)->u.batch.read,
-			     (char *)tern__rp(req)->mr->buf + pc->loff, pc->len,
-			     tern__rp(req)->mr->desc[rail->idx],
-			     tern__rp(req)->peer->fiaddr[rail->idx], raddr,
-			     rd->keys[rail->idx % tern__rp(req)->peer->nrails],
-			     tern__rp(req)->imm, slot->fictx, flags);
-	if (ret != 0)
+	ret = tern__prov_rma(
+		&rail->prov, rp->u.batch.read,
+		(char *)rp->mr->buf + pc.loff + sub, len,
+		tern__mr_desc_at(rp->mr, rail->idx, pc.loff + sub),
+		rp->peer->fiaddr[rail->idx], tern__raddr(rd, pc.roff + sub),
+		tern__desc_key(rd, pc.roff + sub, rail->idx % rp->peer->nrails),
+		rp->imm, slot->fictx, flags);
+	if (ret != 0) {
 		tern__slot_free(rail, slot);
-	else
-		tern__sync_note(rail, slot->fictx, flags);
-	return post_result(rail, req, ret);
+		return post_result(rail, req, ret);
+	}
+	tern__sync_note(rail, slot->fictx, flags);
+	if (sub + len < pc.len) {
+		rp->u.batch.sub = sub + len;
+		return TERN__PART_MORE;
+	}
+	rp->u.batch.sub = 0;
+	return 0;
 }
 
+/* Post the next part of a striped or cut write or read (progress.c,
+ * rma_any()). A write with immediate cut in parts: every part but the
+ * last asks for delivery complete, and the last, with the immediate,
+ * waits (-EAGAIN) until every other has completed, landed; after a
+ * failed one it is not posted (the batch ends with that error, and the
+ * target is told: ctrl.c). */
 int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req)
 {
-	uint64_t off, len;
+	struct tern__req_priv *rp = tern__rp(req);
+	const struct tern_mr_desc *rd = &rp->u.stripe.rd->d;
+	uint64_t off = rp->u.stripe.off, loff, roff, len, flags = 0;
 	struct tern__slot *slot;
 	ssize_t ret;
 
-	tern__stripe_chunk(req->len, tern__rp(req)->u.stripe.chunk,
-			   tern__rp(req)->next_piece, &off, &len);
+	loff = (uint64_t)((char *)rp->buf - (char *)rp->mr->buf);
+	len = tern__cut_len(req->len, off, rp->u.stripe.chunk, loff,
+			    rp->mr->nchunks > 1 ? rp->mr->chunk_shift : 0,
+			    rp->u.stripe.roff,
+			    TERN_MR_DESC_CHUNK_SHIFT(rd->flags));
+	roff = rp->u.stripe.roff + off;
+	if (rp->sop == TERN__OP_WRITE_IMM) {
+		if (rp->next_piece + 1 < rp->npieces) {
+			flags |= TERN__PF_DELIVER;
+		} else {
+			if (rp->err != 0)
+				return rp->err;
+			if (rp->inflight != 0)
+				return -EAGAIN;
+			flags |= TERN__PF_IMM;
+		}
+	}
 	slot = slot_get(rail, req);
 	if (slot == NULL)
 		return -EAGAIN;
 	ret = tern__post_rma(
-		rail, req, (char *)tern__rp(req)->buf + off, len,
-		tern__rp(req)->u.stripe.raddr + off,
-		tern__rp(req)->u.stripe.rd->d.keys[rail->idx %
-						   tern__rp(req)->peer->nrails],
-		slot->fictx, 0);
-	if (ret != 0)
+		rail, req, (char *)rp->buf + off, len, tern__raddr(rd, roff),
+		tern__desc_key(rd, roff, rail->idx % rp->peer->nrails),
+		slot->fictx, flags);
+	if (ret != 0) {
 		tern__slot_free(rail, slot);
-	return post_result(rail, req, ret);
+		return post_result(rail, req, ret);
+	}
+	rp->u.stripe.off = off + len;
+	return 0;
 }
 
 /* Which request (and slot) a completion's op_context belongs to. */

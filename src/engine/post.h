@@ -45,8 +45,10 @@ static inline __attribute__((always_inline)) ssize_t tern__post_rma(
 	ret = tern__prov_rma(
 		&rail->prov,
 		rp->op == TERN__OP_READ || rp->sop == TERN__OP_READ, buf, len,
-		rp->mr->desc[rail->idx], rp->peer->fiaddr[rail->idx], raddr,
-		rkey, rp->imm, context, flags);
+		tern__mr_desc_at(rp->mr, rail->idx,
+				 (uint64_t)((char *)buf - (char *)rp->mr->buf)),
+		rp->peer->fiaddr[rail->idx], raddr, rkey, rp->imm, context,
+		flags);
 	if (tern_likely(ret == 0))
 		tern__sync_note(rail, context, flags);
 	return ret;

@@ -7,6 +7,7 @@
  * allocates or makes a system call per operation.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -210,6 +211,12 @@ static int post_piece(struct tern_ctx *ctx, struct tern_rail *rail,
 		ret = tern__rail_post_chunk(rail, req);
 	} else {
 		ret = tern__rail_post_piece(rail, req, more);
+		if (ret == TERN__PART_MORE) {
+			/* Part of a piece that crosses a chunk. */
+			(*credits)--;
+			tern__rp(req)->inflight++;
+			return 0;
+		}
 	}
 	if (ret == -EAGAIN)
 		return ret;
@@ -600,6 +607,17 @@ static inline __attribute__((always_inline)) int prep(
 		return -TERN_EBOUNDS;
 	if (tern_unlikely(!(mr->access & TERN_ACCESS_LOCAL)))
 		return -TERN_EACCESS;
+	/* A message is one registration's: inside one chunk (one RMA is,
+	 * rma_any() cuts them). */
+	if (tern_unlikely(mr->nchunks > 1) && len != 0 &&
+	    tern__cut_room(mr->chunk_shift, (uint64_t)((const char *)buf -
+						       (const char *)mr->buf)) <
+		    len) {
+		tern_warn("a message of %zu bytes crosses a chunk of a region "
+			  "registered in chunks of %llu bytes",
+			  len, 1ULL << mr->chunk_shift);
+		return -TERN_EBOUNDS;
+	}
 	/* Messages up to the provider's largest; one RMA up to its largest
 	 * (rma_any() splits longer ones); a receive of any size. */
 	if (tern_unlikely(len > (op == TERN__OP_SEND || op == TERN__OP_SEND_IMM
@@ -707,6 +725,11 @@ static int remote_check(const struct tern_peer *peer,
 	if (tern_unlikely(rd->nkeys < peer->nrails ||
 			  rd->nkeys > TERN_MAX_RAILS))
 		return -TERN_EDESC;
+	/* Chunked: its keys are read where they are, so its shape first. */
+	if (tern_unlikely((rd->flags & ~TERN_MR_DESC_FLAGS) != 0) &&
+	    ((rd->flags & ~TERN_MR_DESC_FLAGS_ALL) != 0 ||
+	     tern__desc_shape(rd) == 0))
+		return -TERN_EDESC;
 	if (tern_unlikely(!(rd->flags & right)))
 		return -TERN_EACCESS;
 	if (tern_unlikely(roff > rd->len || len > rd->len - roff))
@@ -743,9 +766,9 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 					     uint64_t roff, uint8_t op,
 					     uint32_t imm, struct tern_req *req)
 {
+	unsigned int rrail, lshift, rshift;
 	struct tern__desc *rd;
 	struct tern_ctx *ctx;
-	unsigned int rrail;
 	uint64_t chunk;
 	int ret;
 
@@ -774,18 +797,35 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 		return 0;
 	}
 	/* Striped over the rails, or longer than one RMA may be (efa-direct:
-	 * max_rma_size, about 1 GiB): chunks posted like a batch's pieces,
-	 * each at most a chunk. Not a write with immediate: its immediate
-	 * would arrive with each chunk, or before the others landed. */
+	 * max_rma_size, about 1 GiB), or crossing a chunk of either region
+	 * (mr.c): parts posted like a batch's pieces, each at most a chunk
+	 * and inside one registration at each end. A write with immediate
+	 * is cut only where it must be, and then its last part, carrying
+	 * the immediate, goes once every other has landed (post_chunk(),
+	 * ops.c): the target counts it once, after its bytes. */
 	chunk = ctx->nrails > 1 && ctx->stripe_chunk != 0 &&
-				len > ctx->stripe_chunk
+				len > ctx->stripe_chunk &&
+				op != TERN__OP_WRITE_IMM
 			? ctx->stripe_chunk
 			: 0;
 	if (len > ctx->max_rma_size &&
 	    (chunk == 0 || chunk > ctx->max_rma_size))
 		chunk = ctx->max_rma_size;
-	if (op != TERN__OP_WRITE_IMM && chunk != 0 &&
-	    tern__stripe_count(len, chunk) <= UINT32_MAX) {
+	lshift = mr != NULL && mr->nchunks > 1 ? mr->chunk_shift : 0;
+	rshift = TERN_MR_DESC_CHUNK_SHIFT(rdesc->flags);
+	if (mr != NULL && (chunk != 0 || lshift != 0 || rshift != 0)) {
+		uint64_t loff = (uint64_t)((const char *)buf -
+					   (const char *)mr->buf);
+		uint64_t parts;
+
+		if (chunk == 0)
+			chunk = UINT64_MAX;
+		parts = tern__cut_count(len, chunk, loff, lshift, roff, rshift);
+		if (parts > UINT32_MAX)
+			return -EMSGSIZE;
+		/* One part on one rail: the plain path, with its keys. */
+		if (parts == 1 && (lshift != 0 || rshift != 0))
+			goto plain;
 		rd = tern__desc_get(ctx, rdesc);
 		if (rd == NULL)
 			return -ENOMEM;
@@ -796,25 +836,27 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 		}
 		tern__rp(req)->op = TERN__OP_PIECES;
 		tern__rp(req)->sop = op;
+		tern__rp(req)->imm = imm;
 		tern__rp(req)->xflags |= TERN__XF_DESC;
-		tern__rp(req)->npieces = (uint32_t)tern__stripe_count(len,
-								      chunk);
+		tern__rp(req)->npieces = (uint32_t)parts;
 		tern__rp(req)->next_piece = 0;
 		tern__rp(req)->inflight = 0;
 		tern__rp(req)->err = 0;
-		tern__rp(req)->u.stripe.raddr = tern__raddr(rdesc, roff);
+		tern__rp(req)->u.stripe.roff = roff;
 		tern__rp(req)->u.stripe.chunk = chunk;
+		tern__rp(req)->u.stripe.off = 0;
 		tern__rp(req)->u.stripe.rd = rd;
 		tern__queue(ctx, req);
 		return 0;
 	}
+plain:
 	ret = prep(ctx, req, op, peer, mr, buf, len);
 	if (ret != 0)
 		return ret;
 	rrail = tern__rp(req)->rail;
 	if (rrail >= peer->nrails)
 		rrail %= peer->nrails;
-	tern__rp(req)->u.rma.rkey = rdesc->keys[rrail];
+	tern__rp(req)->u.rma.rkey = tern__desc_key(rdesc, roff, rrail);
 	tern__rp(req)->u.rma.raddr = tern__raddr(rdesc, roff);
 	tern__rp(req)->imm = imm;
 	queue_req(ctx, req);
@@ -841,7 +883,9 @@ static inline __attribute__((always_inline)) int rma_common(
 		if (ret != 1)
 			return ret;
 	}
-	if (tern_unlikely(ctx->nrails != 1 || mr->smr != NULL))
+	if (tern_unlikely(ctx->nrails != 1 || mr->smr != NULL ||
+			  mr->nchunks > 1 ||
+			  (rdesc->flags & TERN_MR_DESC_CHUNK_MASK) != 0))
 		return rma_any(peer, mr, buf, len, rdesc, roff, op, imm, req);
 	ret = remote_check(peer, rdesc, roff, len,
 			   op == TERN__OP_READ ? TERN_MR_DESC_REMOTE_READ
@@ -946,6 +990,21 @@ static int pieces_common(struct tern_peer *peer, struct tern_mr *mr,
 			return -EMSGSIZE;
 		if (pc.loff > mr->len || pc.len > mr->len - pc.loff)
 			return -TERN_EBOUNDS;
+		/* Split where it crosses a chunk, a piece with an immediate
+		 * would be counted once per part. */
+		if ((flags & TERN_PIECES_IMM) &&
+		    tern__cut_len(
+			    pc.len, 0, UINT64_MAX, pc.loff,
+			    mr->nchunks > 1 ? mr->chunk_shift : 0, pc.roff,
+			    TERN_MR_DESC_CHUNK_SHIFT(
+				    in->regions[pc.region].flags)) < pc.len) {
+			tern_warn("write_pieces with immediates: piece %zu "
+				  "(%" PRIu64 " bytes) crosses a chunk of a "
+				  "region registered in chunks; use "
+				  "tern_write_imm() for it",
+				  i, pc.len);
+			return -TERN_ENOTSUP;
+		}
 		total += pc.len;
 	}
 	/* The staging pipeline (device memory without direct RDMA) carries
@@ -968,6 +1027,7 @@ static int pieces_common(struct tern_peer *peer, struct tern_mr *mr,
 	tern__rp(req)->u.batch.nregions = in->nregions;
 	tern__rp(req)->u.batch.with_imm = (flags & TERN_PIECES_IMM) != 0;
 	tern__rp(req)->u.batch.read = read != 0;
+	tern__rp(req)->u.batch.sub = 0;
 	tern__rp(req)->npieces = (uint32_t)n;
 	tern__rp(req)->next_piece = 0;
 	tern__rp(req)->inflight = 0;
@@ -1083,8 +1143,9 @@ static int atomic_common(struct tern_peer *peer,
 	ret = prep(ctx, req, op, peer, ctx->scratch_mr, ctx->scratch, 8);
 	if (ret != 0)
 		return ret;
-	tern__rp(req)->u.atomic.rkey =
-		rdesc->keys[tern__rp(req)->rail % peer->nrails];
+	/* An aligned word never crosses a chunk (4 KiB at least). */
+	tern__rp(req)->u.atomic.rkey = tern__desc_key(
+		rdesc, roff, tern__rp(req)->rail % peer->nrails);
 	tern__rp(req)->u.atomic.raddr = tern__raddr(rdesc, roff);
 	tern__rp(req)->u.atomic.operand = operand;
 	tern__rp(req)->u.atomic.compare = compare;

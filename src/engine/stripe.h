@@ -28,4 +28,48 @@ static inline unsigned int tern__stripe_rail(unsigned int first, uint64_t k,
 	return (unsigned int)((first + k) % nrails);
 }
 
+/*
+ * Cutting where a region's chunk ends (mr.c): a part of a transfer of len
+ * bytes starting at @off is at most @chunk bytes and stays inside one
+ * chunk of the local region (the transfer starts at its offset @loff,
+ * chunks of 2^@lshift; 0: one chunk) and of the remote one (@roff,
+ * 2^@rshift). Parts follow each other: the next starts where one ends.
+ */
+static inline uint64_t tern__cut_room(unsigned int shift, uint64_t at)
+{
+	if (shift == 0)
+		return UINT64_MAX;
+	return (1ULL << shift) - (at & ((1ULL << shift) - 1));
+}
+
+static inline uint64_t tern__cut_len(uint64_t len, uint64_t off, uint64_t chunk,
+				     uint64_t loff, unsigned int lshift,
+				     uint64_t roff, unsigned int rshift)
+{
+	uint64_t n = len - off, room;
+
+	if (n > chunk)
+		n = chunk;
+	room = tern__cut_room(lshift, loff + off);
+	if (n > room)
+		n = room;
+	room = tern__cut_room(rshift, roff + off);
+	return n < room ? n : room;
+}
+
+/* Parts of the whole transfer (len > 0). */
+static inline uint64_t tern__cut_count(uint64_t len, uint64_t chunk,
+				       uint64_t loff, unsigned int lshift,
+				       uint64_t roff, unsigned int rshift)
+{
+	uint64_t n = 0;
+
+	if (lshift == 0 && rshift == 0)
+		return tern__stripe_count(len, chunk);
+	for (uint64_t off = 0; off < len; n++)
+		off += tern__cut_len(len, off, chunk, loff, lshift, roff,
+				     rshift);
+	return n;
+}
+
 #endif /* TERN_STRIPE_H */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,18 @@ _Static_assert(TERN_CU_PTR_ATTR_MEMTYPE == CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
 _Static_assert(TERN_CU_PTR_ATTR_ORDINAL == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
 	       "cuda.h");
 _Static_assert(TERN_CU_MEMTYPE_DEVICE == CU_MEMORYTYPE_DEVICE, "cuda.h");
+_Static_assert(TERN_CU_PTR_ATTR_MAPPING_SIZE ==
+		       CU_POINTER_ATTRIBUTE_MAPPING_SIZE,
+	       "cuda.h");
+_Static_assert(TERN_CU_PTR_ATTR_MAPPING_BASE ==
+		       CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR,
+	       "cuda.h");
+_Static_assert(offsetof(CUmemAllocationProp, location.id) ==
+		       offsetof(struct tern_cu_mem_prop, loc_id),
+	       "cuda.h");
+_Static_assert(sizeof(CUmemAllocationProp) <=
+		       sizeof(struct tern_cu_mem_prop_full),
+	       "cuda.h");
 _Static_assert(TERN_CU_HANDLE_DMABUF_FD == CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
 	       "cuda.h");
 _Static_assert(TERN_CU_IPC_HANDLE_SIZE == CU_IPC_HANDLE_SIZE, "cuda.h");
@@ -86,10 +99,17 @@ static struct {
 		int dev;
 		int fd;
 		int imported;
+		int props; /* a cuMemMap'ed one: its handle types + 1 */
 	} alloc[FAKE_ALLOCS];
+	/* cuMemCreate's physical allocations: a memfd each (0: free). */
+	struct {
+		int fd; /* + 1 */
+		int dev, props;
+		size_t len;
+	} phys[FAKE_ALLOCS];
 	struct tern_cu_ctx_st ctx[FAKE_DEVS];
 	uint64_t ncopies, bytes, pending, max_pending, fail_at;
-	uint64_t ipc_opens, ipc_copies;
+	uint64_t ipc_opens, ipc_copies, dmabufs, dmabufs_refused;
 	int ndev, hmem;
 } g_fake = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -203,6 +223,16 @@ static tern_cu_result fk_attr(void *data, int attr, tern_cu_ptr p)
 		return TERN_CU_SUCCESS;
 	case TERN_CU_PTR_ATTR_CONTEXT:
 		*(tern_cu_ctx *)data = &g_fake.ctx[dev];
+		return TERN_CU_SUCCESS;
+	case TERN_CU_PTR_ATTR_MAPPING_BASE:
+	case TERN_CU_PTR_ATTR_MAPPING_SIZE:
+		pthread_mutex_lock(&g_fake.lock);
+		if (attr == TERN_CU_PTR_ATTR_MAPPING_BASE)
+			*(tern_cu_ptr *)data =
+				(tern_cu_ptr)(uintptr_t)g_fake.alloc[i].base;
+		else
+			*(size_t *)data = g_fake.alloc[i].len;
+		pthread_mutex_unlock(&g_fake.lock);
 		return TERN_CU_SUCCESS;
 	default:
 		return TERN_CU_ERROR_INVALID;
@@ -558,6 +588,187 @@ static tern_cu_result fk_errstr(tern_cu_result r, const char **s)
 	return TERN_CU_SUCCESS;
 }
 
+/* Virtual memory management: a reservation is PROT_NONE address space;
+ * cuMemMap puts a physical allocation's memfd there (readable and
+ * writable with $TERN_FAKE_CUDA_HMEM, for the provider), and the mapping
+ * is one of the fake's allocations, as cuMemAlloc's. */
+static tern_cu_result fk_reserve(tern_cu_ptr *p, size_t len, size_t align,
+				 tern_cu_ptr addr, unsigned long long flags)
+{
+	void *v;
+
+	(void)align;
+	(void)addr;
+	(void)flags;
+	v = mmap(NULL, len, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (v == MAP_FAILED)
+		return 2;
+	*p = (tern_cu_ptr)(uintptr_t)v;
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_addr_free(tern_cu_ptr p, size_t len)
+{
+	return munmap((void *)(uintptr_t)p, len) == 0 ? TERN_CU_SUCCESS
+						      : TERN_CU_ERROR_INVALID;
+}
+
+static tern_cu_result fk_create(unsigned long long *h, size_t len,
+				const void *prop, unsigned long long flags)
+{
+	const struct tern_cu_mem_prop *pr = prop;
+	int fd;
+
+	(void)flags;
+	if (pr == NULL || pr->loc_id < 0 || pr->loc_id >= g_fake.ndev)
+		return TERN_CU_ERROR_INVALID;
+	fd = memfd_create("tern-fake-gpu-vmm", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)len) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return 2;
+	}
+	pthread_mutex_lock(&g_fake.lock);
+	for (int i = 0; i < FAKE_ALLOCS; i++) {
+		if (g_fake.phys[i].fd == 0) {
+			g_fake.phys[i].fd = fd + 1;
+			g_fake.phys[i].dev = pr->loc_id;
+			g_fake.phys[i].props = pr->handle_types + 1;
+			g_fake.phys[i].len = len;
+			pthread_mutex_unlock(&g_fake.lock);
+			*h = (unsigned long long)i + 1;
+			return TERN_CU_SUCCESS;
+		}
+	}
+	pthread_mutex_unlock(&g_fake.lock);
+	close(fd);
+	return 2;
+}
+
+static tern_cu_result fk_mem_release(unsigned long long h)
+{
+	int fd;
+
+	if (h == 0 || h > FAKE_ALLOCS)
+		return TERN_CU_ERROR_INVALID;
+	pthread_mutex_lock(&g_fake.lock);
+	fd = g_fake.phys[h - 1].fd - 1;
+	g_fake.phys[h - 1].fd = 0;
+	pthread_mutex_unlock(&g_fake.lock);
+	if (fd < 0)
+		return TERN_CU_ERROR_INVALID;
+	close(fd); /* mappings hold their own */
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_map(tern_cu_ptr p, size_t len, size_t off,
+			     unsigned long long h, unsigned long long flags)
+{
+	void *at = (void *)(uintptr_t)p, *m, *v;
+	int fd, dev, props;
+
+	(void)flags;
+	if (h == 0 || h > FAKE_ALLOCS)
+		return TERN_CU_ERROR_INVALID;
+	pthread_mutex_lock(&g_fake.lock);
+	fd = g_fake.phys[h - 1].fd - 1;
+	dev = g_fake.phys[h - 1].dev;
+	props = g_fake.phys[h - 1].props;
+	if (fd >= 0 && off + len > g_fake.phys[h - 1].len)
+		fd = -1;
+	fd = fd >= 0 ? dup(fd) : -1;
+	pthread_mutex_unlock(&g_fake.lock);
+	if (fd < 0)
+		return TERN_CU_ERROR_INVALID;
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+	v = m == MAP_FAILED ? MAP_FAILED
+	    : g_fake.hmem   ? mmap(at, len, PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_FIXED, fd, (off_t)off)
+			    : at;
+	if (m == MAP_FAILED || v != at ||
+	    fake_track(at, m, len, dev, fd, 0) != 0) {
+		if (m != MAP_FAILED)
+			munmap(m, len);
+		close(fd);
+		return 2;
+	}
+	pthread_mutex_lock(&g_fake.lock);
+	g_fake.alloc[fake_find(at)].props = props;
+	pthread_mutex_unlock(&g_fake.lock);
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_unmap(tern_cu_ptr p, size_t len)
+{
+	char *at = (char *)(uintptr_t)p;
+	int i;
+
+	pthread_mutex_lock(&g_fake.lock);
+	i = fake_find(at);
+	if (i < 0 || g_fake.alloc[i].base != at || g_fake.alloc[i].len != len ||
+	    g_fake.alloc[i].props == 0) {
+		pthread_mutex_unlock(&g_fake.lock);
+		return TERN_CU_ERROR_INVALID;
+	}
+	munmap(g_fake.alloc[i].mem, len);
+	close(g_fake.alloc[i].fd);
+	g_fake.alloc[i].base = g_fake.alloc[i].mem = NULL;
+	g_fake.alloc[i].props = 0;
+	pthread_mutex_unlock(&g_fake.lock);
+	/* Back to reserved address space. */
+	mmap(at, len, PROT_NONE,
+	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	return TERN_CU_SUCCESS;
+}
+
+static tern_cu_result fk_set_access(tern_cu_ptr p, size_t len, const void *d,
+				    size_t n)
+{
+	(void)p;
+	(void)len;
+	(void)d;
+	(void)n;
+	return TERN_CU_SUCCESS;
+}
+
+/* cuMemGetHandleForAddressRange: the range mapped from end to end by
+ * allocations of one device and one set of properties, page-aligned, or
+ * refused (counted). The fd is a dup of the first allocation's memfd: the
+ * fake's providers never read it (its memory is host memory to them). */
+static tern_cu_result fk_dmabuf(void *h, tern_cu_ptr p, size_t len, int type,
+				unsigned long long flags)
+{
+	const char *c = (const char *)(uintptr_t)p, *end = c + len;
+	int first = -1, ok = type == TERN_CU_HANDLE_DMABUF_FD && flags == 0 &&
+			     len != 0 && (p & 4095) == 0 && (len & 4095) == 0;
+
+	pthread_mutex_lock(&g_fake.lock);
+	while (ok && c < end) {
+		int i = fake_find(c);
+
+		if (i < 0 || g_fake.alloc[i].imported) {
+			ok = 0;
+			break;
+		}
+		if (first < 0)
+			first = i;
+		else if (g_fake.alloc[i].dev != g_fake.alloc[first].dev ||
+			 g_fake.alloc[i].props != g_fake.alloc[first].props)
+			ok = 0;
+		c = g_fake.alloc[i].base + g_fake.alloc[i].len;
+	}
+	if (ok)
+		*(int *)h = dup(g_fake.alloc[first].fd);
+	ok = ok && *(int *)h >= 0;
+	if (ok)
+		g_fake.dmabufs++;
+	else
+		g_fake.dmabufs_refused++;
+	pthread_mutex_unlock(&g_fake.lock);
+	return ok ? TERN_CU_SUCCESS : TERN_CU_ERROR_INVALID;
+}
+
 static int load_fake(const char *env)
 {
 	const char *fail = getenv("TERN_FAKE_CUDA_FAIL");
@@ -599,6 +810,14 @@ static int load_fake(const char *env)
 		.IpcGetMemHandle = fk_ipc_get,
 		.IpcOpenMemHandle = fk_ipc_open,
 		.IpcCloseMemHandle = fk_ipc_close,
+		.MemGetHandleForAddressRange = fk_dmabuf,
+		.MemAddressReserve = fk_reserve,
+		.MemAddressFree = fk_addr_free,
+		.MemCreate = fk_create,
+		.MemRelease = fk_mem_release,
+		.MemMap = fk_map,
+		.MemUnmap = fk_unmap,
+		.MemSetAccess = fk_set_access,
 	};
 	return 0;
 }
@@ -606,6 +825,8 @@ static int load_fake(const char *env)
 void tern__cu_fake_stats(struct tern__cu_fake_stats *s)
 {
 	pthread_mutex_lock(&g_fake.lock);
+	s->dmabufs = g_fake.dmabufs;
+	s->dmabufs_refused = g_fake.dmabufs_refused;
 	s->copies = g_fake.ncopies;
 	s->bytes = g_fake.bytes;
 	s->max_pending = g_fake.max_pending;
@@ -678,6 +899,13 @@ static int load_real(void)
 	*(void **)&g_cu.IpcGetMemHandle = dlsym(h, "cuIpcGetMemHandle");
 	*(void **)&g_cu.IpcOpenMemHandle = dlsym(h, "cuIpcOpenMemHandle_v2");
 	*(void **)&g_cu.IpcCloseMemHandle = dlsym(h, "cuIpcCloseMemHandle");
+	*(void **)&g_cu.MemAddressReserve = dlsym(h, "cuMemAddressReserve");
+	*(void **)&g_cu.MemAddressFree = dlsym(h, "cuMemAddressFree");
+	*(void **)&g_cu.MemCreate = dlsym(h, "cuMemCreate");
+	*(void **)&g_cu.MemRelease = dlsym(h, "cuMemRelease");
+	*(void **)&g_cu.MemMap = dlsym(h, "cuMemMap");
+	*(void **)&g_cu.MemUnmap = dlsym(h, "cuMemUnmap");
+	*(void **)&g_cu.MemSetAccess = dlsym(h, "cuMemSetAccess");
 	if (g_cu.MemGetAddressRange == NULL || g_cu.IpcGetMemHandle == NULL ||
 	    g_cu.IpcOpenMemHandle == NULL || g_cu.IpcCloseMemHandle == NULL)
 		g_cu.IpcGetMemHandle = NULL;
@@ -805,4 +1033,36 @@ void tern__cu_dmabuf(const struct tern__cu *cu, const void *buf, size_t len,
 	}
 	*fd_p = fd;
 	*off_p = (uint64_t)((uintptr_t)buf - lo);
+}
+
+int tern__cu_segments(const struct tern__cu *cu, const void *buf, size_t len,
+		      uint64_t *bounds, int max)
+{
+	const char *c = buf, *end = (const char *)buf + len;
+	int n = 0;
+
+	while (c < end) {
+		tern_cu_ptr base = 0;
+		size_t size = 0;
+		const char *next;
+
+		if (cu->PointerGetAttribute(
+			    &base, TERN_CU_PTR_ATTR_MAPPING_BASE,
+			    (tern_cu_ptr)(uintptr_t)c) != TERN_CU_SUCCESS ||
+		    cu->PointerGetAttribute(
+			    &size, TERN_CU_PTR_ATTR_MAPPING_SIZE,
+			    (tern_cu_ptr)(uintptr_t)c) != TERN_CU_SUCCESS ||
+		    size == 0 || (const char *)(uintptr_t)base > c)
+			return -1;
+		next = (const char *)(uintptr_t)base + size;
+		if (next <= c)
+			return -1;
+		if (next >= end)
+			break;
+		if (n == max)
+			return -1;
+		bounds[n++] = (uint64_t)(next - (const char *)buf);
+		c = next;
+	}
+	return n;
 }

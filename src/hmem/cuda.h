@@ -17,7 +17,11 @@
  * regions register zero-copy. The fake's device memory is a memfd, and
  * its IPC handles name the owner's pid and fd: another process opens
  * one with pidfd_getfd() and gets its own device pointer, which the host
- * cannot touch (only the fake's copies reach the bytes).
+ * cannot touch (only the fake's copies reach the bytes). It has CUDA's
+ * virtual memory calls too (reserve, create, map): each mapping is its own
+ * physical allocation, and a dmabuf export of a range whose allocations
+ * differ in properties (handle types) or device is refused, as CUDA's
+ * cuMemGetHandleForAddressRange() refuses it.
  */
 #ifndef TERN_HMEM_CUDA_H
 #define TERN_HMEM_CUDA_H
@@ -32,24 +36,50 @@ typedef struct tern_cu_ctx_st *tern_cu_ctx;
 typedef struct tern_cu_stream_st *tern_cu_stream;
 typedef struct tern_cu_event_st *tern_cu_event;
 
-#define TERN_CU_SUCCESS		   0
-#define TERN_CU_ERROR_INVALID	   1
-#define TERN_CU_ERROR_NOT_INIT	   3
-#define TERN_CU_ERROR_NO_DEVICE	   100
-#define TERN_CU_ERROR_NOT_READY	   600
-#define TERN_CU_ERROR_UNKNOWN	   999
-#define TERN_CU_PTR_ATTR_CONTEXT   1
-#define TERN_CU_PTR_ATTR_MEMTYPE   2
-#define TERN_CU_PTR_ATTR_ORDINAL   9
-#define TERN_CU_MEMTYPE_HOST	   1
-#define TERN_CU_MEMTYPE_DEVICE	   2
-#define TERN_CU_MEMTYPE_UNIFIED	   4
-#define TERN_CU_STREAM_DEFAULT	   0
-#define TERN_CU_EVENT_NO_TIMING	   2
-#define TERN_CU_HOSTALLOC_PORTABLE 1
-#define TERN_CU_HANDLE_DMABUF_FD   1
-#define TERN_CU_IPC_HANDLE_SIZE	   64
-#define TERN_CU_IPC_LAZY_PEER	   1 /* CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS */
+#define TERN_CU_SUCCESS		 0
+#define TERN_CU_ERROR_INVALID	 1
+#define TERN_CU_ERROR_NOT_INIT	 3
+#define TERN_CU_ERROR_NO_DEVICE	 100
+#define TERN_CU_ERROR_NOT_READY	 600
+#define TERN_CU_ERROR_UNKNOWN	 999
+#define TERN_CU_PTR_ATTR_CONTEXT 1
+#define TERN_CU_PTR_ATTR_MEMTYPE 2
+#define TERN_CU_PTR_ATTR_ORDINAL 9
+/* The physical allocation mapped at a pointer (CUDA >= 11.3): where its
+ * mapping starts and how long it is. */
+#define TERN_CU_PTR_ATTR_MAPPING_SIZE 18
+#define TERN_CU_PTR_ATTR_MAPPING_BASE 19
+#define TERN_CU_MEMTYPE_HOST	      1
+#define TERN_CU_MEMTYPE_DEVICE	      2
+#define TERN_CU_MEMTYPE_UNIFIED	      4
+#define TERN_CU_STREAM_DEFAULT	      0
+#define TERN_CU_EVENT_NO_TIMING	      2
+#define TERN_CU_HOSTALLOC_PORTABLE    1
+#define TERN_CU_HANDLE_DMABUF_FD      1
+#define TERN_CU_IPC_HANDLE_SIZE	      64
+#define TERN_CU_IPC_LAZY_PEER	      1 /* CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS */
+
+/* CUDA's virtual memory management (cuMemCreate, cuMemMap): the leading
+ * fields of CUmemAllocationProp and CUmemAccessDesc, which the fake
+ * driver reads and tests fill (zeroed past them: CUDA's are longer; give
+ * it a struct tern_cu_mem_prop_full). */
+struct tern_cu_mem_prop {
+	int type;	  /* CU_MEM_ALLOCATION_TYPE_PINNED = 1 */
+	int handle_types; /* requestedHandleTypes */
+	int loc_type;	  /* CU_MEM_LOCATION_TYPE_DEVICE = 1 */
+	int loc_id;	  /* the device */
+};
+struct tern_cu_mem_prop_full {
+	struct tern_cu_mem_prop p;
+	unsigned char rest[64]; /* win32 metadata, allocFlags: zero */
+};
+struct tern_cu_access_desc {
+	int loc_type, loc_id;
+	int flags; /* CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3 */
+};
+#define TERN_CU_MEM_PINNED 1
+#define TERN_CU_LOC_DEVICE 1
+#define TERN_CU_ACCESS_RW  3
 
 /* CUipcMemHandle: passed by value, as CUDA does. */
 typedef struct {
@@ -101,6 +131,21 @@ struct tern__cu {
 	tern_cu_result (*IpcOpenMemHandle)(tern_cu_ptr *, tern_cu_ipc_handle,
 					   unsigned int); /* _v2 */
 	tern_cu_result (*IpcCloseMemHandle)(tern_cu_ptr);
+	/* Optional: virtual memory management. tern itself only asks where
+	 * a pointer's physical allocation is mapped (PointerGetAttribute,
+	 * TERN_CU_PTR_ATTR_MAPPING_*); tests and benchmarks build ranges
+	 * of several allocations with these. */
+	tern_cu_result (*MemAddressReserve)(tern_cu_ptr *, size_t, size_t,
+					    tern_cu_ptr, unsigned long long);
+	tern_cu_result (*MemAddressFree)(tern_cu_ptr, size_t);
+	tern_cu_result (*MemCreate)(unsigned long long *, size_t, const void *,
+				    unsigned long long);
+	tern_cu_result (*MemRelease)(unsigned long long);
+	tern_cu_result (*MemMap)(tern_cu_ptr, size_t, size_t,
+				 unsigned long long, unsigned long long);
+	tern_cu_result (*MemUnmap)(tern_cu_ptr, size_t);
+	tern_cu_result (*MemSetAccess)(tern_cu_ptr, size_t, const void *,
+				       size_t);
 };
 
 /*
@@ -130,14 +175,26 @@ int tern__cu_ctx_ensure(const struct tern__cu *cu, int dev);
 void tern__cu_dmabuf(const struct tern__cu *cu, const void *buf, size_t len,
 		     int *fd_p, uint64_t *off_p);
 
+/*
+ * Where [buf, buf+len) of device memory changes physical allocation (a
+ * range cuMemMap'ed from several, as PyTorch's expandable segments and
+ * cudaMallocAsync pools are): up to @max offsets from @buf, in order, in
+ * @bounds. @return how many (0: one allocation), or -1 when the driver
+ * cannot say (then tern treats it as one).
+ */
+int tern__cu_segments(const struct tern__cu *cu, const void *buf, size_t len,
+		      uint64_t *bounds, int max);
+
 /* Fake driver introspection for tests: copies queued so far, and the most
  * ever queued and not yet run. */
 struct tern__cu_fake_stats {
 	uint64_t copies;
 	uint64_t bytes;
 	uint64_t max_pending;
-	uint64_t ipc_opens;  /* handles another process opened here */
-	uint64_t ipc_copies; /* cuMemcpyAsync calls touching them */
+	uint64_t ipc_opens;	  /* handles another process opened here */
+	uint64_t ipc_copies;	  /* cuMemcpyAsync calls touching them */
+	uint64_t dmabufs;	  /* dmabuf exports */
+	uint64_t dmabufs_refused; /* ranges of unlike allocations */
 };
 void tern__cu_fake_stats(struct tern__cu_fake_stats *s);
 /* Make the @n-th asynchronous copy from now fail (0: none). */

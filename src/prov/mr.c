@@ -58,6 +58,26 @@ static void memlock_hint(char *hint, size_t n, size_t len)
 		 (unsigned long long)rl.rlim_cur, hard, len);
 }
 
+/* A registration refused otherwise, EINVAL mostly: past the device's
+ * largest one, which libfabric does not report. Cold. */
+static void chunk_hint(char *hint, size_t n, size_t len)
+{
+	unsigned long long half = 1ULL << (63 - __builtin_clzll(len - 1));
+	char sz[24];
+
+	if (half >= (1ULL << 30))
+		snprintf(sz, sizeof(sz), "%lluG", half >> 30);
+	else if (half >= (1ULL << 20))
+		snprintf(sz, sizeof(sz), "%lluM", half >> 20);
+	else
+		snprintf(sz, sizeof(sz), "%lluK", half >> 10);
+	snprintf(hint, n,
+		 " (past the device's largest registration? TERN_MR_CHUNK=%s "
+		 "registers a region in chunks of at most half this; `tern "
+		 "doctor --region-size %zu` says how)",
+		 sz, len);
+}
+
 int tern__prov_has_dmabuf(void)
 {
 #ifdef FI_MR_DMABUF
@@ -115,6 +135,8 @@ int tern__prov_mr_reg(struct tern__prov_rail *r, unsigned int idx, void *buf,
 				 "dmabuf or nvidia-peermem support loaded?)");
 		else if (device < 0 && ret == -FI_ENOMEM)
 			memlock_hint(hint, sizeof(hint), len);
+		else if (len > 4096)
+			chunk_hint(hint, sizeof(hint), len);
 		tern_warn("rail %u: registering %zu bytes of %s memory at %p: "
 			  "%s%s",
 			  idx, len, device >= 0 ? "CUDA" : "host", buf,

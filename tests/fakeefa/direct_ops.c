@@ -142,12 +142,26 @@ int main(int argc, char **argv)
 	CHECK(w.status == 0, "big write: %s", tern_strerror(w.status));
 	CHECK(memcmp(abuf, bbuf, BIG) == 0, "big write: bytes differ");
 
-	/* Its immediate could overtake the other parts: refused. */
+	/* Longer than one RMA with an immediate: split too, the immediate
+	 * with the last part, once the others completed (delivery
+	 * complete): counted once, every byte there when it is. */
 	if (direct) {
+		for (size_t i = 0; i < BIG; i++)
+			abuf[i] = (uint8_t)(i * 5 + 1);
+		memset(bbuf, 0, BIG);
 		tern_req_init(&w, NULL, NULL);
 		ret = tern_write_imm(ab, amr, abuf, BIG, &bd, 0, 5, &w);
-		CHECK(ret == -EMSGSIZE, "big write_imm: %s",
-		      tern_strerror(ret));
+		CHECK(ret == 0, "big write_imm: %s", tern_strerror(ret));
+		drive(&w);
+		CHECK(w.status == 0, "big write_imm: %s",
+		      tern_strerror(w.status));
+		for (int i = 0; i < 100000 && tern_imm_count(b, 5) == 0; i++)
+			tern_progress(b);
+		CHECK(tern_imm_count(b, 5) == 1,
+		      "big write_imm: imm 5 counted %llu times",
+		      (unsigned long long)tern_imm_count(b, 5));
+		CHECK(memcmp(abuf, bbuf, BIG) == 0,
+		      "big write_imm: bytes differ");
 	}
 	/* A write with immediate, counted at the target. */
 	tern_req_init(&w, NULL, NULL);

@@ -697,6 +697,28 @@ static int memlock_refuses(uint64_t len)
 	return pinned + len > (uint64_t)rl.rlim_cur;
 }
 
+/*
+ * TERN_FAKEEFA_MAX_MR_SIZE=N: a registration longer than N bytes fails
+ * -FI_EINVAL, as ibv_reg_mr() past the device's max_mr_size does (EFA,
+ * verbs); libfabric reports no such limit, so nothing else says it.
+ */
+static int max_mr_refuses(uint64_t len)
+{
+	const char *e = getenv("TERN_FAKEEFA_MAX_MR_SIZE");
+	unsigned long long max;
+	char *end;
+
+	if (e == NULL)
+		return 0;
+	max = strtoull(e, &end, 0);
+	if (*end != '\0' || max == 0)
+		return 0;
+	if (len <= max)
+		return 0;
+	violate("registration past TERN_FAKEEFA_MAX_MR_SIZE");
+	return 1;
+}
+
 static int mr_close(struct fid *f)
 {
 	struct fake_mr *mr = (struct fake_mr *)f;
@@ -744,6 +766,8 @@ static int mr_regattr(struct fid *f, const struct fi_mr_attr *attr,
 		return -FI_EINVAL;
 	if (memlock_refuses(attr->mr_iov[0].iov_len))
 		return -FI_ENOMEM;
+	if (max_mr_refuses(attr->mr_iov[0].iov_len))
+		return -FI_EINVAL;
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return -FI_ENOMEM;

@@ -18,7 +18,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t out[TERN_MR_DESC_MAX];
 	struct tern_mr_desc d, d2;
+	unsigned int shift;
 	ssize_t used, n;
+	uint64_t nk;
 
 	used = tern_mr_desc_unpack(data, size, &d);
 	if (used < 0) {
@@ -26,10 +28,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
+	/* Version 1: nkeys u64 keys. Version 2 (chunked): chunks times
+	 * nkeys, of 4 bytes with TERN_MR_DESC_KEY32, else 8. */
+	shift = TERN_MR_DESC_CHUNK_SHIFT(d.flags);
+	nk = d.nkeys;
+	if (shift != 0) {
+		if (shift < 12 || shift > 62)
+			abort();
+		nk *= (d.len >> shift) + ((d.len & ((1ULL << shift) - 1)) != 0);
+	} else if (d.flags & TERN_MR_DESC_KEY32) {
+		abort();
+	}
 	if ((size_t)used > size || d.nkeys == 0 || d.nkeys > TERN_MAX_RAILS ||
-	    (size_t)used != TERN_MR_DESC_PACKED_SIZE(d.nkeys) ||
-	    (d.flags & ~TERN_MR_DESC_FLAGS) != 0 || d.len == 0 ||
-	    d.base + d.len < d.base)
+	    nk > TERN_MR_DESC_KEYS32_MAX ||
+	    (size_t)used !=
+		    24 + nk * ((d.flags & TERN_MR_DESC_KEY32) ? 4 : 8) ||
+	    (d.flags & ~TERN_MR_DESC_FLAGS_ALL) != 0 || d.len == 0 ||
+	    d.base + d.len < d.base || data[4] != (shift != 0 ? 2 : 1))
 		abort();
 
 	n = tern_mr_desc_pack(&d, out, sizeof(out));

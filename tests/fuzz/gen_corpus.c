@@ -222,6 +222,22 @@ static void gen_desc(struct gen *g)
 	d.len = UINT64_MAX - d.base;
 	n = tern_mr_desc_pack(&d, out, sizeof(out));
 	put_file(g, "fuzz_desc", "desc-all-rights", out, n);
+	/* Chunked (version 2): 10 chunks of 1 MiB on 2 rails, u64 keys;
+	 * 64 chunks of 4 KiB on one, 32-bit keys. */
+	make_desc(&d, 4, 2);
+	d.len = 10ULL << 20;
+	d.flags |= 20U << 8;
+	for (unsigned int k = 0; k < 20; k++)
+		d.keys[k] = 0x1000 + k;
+	n = tern_mr_desc_pack(&d, out, sizeof(out));
+	put_file(g, "fuzz_desc", "desc-chunked", out, n);
+	make_desc(&d, 5, 1);
+	d.len = 64 * 4096;
+	d.flags |= (12U << 8) | TERN_MR_DESC_KEY32;
+	for (unsigned int k = 0; k < 32; k++)
+		d.keys[k] = ((uint64_t)(2 * k + 2) << 32) | (2 * k + 1);
+	n = tern_mr_desc_pack(&d, out, sizeof(out));
+	put_file(g, "fuzz_desc", "desc-chunked-key32", out, n);
 }
 
 static void gen_fill(struct gen *g)

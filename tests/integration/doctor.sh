@@ -64,8 +64,8 @@ chmod +x "$tmp/fake" "$tmp/real" "$tmp/cuda"
 fake="$tmp/fake" real="$tmp/real" cuda="$tmp/cuda"
 
 efa="$data/efa-node"
-checks='["libfabric", "api", "provider:efa", "provider:verbs", "provider:tcp", "provider:shm", "efa", "memlock", "ptrace", "hugepages", "thp", "cuda"]'
-efachecks='["libfabric", "api", "provider:efa", "provider:verbs", "provider:tcp", "provider:shm", "efa", "efa-rdma", "efa-network", "memlock", "ptrace", "hugepages", "thp", "cuda"]'
+checks='["libfabric", "api", "provider:efa", "provider:verbs", "provider:tcp", "provider:shm", "efa", "memlock", "region", "ptrace", "hugepages", "thp", "cuda"]'
+efachecks='["libfabric", "api", "provider:efa", "provider:verbs", "provider:tcp", "provider:shm", "efa", "efa-rdma", "efa-network", "memlock", "region", "ptrace", "hugepages", "thp", "cuda"]'
 
 t 0 "usage: tern doctor" "$TERN" doctor --help
 t 0 "-h, --help" "$TERN" doctor --help
@@ -201,6 +201,17 @@ json 1 '"a region of 2 GiB" in f["memlock"]["detail"]' \
 json 0 'f["memlock"]["status"] == "ok" and "64 KiB of memory may be locked (RLIMIT_MEMLOCK): enough to register a region of 32 KiB" in f["memlock"]["detail"]' \
 	"$fake" "$TERN" doctor --root "$lm" --region-size 32K --json
 json 0 'f["memlock"]["status"] == "ok"' "$fake" "$TERN" doctor --root "$lm" --region-size 64K --json
+# Regions larger than one registration: the chunks TERN_MR_CHUNK makes,
+# and a region whose chunks a descriptor cannot hold, with the size that
+# fits; a TERN_MR_CHUNK that is no size.
+json 0 'f["region"]["status"] == "ok" and "a region of 64 KiB is registered in 16 chunks of 4 KiB (TERN_MR_CHUNK), on up to 4 rails" in f["region"]["detail"]' \
+	env TERN_MR_CHUNK=4K "$fake" "$TERN" doctor --root "$lm" --region-size 64K --json
+json 0 'f["region"]["status"] == "ok" and "is one registration" in f["region"]["detail"]' \
+	env TERN_MR_CHUNK=64K "$fake" "$TERN" doctor --root "$lm" --region-size 64K --json
+json 1 'f["region"]["status"] == "fail" and "needs 128 chunks" in f["region"]["detail"] and f["region"]["fix"].startswith("TERN_MR_CHUNK=8K or more")' \
+	env TERN_MR_CHUNK=4K "$fake" "$TERN" doctor --root "$lm" --region-size 512K --json
+json 1 'f["region"]["status"] == "fail" and "TERN_MR_CHUNK=2x" in f["region"]["detail"]' \
+	env TERN_MR_CHUNK=2x "$fake" "$TERN" doctor --root "$lm" --region-size 32K --json
 # The soft limit below, the hard one above: raise it in the shell.
 copy lowmemlock softonly
 sed -i 's/^\(Max locked memory  *\)65536 *65536 /\165536                unlimited            /' \

@@ -560,8 +560,11 @@ static void test_bad_desc(void **state)
 	/* The second descriptor's version byte. */
 	off = n - TERN_MR_DESC_PACKED_SIZE(3) - TERN_MR_DESC_PACKED_SIZE(2) + 4;
 	assert_int_equal(msg[off], 1);
-	msg[off] = 2;
+	msg[off] = 3;
 	refused(n, -TERN_EVERSION, "descriptor of a newer version");
+	/* Version 2 is a region in chunks: these flags carry none. */
+	msg[off] = 2;
+	refused(n, -TERN_EDESC, "descriptor of version 2 without chunks");
 	msg[off] = 0;
 	refused(n, -TERN_EDESC, "descriptor of version 0");
 }

@@ -18,6 +18,7 @@
 #include <tern/tern.h>
 
 #include "wire/card.h"
+#include "wire/desc.h"
 #include "core/core.h"
 #include "wire/wire.h"
 
@@ -325,6 +326,119 @@ static void test_desc_round_trip(void **state)
 	}
 }
 
+/* A region of @len bytes in chunks of 2^@shift on @nkeys rails, its keys
+ * distinct (32-bit ones with @key32). */
+static struct tern_mr_desc make_chunked(uint32_t nkeys, uint64_t len,
+					unsigned int shift, int key32)
+{
+	struct tern_mr_desc d = {
+		.base = 0x00007f0000000000ULL,
+		.len = len,
+		.flags = TERN_MR_DESC_VIRT_ADDR | TERN_MR_DESC_REMOTE_WRITE |
+			 (shift << 8) | (key32 ? TERN_MR_DESC_KEY32 : 0),
+		.nkeys = nkeys,
+	};
+	uint64_t n = tern__desc_shape(&d);
+
+	assert_true(n != 0);
+	for (uint64_t i = 0; i < n; i++)
+		tern__desc_set_key(&d, i,
+				   key32 ? 0x80000000u + 7 * i
+					 : 0xa5a5000000000000ULL + i);
+	return d;
+}
+
+/* Version 2: every chunk's keys, 8 or 4 bytes each, round trip; the
+ * keys are found by offset and rail; one-chunk descriptors stay
+ * version 1. */
+static void test_desc_chunked(void **state)
+{
+	struct tern_mr_desc d, out;
+	uint8_t buf[TERN_MR_DESC_MAX];
+	const uint64_t M = 1ULL << 20;
+
+	(void)state;
+	/* 10 chunks of 1 MiB (the last short) on 2 rails: 20 u64 keys. */
+	d = make_chunked(2, 10 * M - 5, 20, 0);
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), 24 + 20 * 8);
+	assert_int_equal(buf[4], 2);
+	assert_int_equal(tern_mr_desc_pack(&d, buf, 24 + 20 * 8 - 1), -ENOSPC);
+	memset(&out, 0, sizeof(out));
+	assert_int_equal(tern_mr_desc_unpack(buf, sizeof(buf), &out),
+			 24 + 20 * 8);
+	assert_memory_equal(&d, &out, sizeof(d));
+	assert_true(tern__desc_key(&out, 3 * M + 1, 1) ==
+		    0xa5a5000000000000ULL + 7);
+	assert_true(tern__desc_raddr(&out, 3 * M + 1) == d.base + 3 * M + 1);
+	out.flags &= ~TERN_MR_DESC_VIRT_ADDR;
+	assert_true(tern__desc_raddr(&out, 3 * M + 1) == 1);
+	/* Truncated anywhere in its keys: refused. */
+	for (size_t n = 24; n < 24 + 20 * 8; n += 7)
+		desc_refused(buf, n, -TERN_EDESC);
+
+	/* 64 chunks of 4 KiB on one rail: 64 keys of 32 bits. */
+	d = make_chunked(1, 64 * 4096, 12, 1);
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), 24 + 64 * 4);
+	memset(&out, 0, sizeof(out));
+	assert_int_equal(tern_mr_desc_unpack(buf, sizeof(buf), &out),
+			 24 + 64 * 4);
+	assert_memory_equal(&d, &out, sizeof(d));
+	assert_true(tern__desc_key(&out, 63 * 4096, 0) == 0x80000000u + 7 * 63);
+	assert_true(tern__desc_key(&out, 4095, 0) == 0x80000000u);
+
+	/* One chunk: version 1, as before. */
+	d = make_desc(2, 0);
+	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)),
+			 TERN_MR_DESC_PACKED_SIZE(2));
+	assert_int_equal(buf[4], 1);
+}
+
+/* What a chunked descriptor may not be, packed or unpacked. */
+static void test_desc_chunked_refused(void **state)
+{
+	struct tern_mr_desc d, bad;
+	uint8_t buf[TERN_MR_DESC_MAX];
+	ssize_t n;
+
+	(void)state;
+	d = make_chunked(2, 10 << 20, 20, 0);
+	n = tern_mr_desc_pack(&d, buf, sizeof(buf));
+	assert_true(n > 0);
+	/* Version 1 knows no chunks; version 2 is nothing else. */
+	buf[4] = 1;
+	desc_refused(buf, (size_t)n, -TERN_EDESC);
+	buf[4] = 3;
+	desc_refused(buf, (size_t)n, -TERN_EVERSION);
+	buf[4] = 2;
+	buf[7] = 0; /* flags' high byte: the chunk size gone */
+	desc_refused(buf, (size_t)n, -TERN_EDESC);
+	d = make_desc(2, 0);
+	n = tern_mr_desc_pack(&d, buf, sizeof(buf));
+	buf[4] = 2;
+	desc_refused(buf, (size_t)n, -TERN_EDESC);
+
+	/* Shapes pack refuses (and unpack would). */
+	d = make_chunked(2, 10 << 20, 20, 0);
+	bad = d;
+	bad.flags = (bad.flags & ~TERN_MR_DESC_CHUNK_MASK) | (11U << 8);
+	assert_int_equal(tern_mr_desc_pack(&bad, buf, sizeof(buf)), -EINVAL);
+	bad = d;
+	bad.flags = (bad.flags & ~TERN_MR_DESC_CHUNK_MASK) | (63U << 8);
+	assert_int_equal(tern_mr_desc_pack(&bad, buf, sizeof(buf)), -EINVAL);
+	bad = d;
+	bad.len = 1 << 20; /* one chunk */
+	assert_int_equal(tern_mr_desc_pack(&bad, buf, sizeof(buf)), -EINVAL);
+	bad = d;
+	bad.len = 17ULL << 20; /* 34 u64 keys */
+	assert_int_equal(tern_mr_desc_pack(&bad, buf, sizeof(buf)), -EINVAL);
+	bad.flags |= TERN_MR_DESC_KEY32; /* 34 of 32 bits fit */
+	assert_true(tern_mr_desc_pack(&bad, buf, sizeof(buf)) > 0);
+	bad.len = 33ULL << 20; /* 66 */
+	assert_int_equal(tern_mr_desc_pack(&bad, buf, sizeof(buf)), -EINVAL);
+	bad = make_desc(2, TERN_MR_DESC_KEY32); /* 32-bit, one chunk */
+	assert_int_equal(tern_mr_desc_pack(&bad, buf, sizeof(buf)), -EINVAL);
+}
+
 static void test_desc_layout(void **state)
 {
 	struct tern_mr_desc d = {
@@ -440,7 +554,8 @@ static void test_desc_version(void **state)
 	(void)state;
 	assert_int_equal(tern_mr_desc_pack(&d, buf, sizeof(buf)), n);
 	assert_int_equal(buf[4], 1);
-	buf[4] = 2;
+	/* Version 3 is newer than this tern (2: test_desc_chunked*). */
+	buf[4] = 3;
 	desc_refused(buf, n, -TERN_EVERSION);
 	buf[4] = 0xff;
 	desc_refused(buf, n, -TERN_EVERSION);
@@ -574,6 +689,8 @@ int main(void)
 		cmocka_unit_test(test_desc_pack_refuses_invalid),
 		cmocka_unit_test(test_desc_round_trip),
 		cmocka_unit_test(test_desc_layout),
+		cmocka_unit_test(test_desc_chunked),
+		cmocka_unit_test(test_desc_chunked_refused),
 		cmocka_unit_test(test_desc_truncated),
 		cmocka_unit_test(test_desc_bad_fields),
 		cmocka_unit_test(test_desc_limits_accepted),

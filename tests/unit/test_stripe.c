@@ -107,12 +107,69 @@ static void test_large(void **state)
 	assert_int_equal(tern__stripe_rail(3, n - 1, 4), (3 + n - 1) % 4);
 }
 
+/* Cut where either region's chunk ends: every byte in exactly one part,
+ * parts contiguous, none crossing a local or remote chunk, none longer
+ * than @chunk, and as many as tern__cut_count() says. */
+static void check_cut(uint64_t len, uint64_t chunk, uint64_t loff,
+		      unsigned int lshift, uint64_t roff, unsigned int rshift)
+{
+	uint64_t off = 0, n = 0;
+
+	while (off < len) {
+		uint64_t part = tern__cut_len(len, off, chunk, loff, lshift,
+					      roff, rshift);
+
+		assert_true(part > 0 && part <= chunk && part <= len - off);
+		if (lshift != 0)
+			assert_true((loff + off) >> lshift ==
+				    (loff + off + part - 1) >> lshift);
+		if (rshift != 0)
+			assert_true((roff + off) >> rshift ==
+				    (roff + off + part - 1) >> rshift);
+		/* Cut only where it must be: at the end, a chunk's end or
+		 * the part size. */
+		assert_true(off + part == len || part == chunk ||
+			    (lshift != 0 && ((loff + off + part) &
+					     ((1ULL << lshift) - 1)) == 0) ||
+			    (rshift != 0 && ((roff + off + part) &
+					     ((1ULL << rshift) - 1)) == 0));
+		off += part;
+		n++;
+	}
+	assert_int_equal(off, len);
+	assert_int_equal(
+		n, tern__cut_count(len, chunk, loff, lshift, roff, rshift));
+}
+
+static void test_cut(void **state)
+{
+	const uint64_t M = 1ULL << 20;
+
+	(void)state;
+	/* Neither region in chunks: the stripe's own parts. */
+	assert_int_equal(tern__cut_count(10 * M, 4 * M, 5, 0, 7, 0), 3);
+	/* Inside one chunk at each end: one part. */
+	assert_int_equal(tern__cut_count(100, UINT64_MAX, 5 * M, 20, 3 * M, 20),
+			 1);
+	/* 16 bytes across one boundary: two. */
+	assert_int_equal(tern__cut_count(16, UINT64_MAX, M - 8, 20, 0, 0), 2);
+	/* Boundaries at different places at the two ends. */
+	check_cut(3 * M + 777, UINT64_MAX, M - 100, 20, 2 * M - 3000, 20);
+	check_cut(30 * M + 1, UINT64_MAX, 1, 20, 3, 12);
+	check_cut(30 * M + 1, 3 * M, 1, 20, 3, 0);
+	check_cut(64 * M, 512 * 1024, 0, 20, 0, 20);
+	check_cut(5, UINT64_MAX, 4094, 12, 0, 0);
+	/* Past 4 GiB, chunks of 1 GiB at one end. */
+	check_cut((5ULL << 30) + 3, 1ULL << 28, 1ULL << 29, 30, 17, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_boundaries),
 		cmocka_unit_test(test_odd_chunks),
 		cmocka_unit_test(test_large),
+		cmocka_unit_test(test_cut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

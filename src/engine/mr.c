@@ -196,8 +196,17 @@ static int chunks_plan(struct tern_mr *mr)
 		n = tern__desc_nchunks(mr->len, shift);
 		if (n * ctx->nrails <= TERN_MR_DESC_KEYS32_MAX)
 			break;
-		if (ctx->mr_chunk_user || mr->seg_shift != 0 ||
-		    shift >= TERN__DESC_SHIFT_MAX) {
+		if (mr->seg_shift != 0) {
+			tern_warn("CUDA region of %zu bytes at %p: its GPU "
+				  "allocations change every %llu bytes from "
+				  "its start at best, %" PRIu64 " chunks on %u "
+				  "rail(s), a descriptor holds %d keys; "
+				  "register it from an allocation's start",
+				  mr->len, mr->buf, 1ULL << shift, n,
+				  ctx->nrails, TERN_MR_DESC_KEYS32_MAX);
+			return -E2BIG;
+		}
+		if (ctx->mr_chunk_user || shift >= TERN__DESC_SHIFT_MAX) {
 			tern_warn("registering %zu bytes at %p: %" PRIu64
 				  " chunks of %llu bytes on %u rail(s) need "
 				  "%" PRIu64 " keys, a descriptor holds %d; "

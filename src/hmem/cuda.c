@@ -37,8 +37,12 @@ _Static_assert(TERN_CU_PTR_ATTR_MAPPING_BASE ==
 _Static_assert(offsetof(CUmemAllocationProp, location.id) ==
 		       offsetof(struct tern_cu_mem_prop, loc_id),
 	       "cuda.h");
-_Static_assert(sizeof(CUmemAllocationProp) <=
-		       sizeof(struct tern_cu_mem_prop_full),
+_Static_assert(offsetof(CUmemAllocationProp, allocFlags.gpuDirectRDMACapable) ==
+		       offsetof(struct tern_cu_mem_prop, gdr_capable),
+	       "cuda.h");
+_Static_assert(sizeof(CUmemAllocationProp) == sizeof(struct tern_cu_mem_prop),
+	       "cuda.h");
+_Static_assert(sizeof(CUmemAccessDesc) == sizeof(struct tern_cu_access_desc),
 	       "cuda.h");
 _Static_assert(TERN_CU_HANDLE_DMABUF_FD == CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
 	       "cuda.h");
@@ -65,6 +69,7 @@ struct fake_op {
 	size_t len;
 	uint64_t seq;
 	int fail;
+	int runs; /* dst and src are device addresses, copied a run at a time */
 };
 
 struct tern_cu_stream_st {
@@ -187,20 +192,37 @@ static int fake_find(const void *p)
 }
 
 /* Where the fake's copies find the bytes at @p: a device address's
- * backing, or host memory as it is. */
-static void *fake_bytes(tern_cu_ptr p, int *imported)
+ * backing, or host memory as it is; @room: bytes to its allocation's end. */
+static void *fake_bytes_n(tern_cu_ptr p, int *imported, size_t *room)
 {
 	char *c = (char *)(uintptr_t)p;
 	int i;
 
+	*room = SIZE_MAX;
 	pthread_mutex_lock(&g_fake.lock);
 	i = fake_find(c);
 	if (i >= 0) {
+		*room = g_fake.alloc[i].len -
+			(size_t)(c - g_fake.alloc[i].base);
 		c = g_fake.alloc[i].mem + (c - g_fake.alloc[i].base);
 		*imported |= g_fake.alloc[i].imported;
 	}
 	pthread_mutex_unlock(&g_fake.lock);
 	return c;
+}
+
+/* The longest run from @d and @s (at most @len) inside one allocation at
+ * each end: a range cuMemMap'ed from several is copied a run at a time. */
+static size_t fake_run(tern_cu_ptr d, tern_cu_ptr s, size_t len, void **dp,
+		       const void **sp, int *imported)
+{
+	size_t rd, rs;
+
+	*dp = fake_bytes_n(d, imported, &rd);
+	*sp = fake_bytes_n(s, imported, &rs);
+	if (len > rd)
+		len = rd;
+	return len < rs ? len : rs;
 }
 
 static tern_cu_result fk_attr(void *data, int attr, tern_cu_ptr p)
@@ -452,7 +474,16 @@ static tern_cu_result fk_memcpy(tern_cu_ptr d, tern_cu_ptr s, size_t len)
 {
 	int imported = 0;
 
-	memcpy(fake_bytes(d, &imported), fake_bytes(s, &imported), len);
+	while (len != 0) {
+		const void *sp;
+		void *dp;
+		size_t n = fake_run(d, s, len, &dp, &sp, &imported);
+
+		memcpy(dp, sp, n);
+		d += n;
+		s += n;
+		len -= n;
+	}
 	fake_count_ipc(imported);
 	return TERN_CU_SUCCESS;
 }
@@ -465,8 +496,13 @@ static tern_cu_result fk_memcpy_async(tern_cu_ptr d, tern_cu_ptr s, size_t len,
 
 	if (op == NULL)
 		return 2;
-	op->dst = fake_bytes(d, &imported);
-	op->src = fake_bytes(s, &imported);
+	/* Across allocations (a cuMemMap'ed range): resolved a run at a
+	 * time when it runs. */
+	if (fake_run(d, s, len, &op->dst, &op->src, &imported) < len) {
+		op->dst = (void *)(uintptr_t)d;
+		op->src = (const void *)(uintptr_t)s;
+		op->runs = 1;
+	}
 	fake_count_ipc(imported);
 	op->len = len;
 	op->seq = ++st->enq;
@@ -496,6 +532,9 @@ static void fake_run_one(struct tern_cu_stream_st *st)
 		st->tail = NULL;
 	if (op->fail)
 		st->failed = op->seq;
+	else if (op->runs)
+		fk_memcpy((tern_cu_ptr)(uintptr_t)op->dst,
+			  (tern_cu_ptr)(uintptr_t)op->src, op->len);
 	else
 		memcpy(op->dst, op->src, op->len);
 	st->done = op->seq;

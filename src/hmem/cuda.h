@@ -59,19 +59,19 @@ typedef struct tern_cu_event_st *tern_cu_event;
 #define TERN_CU_IPC_HANDLE_SIZE	      64
 #define TERN_CU_IPC_LAZY_PEER	      1 /* CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS */
 
-/* CUDA's virtual memory management (cuMemCreate, cuMemMap): the leading
- * fields of CUmemAllocationProp and CUmemAccessDesc, which the fake
- * driver reads and tests fill (zeroed past them: CUDA's are longer; give
- * it a struct tern_cu_mem_prop_full). */
+/* CUDA's virtual memory management (cuMemCreate, cuMemMap): the layout of
+ * CUmemAllocationProp and CUmemAccessDesc (checked against cuda.h where
+ * it is at build time), which the fake driver reads and tests fill. */
 struct tern_cu_mem_prop {
 	int type;	  /* CU_MEM_ALLOCATION_TYPE_PINNED = 1 */
 	int handle_types; /* requestedHandleTypes */
 	int loc_type;	  /* CU_MEM_LOCATION_TYPE_DEVICE = 1 */
 	int loc_id;	  /* the device */
-};
-struct tern_cu_mem_prop_full {
-	struct tern_cu_mem_prop p;
-	unsigned char rest[64]; /* win32 metadata, allocFlags: zero */
+	void *win32;	  /* win32HandleMetaData */
+	unsigned char compression;
+	unsigned char gdr_capable; /* allocFlags.gpuDirectRDMACapable */
+	unsigned short usage;
+	unsigned char reserved[4];
 };
 struct tern_cu_access_desc {
 	int loc_type, loc_id;

@@ -28,6 +28,7 @@ struct tern__cu_fake_stats {
 	uint64_t bytes;
 	uint64_t max_pending;
 	uint64_t ipc_opens, ipc_copies;
+	uint64_t dmabufs, dmabufs_refused;
 };
 void tern__cu_fake_stats(struct tern__cu_fake_stats *s);
 void tern__cu_fake_fail(uint64_t n);

@@ -903,6 +903,7 @@ static int case_mixed(void)
 /* The fake driver's counters (src/hmem/cuda.h; tern_internal only). */
 struct tern__cu_fake_stats {
 	uint64_t copies, bytes, max_pending, ipc_opens, ipc_copies;
+	uint64_t dmabufs, dmabufs_refused;
 };
 void tern__cu_fake_stats(struct tern__cu_fake_stats *s);
 

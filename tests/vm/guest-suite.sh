@@ -17,7 +17,7 @@ dev=rxe0
 ip=192.0.2.1
 limit=${TERN_VM_TEST_LIMIT:-240} # seconds per test
 
-all="info libs demo demo_odd hw_demo serve_fill hostile regress stripe
+all="info libs demo demo_odd hw_demo serve_fill hostile regress stripe mr_chunk
  ops_read ops_fadd ops_cswap ops_sendimm ops_pieces ops_access
  ping_send ping_write atomic atomic_churn
  bench_write bench_writedata bench_read bench_send bench_atomic
@@ -78,6 +78,12 @@ t_hw_demo() { sh "$it/hw.sh" $prov; }
 t_hostile() { sh "$it/hostile.sh" $prov; }
 t_regress() { "$build/tests/integration/regress" $prov; }
 t_stripe() { "$build/tests/integration/stripe" $prov 2; }
+# A region registered in chunks of 1 MiB over verbs (mr_chunk.c): every
+# operation across the chunks, byte by byte.
+t_mr_chunk() {
+	TERN_MR_CHUNK=1M "$build/tests/integration/mr_chunk" --provider $prov \
+		--size 32M --chunk 1M --expect-chunks 32
+}
 
 # `tern serve` serving two `tern fill` clients one after the other.
 # shellcheck disable=SC2154 # $dir and $src come from lib.sh

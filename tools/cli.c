@@ -17,7 +17,7 @@
 
 #include <tern/tern.h>
 
-#include "boot/wire.h"
+#include "wire/boot.h"
 #include "cli.h"
 
 /* The one piece of process state the tools keep: Ctrl-C was pressed. */

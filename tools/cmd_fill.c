@@ -17,7 +17,7 @@
 
 #include "cli.h"
 #include "opts.h"
-#include "boot/wire.h"
+#include "wire/boot.h"
 #include "core/core.h"
 #include "apps/fill/fill.h"
 

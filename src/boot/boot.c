@@ -23,7 +23,7 @@
 #include <tern/boot.h>
 #include <tern/tern.h>
 
-#include "wire.h"
+#include "../wire/boot.h"
 #include "../core/core.h"
 #include "../wire/card.h"
 #include "../wire/wire.h"

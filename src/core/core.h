@@ -67,16 +67,6 @@ long tern__env_long(const char *name, long def, long min, long max);
  * kept reachable so leak checkers can tell it is held on purpose. */
 void tern__keep(void *p);
 
-/*
- * Shared host memory (src/core/shmem.c): a memfd per allocation, mapped
- * 2 MiB-aligned. find: is [ptr, ptr+len) inside one? Its fd, ptr's offset
- * in it and the fd's inode; -ENOENT when not.
- */
-int tern__shmem_alloc(size_t len, void **ptr_p);
-int tern__shmem_free(void *ptr);
-int tern__shmem_find(const void *ptr, size_t len, int *fd_p, uint64_t *off_p,
-		     uint64_t *ino_p);
-
 /* Monotonic clock in nanoseconds. */
 uint64_t tern__now_ns(void);
 

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "local_int.h"
+#include "../hmem/shmem.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010

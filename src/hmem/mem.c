@@ -9,6 +9,7 @@
 
 #include "../core/core.h"
 #include "cuda.h"
+#include "shmem.h"
 #include "thp.h"
 
 int tern_mem_probe(enum tern_mem_kind kind, struct tern_mem_info *info)

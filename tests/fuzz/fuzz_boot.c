@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer harness of the bootstrap handshake's codec (src/boot/wire.h).
+ * libFuzzer harness of the bootstrap handshake's codec (src/wire/boot.h).
  * Whatever decodes must encode again, and the encoding must decode to the
  * same fields: a peer's message and ours are one format. Any mismatch, or
  * an answer outside the documented ones, aborts. Addresses (what users
@@ -14,7 +14,7 @@
 
 #include <tern/tern.h>
 
-#include "boot/wire.h"
+#include "wire/boot.h"
 #include "wire/card.h"
 #include "core/core.h"
 #include "wire/wire.h"

@@ -34,6 +34,7 @@
 #include <tern/tern.h>
 
 #include "engine/local_int.h"
+#include "hmem/shmem.h"
 #include "wire/local.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

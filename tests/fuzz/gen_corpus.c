@@ -15,7 +15,7 @@
 
 #include <tern/tern.h>
 
-#include "boot/wire.h"
+#include "wire/boot.h"
 #include "wire/card.h"
 #include "wire/ctrl.h"
 #include "wire/local.h"

@@ -29,7 +29,7 @@
 #include "hmem/cuda.h"
 #include "pair.h"
 
-#define SKIP  77
+#define SKIP   77
 #define NALLOC 8
 
 static const struct tern__cu *g_cu;
@@ -89,8 +89,8 @@ static void fill(uint8_t *p, size_t n, unsigned int seed)
 		p[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 12)) ^ seed);
 }
 
-static void wait_req(struct tern_ctx *a, struct tern_ctx *b,
-		     struct tern_req *r, const char *what)
+static void wait_req(struct tern_ctx *a, struct tern_ctx *b, struct tern_req *r,
+		     const char *what)
 {
 	for (long i = 0; !r->done && i < 100000000L; i++) {
 		tern_progress(a);
@@ -173,14 +173,14 @@ static void run(struct tern_ctx *a, struct tern_ctx *b, struct tern_peer *ab,
 	      "cuMemcpy in");
 	memset(remote, 0xee, n);
 	tern_req_init(&r, NULL, NULL);
-	ret = tern_write(ab, dmr, (char *)(uintptr_t)v.base + 3, n - 11, &bd,
-			 5, &r);
+	ret = tern_write(ab, dmr, (char *)(uintptr_t)v.base + 3, n - 11, &bd, 5,
+			 &r);
 	CHECK(ret == 0, "write: %s", tern_strerror(ret));
 	wait_req(a, b, &r, "write");
 	/* A write completes when its source may be reused; over tcp the
 	 * last bytes may land a little later: progress the target. */
-	for (long i = 0; i < 10000000L && (memcmp(remote + 5, src + 3,
-						  n - 11) != 0); i++) {
+	for (long i = 0;
+	     i < 10000000L && (memcmp(remote + 5, src + 3, n - 11) != 0); i++) {
 		tern_progress(a);
 		tern_progress(b);
 	}
@@ -269,7 +269,7 @@ int main(int argc, char **argv)
 	}
 	g_gran = 2u << 20;
 	cu_ok(tern__cu_ctx_ensure(g_cu, 0) == 0 ? TERN_CU_SUCCESS
-						  : TERN_CU_ERROR_INVALID,
+						: TERN_CU_ERROR_INVALID,
 	      "context");
 	a = pair_open(prov, strcmp(prov, "tcp") == 0 ? "127.0.0.1" : NULL);
 	b = pair_open(prov, strcmp(prov, "tcp") == 0 ? "127.0.0.1" : NULL);

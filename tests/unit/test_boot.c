@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the bootstrap handshake's codec (src/boot/wire.c): HELLO,
+ * Unit tests of the bootstrap handshake's codec (src/wire/boot.c): HELLO,
  * WELCOME and REFUSE, the header checks, token comparison and address
  * splitting. Everything decoded here arrives from an untrusted peer.
  */
@@ -17,7 +17,7 @@
 
 #include <tern/tern.h>
 
-#include "boot/wire.h"
+#include "wire/boot.h"
 #include "wire/card.h"
 #include "core/core.h"
 #include "wire/wire.h"

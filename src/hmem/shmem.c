@@ -21,7 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "../core/core.h"
+#include "shmem.h"
 
 #define HUGE_2M (2UL << 20)
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The bootstrap handshake's codec (wire.h, docs/protocol.md). */
+/* The bootstrap handshake's codec (boot.h, docs/protocol.md). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,10 +7,10 @@
 
 #include <tern/tern.h>
 
+#include "boot.h"
+#include "card.h"
 #include "wire.h"
 #include "../core/core.h"
-#include "../wire/card.h"
-#include "../wire/wire.h"
 
 #define BODY_HDR 8
 

@@ -14,8 +14,8 @@
  *     u32 tern error code (positive), u16 text length (0..200), u16 zero,
  *     then the text (printable ASCII).
  */
-#ifndef TERN_BOOT_WIRE_H
-#define TERN_BOOT_WIRE_H
+#ifndef TERN_WIRE_BOOT_H
+#define TERN_WIRE_BOOT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -80,4 +80,4 @@ int tern__boot_token_eq(const uint8_t *a, size_t alen, const char *want);
 int tern__boot_split(const char *addr, char *host, size_t hostlen, char *port,
 		     size_t portlen, char *why, size_t whylen);
 
-#endif /* TERN_BOOT_WIRE_H */
+#endif /* TERN_WIRE_BOOT_H */

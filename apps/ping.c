@@ -328,8 +328,8 @@ static void side_close(struct side *s)
 		tern_wait(s->ctx, &s->sreq, 0);
 	if (!s->rreq.done || !s->sreq.done) {
 		/* The provider still holds them: keep their memory. */
-		tern_warn("ping: operations still in flight; keeping their "
-			  "buffers");
+		tern__warn("ping: operations still in flight; keeping their "
+			   "buffers");
 		return;
 	}
 	tern_mr_close(s->mr);

@@ -196,8 +196,8 @@ static void conn_free(struct fill_conn *c)
 		int cr = tern_req_cancel(c->ctx, &c->rreq);
 		int wr = cr >= 0 ? tern_wait(c->ctx, &c->rreq, 2000) : 0;
 
-		tern_debug("fill client: cancel receive: %d, wait %d, done %d",
-			   cr, wr, c->rreq.done);
+		tern__debug("fill client: cancel receive: %d, wait %d, done %d",
+			    cr, wr, c->rreq.done);
 	}
 	/* A cancelled request is tern's until its callback ran (from the
 	 * progress pass a wait makes): only then may its memory go. */
@@ -211,8 +211,8 @@ static void conn_free(struct fill_conn *c)
 		tern_wait(c->ctx, &c->sreq, 0);
 	if (!c->sreq.done || (c->recv_posted && !c->rreq.done)) {
 		/* The provider still holds them: keep their memory. */
-		tern_warn("fill client: operations still in flight at close; "
-			  "keeping their buffers");
+		tern__warn("fill client: operations still in flight at close; "
+			   "keeping their buffers");
 		return;
 	}
 	for (int i = 0; i < FILL_REGIONS; i++) {
@@ -316,9 +316,9 @@ int fill_conn_open_ticket(struct tern_ctx *ctx, const void *card,
 			break;
 		if (fill_hdr_parse(RBUF(c), (size_t)n, &h) == 0 &&
 		    h.session != 0 && h.type != FILL_ACCEPT) {
-			tern_info("fill client: skipping a stale message of "
-				  "session %016llx",
-				  (unsigned long long)h.session);
+			tern__info("fill client: skipping a stale message of "
+				   "session %016llx",
+				   (unsigned long long)h.session);
 			continue;
 		}
 		ret = bad_reply(RBUF(c), (size_t)n, why, whylen);

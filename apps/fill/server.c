@@ -166,9 +166,9 @@ static void reply_done(struct tern_req *req)
 
 	r->busy = 0;
 	if (req->status != 0 && req->status != -ECANCELED)
-		tern_warn("fill server: reply failed: %s%s%s",
-			  tern_strerror(req->status),
-			  req->errmsg[0] ? ": " : "", req->errmsg);
+		tern__warn("fill server: reply failed: %s%s%s",
+			   tern_strerror(req->status),
+			   req->errmsg[0] ? ": " : "", req->errmsg);
 	if (r->anon_peer != NULL) {
 		struct tern_peer *p = r->anon_peer;
 
@@ -196,7 +196,7 @@ static int reply_send(struct fill_server *srv, struct reply *r,
 	tern_req_init(&r->req, reply_done, r);
 	ret = tern_send(peer, srv->msgmr, r->buf, (size_t)len, &r->req);
 	if (ret != 0) {
-		tern_warn("fill server: reply: %s", tern_strerror(ret));
+		tern__warn("fill server: reply: %s", tern_strerror(ret));
 		srv->st.dropped++;
 		return ret;
 	}
@@ -619,8 +619,8 @@ static int writer_buffers(struct fill_server *srv, struct writer *w)
 			  &w->srcmr);
 	if (ret == 0)
 		return 0;
-	tern_warn("fill server: registering a source buffer: %s",
-		  tern_strerror(ret));
+	tern__warn("fill server: registering a source buffer: %s",
+		   tern_strerror(ret));
 err:
 	free(w->pieces);
 	free(w->src);
@@ -889,8 +889,8 @@ static void rx_done(struct tern_req *req)
 	}
 	ret = post_rx(srv, in);
 	if (ret != 0 && ret != -ECANCELED) {
-		tern_warn("fill server: re-posting a receive: %s",
-			  tern_strerror(ret));
+		tern__warn("fill server: re-posting a receive: %s",
+			   tern_strerror(ret));
 		srv->err = ret;
 	}
 }
@@ -1126,8 +1126,8 @@ int fill_server_close(struct fill_server *srv)
 		/* Better a leak than memory the provider may still touch;
 		 * kept reachable from a list, so leak checkers see that it is
 		 * held on purpose. */
-		tern_warn("fill server: operations still in flight at close; "
-			  "keeping their buffers");
+		tern__warn("fill server: operations still in flight at close; "
+			   "keeping their buffers");
 		tern__keep(srv);
 		return -EBUSY;
 	}

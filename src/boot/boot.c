@@ -411,7 +411,7 @@ static void refuse(struct bconn *c, int code, const char *fmt, ...)
 	if (srv->attr.on_refused != NULL)
 		srv->attr.on_refused(srv, NULL, line, srv->attr.data);
 	else
-		tern_info("boot: %s", line);
+		tern__info("boot: %s", line);
 	conn_free(c);
 }
 
@@ -646,9 +646,9 @@ static void listen_io(struct tern_io *io, unsigned int events)
 			 * readable, so stop watching for 100 ms instead of
 			 * spinning on it (and say so once per spell). */
 			if (srv->accept_errs++ == 0)
-				tern_warn("boot: accept: %s; pausing new "
-					  "connections",
-					  strerror(errno));
+				tern__warn("boot: accept: %s; pausing new "
+					   "connections",
+					   strerror(errno));
 			tern_io_stop(&srv->lio);
 			tern_timer_start(srv->ctx, &srv->pause, 100, 0);
 			return;

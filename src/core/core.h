@@ -55,9 +55,9 @@ void tern__log(enum tern_log_level level, const char *fmt, ...)
 	TERN_PRINTF(2, 3);
 int tern__log_enabled(enum tern_log_level level);
 
-#define tern_warn(...)	tern__log(TERN_LOG_WARN, __VA_ARGS__)
-#define tern_info(...)	tern__log(TERN_LOG_INFO, __VA_ARGS__)
-#define tern_debug(...) tern__log(TERN_LOG_DEBUG, __VA_ARGS__)
+#define tern__warn(...)	 tern__log(TERN_LOG_WARN, __VA_ARGS__)
+#define tern__info(...)	 tern__log(TERN_LOG_INFO, __VA_ARGS__)
+#define tern__debug(...) tern__log(TERN_LOG_DEBUG, __VA_ARGS__)
 
 /* Environment parameters (TERN_*). */
 const char *tern__env_str(const char *name);

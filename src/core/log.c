@@ -40,9 +40,9 @@ enum tern_log_level tern_log_get_level(void)
 		/* A bad value is named once, and the default kept (as
 		 * TERN_FI_API's). The level is set first: this logs. */
 		if (env != NULL && l < 0)
-			tern_warn("TERN_LOG=%.64s: not a log level (none, "
-				  "warn, info, debug, or 0 to 3); using warn",
-				  env);
+			tern__warn("TERN_LOG=%.64s: not a log level (none, "
+				   "warn, info, debug, or 0 to 3); using warn",
+				   env);
 	}
 	return (enum tern_log_level)log_level;
 }
@@ -92,8 +92,8 @@ long tern__env_long(const char *name, long def, long min, long max)
 	errno = 0;
 	l = strtol(v, &end, 0);
 	if (errno != 0 || *end != '\0' || l < min || l > max) {
-		tern_warn("ignoring %s=%s (expected an integer in [%ld, %ld])",
-			  name, v, min, max);
+		tern__warn("ignoring %s=%s (expected an integer in [%ld, %ld])",
+			   name, v, min, max);
 		return def;
 	}
 	return l;

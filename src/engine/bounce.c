@@ -62,8 +62,8 @@ static int repost(struct tern_ctx *ctx, unsigned int i)
 	if (ret == 0)
 		return 0;
 	tern__prov_post_error(ret, msg, sizeof(msg), &prov_errno);
-	tern_warn("rail 0: posting a message receive: %s (one of %u fewer)",
-		  msg + 6 /* after "post: " */, b->n);
+	tern__warn("rail 0: posting a message receive: %s (one of %u fewer)",
+		   msg + 6 /* after "post: " */, b->n);
 	return -TERN_EPROV;
 }
 
@@ -101,8 +101,8 @@ int tern__bounce_open(struct tern_ctx *ctx)
 	ret = tern__bounce_post_all(ctx);
 	if (ret != 0)
 		return ret; /* tern_ctx_open closes what is open */
-	tern_info("untagged messages: %u receive buffers of %zu B on rail 0",
-		  b->n, b->len);
+	tern__info("untagged messages: %u receive buffers of %zu B on rail 0",
+		   b->n, b->len);
 	return 0;
 }
 
@@ -205,9 +205,9 @@ static void keep(struct tern_ctx *ctx, unsigned int i, size_t len,
 		e = &b->ent[i];
 		e->bounce = (int)i;
 		if (b->held++ == 0)
-			tern_info("rail 0: %zu B of messages wait for "
-				  "tern_recv(): holding receive buffers",
-				  b->copied);
+			tern__info("rail 0: %zu B of messages wait for "
+				   "tern_recv(): holding receive buffers",
+				   b->copied);
 	}
 	e->next = NULL;
 	e->len = len;
@@ -233,11 +233,11 @@ int tern__bounce_done(struct tern_ctx *ctx, const struct tern__cqe *c)
 			return 0;
 		/* A message longer than our buffers (a peer with a larger
 		 * MTU, or a hostile one): the provider cut it. Say so. */
-		tern_warn("rail 0: a message failed to arrive: %s (%s)",
-			  tern_strerror(c->status),
-			  c->status == -TERN_ETRUNC
-				  ? "longer than tern's receive buffers"
-				  : "provider error");
+		tern__warn("rail 0: a message failed to arrive: %s (%s)",
+			   tern_strerror(c->status),
+			   c->status == -TERN_ETRUNC
+				   ? "longer than tern's receive buffers"
+				   : "provider error");
 		repost(ctx, i);
 		return 0;
 	}

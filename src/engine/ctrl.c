@@ -61,8 +61,8 @@ static int repost(struct tern_ctx *ctx, unsigned int i)
 	if (ret == 0)
 		return 0;
 	tern__prov_post_error(ret, msg, sizeof(msg), &prov_errno);
-	tern_warn("rail 0: posting a control receive: %s (one of %u fewer)",
-		  msg + 6 /* after "post: " */, TERN__CTRL_RECVS);
+	tern__warn("rail 0: posting a control receive: %s (one of %u fewer)",
+		   msg + 6 /* after "post: " */, TERN__CTRL_RECVS);
 	return -TERN_EPROV;
 }
 
@@ -126,9 +126,9 @@ void tern__ctrl_close(struct tern_ctx *ctx, int held)
 	for (unsigned int i = 0; i < c->qlen; i++)
 		put_peer(c->queue[(c->qhead + i) % TERN__CTRL_QUEUE].peer);
 	if (c->sent || c->dropped || c->bad)
-		tern_info("control messages: %" PRIu64 " sent, %" PRIu64
-			  " not sent, %" PRIu64 " malformed ones dropped",
-			  c->sent, c->dropped, c->bad);
+		tern__info("control messages: %" PRIu64 " sent, %" PRIu64
+			   " not sent, %" PRIu64 " malformed ones dropped",
+			   c->sent, c->dropped, c->bad);
 	ctx->nmr++;
 	tern__mr_close(c->mr);
 	/* A receive the provider still holds may land in it. */
@@ -145,9 +145,9 @@ static void dropped(struct tern_ctx *ctx, const struct tern__ctrl_out *o,
 		    const char *why)
 {
 	if (pow2(++ctx->ctrl->dropped))
-		tern_warn("rail 0: telling a peer that imm %" PRIu32
-			  " was aborted: %s (%" PRIu64 " not sent so far)",
-			  o->imm, why, ctx->ctrl->dropped);
+		tern__warn("rail 0: telling a peer that imm %" PRIu32
+			   " was aborted: %s (%" PRIu64 " not sent so far)",
+			   o->imm, why, ctx->ctrl->dropped);
 	put_peer(o->peer);
 }
 
@@ -278,17 +278,17 @@ void tern__ctrl_done(struct tern_ctx *ctx, const struct tern__cqe *cqe)
 		if (cqe->status == -ECANCELED || ctx->closing)
 			return;
 		if (pow2(++c->bad))
-			tern_warn("rail 0: a control message failed to "
-				  "arrive: %s (%" PRIu64 " dropped so far)",
-				  tern_strerror(cqe->status), c->bad);
+			tern__warn("rail 0: a control message failed to "
+				   "arrive: %s (%" PRIu64 " dropped so far)",
+				   tern_strerror(cqe->status), c->bad);
 		repost(ctx, i);
 		return;
 	}
 	if (tern__ctrl_parse(ctrl_buf(ctx, i), cqe->len, &m) != 0) {
 		if (pow2(++c->bad))
-			tern_warn("rail 0: a malformed control message (%zu "
-				  "bytes) dropped (%" PRIu64 " so far)",
-				  cqe->len, c->bad);
+			tern__warn("rail 0: a malformed control message (%zu "
+				   "bytes) dropped (%" PRIu64 " so far)",
+				   cqe->len, c->bad);
 	} else {
 		tern__imm_aborted(ctx, m.imm, cqe->src);
 	}

@@ -36,16 +36,16 @@ static int domain_list(const struct tern_ctx_attr *attr,
 		int n;
 
 		if (spec[4] == '\0' || *end != '\0' || gpu > 1024) {
-			tern_warn("rails '%s': gpu=N takes a GPU number (see "
-				  "tern topo)",
-				  spec);
+			tern__warn("rails '%s': gpu=N takes a GPU number (see "
+				   "tern topo)",
+				   spec);
 			return -EINVAL;
 		}
 		n = tern__topo_gpu_nics(tern__env_str("TERN_TOPO_XML"),
 					(unsigned int)gpu, names,
 					TERN_MAX_RAILS, why, sizeof(why));
 		if (n < 0) {
-			tern_warn("rails '%s': %s", spec, why);
+			tern__warn("rails '%s': %s", spec, why);
 			return -EINVAL;
 		}
 		*n_p = (unsigned int)n;
@@ -56,9 +56,10 @@ static int domain_list(const struct tern_ctx_attr *attr,
 
 		if (len == 0 || len >= TERN_TOPO_NAME_LEN ||
 		    *n_p == TERN_MAX_RAILS) {
-			tern_warn("rails '%s': expected up to %d domain names "
-				  "of 1..%d characters, comma-separated",
-				  spec, TERN_MAX_RAILS, TERN_TOPO_NAME_LEN - 1);
+			tern__warn("rails '%s': expected up to %d domain names "
+				   "of 1..%d characters, comma-separated",
+				   spec, TERN_MAX_RAILS,
+				   TERN_TOPO_NAME_LEN - 1);
 			return -EINVAL;
 		}
 		memcpy(names[*n_p], p, len);
@@ -103,9 +104,9 @@ static int post_sinks(struct tern_rail *r)
 		if (ret != 0) {
 			tern__prov_post_error(ret, msg, sizeof(msg),
 					      &prov_errno);
-			tern_warn("rail %u: posting receive for remote CQ "
-				  "data: %s",
-				  r->idx, msg + 6 /* after "post: " */);
+			tern__warn("rail %u: posting receive for remote CQ "
+				   "data: %s",
+				   r->idx, msg + 6 /* after "post: " */);
 			return -TERN_EPROV;
 		}
 	}
@@ -250,9 +251,9 @@ static void mr_chunk(struct tern_ctx *ctx)
 	if (v == NULL)
 		return;
 	if (tern_parse_size(v, &sz) != 0 || sz < 4096) {
-		tern_warn("ignoring TERN_MR_CHUNK=%s (expected a size of at "
-			  "least 4K, e.g. 64G)",
-			  v);
+		tern__warn("ignoring TERN_MR_CHUNK=%s (expected a size of at "
+			   "least 4K, e.g. 64G)",
+			   v);
 		return;
 	}
 	ctx->mr_chunk_shift = (uint8_t)(63 - __builtin_clzll(sz));
@@ -260,9 +261,9 @@ static void mr_chunk(struct tern_ctx *ctx)
 		ctx->mr_chunk_shift = TERN__DESC_SHIFT_MAX;
 	ctx->mr_chunk_user = 1;
 	if ((sz & (sz - 1)) != 0)
-		tern_info("TERN_MR_CHUNK=%s: registering in chunks of %llu "
-			  "bytes (a power of two)",
-			  v, 1ULL << ctx->mr_chunk_shift);
+		tern__info("TERN_MR_CHUNK=%s: registering in chunks of %llu "
+			   "bytes (a power of two)",
+			   v, 1ULL << ctx->mr_chunk_shift);
 }
 
 static void decode_caps(struct tern_ctx *ctx, const struct tern__prov_caps *c)
@@ -348,8 +349,8 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		goto err_free;
 	ret = domain_list(attr, names, &ndom);
 	if (ret == 0 && ndom != 0 && attr->rails > 1 && attr->rails != ndom) {
-		tern_warn("%u rails asked, %u domains listed", attr->rails,
-			  ndom);
+		tern__warn("%u rails asked, %u domains listed", attr->rails,
+			   ndom);
 		ret = -EINVAL;
 	}
 	if (ret != 0)
@@ -381,8 +382,8 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		    (size_t)(ctx->rx_cq_data ? TERN__SINKS : 0) +
 			    (size_t)(ctx->tagged ? TERN__CTRL_RECVS : 0) ||
 	    (!ctx->tagged && tern__bounce_count(ctx) == 0)) {
-		tern_warn("provider %s reports queue sizes tx %zu rx %zu",
-			  ctx->prov_name, ctx->tx_size, ctx->rx_size);
+		tern__warn("provider %s reports queue sizes tx %zu rx %zu",
+			   ctx->prov_name, ctx->tx_size, ctx->rx_size);
 		ret = -TERN_ENOPROV;
 		goto err_info;
 	}
@@ -394,10 +395,10 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		ret = tern__topo_pin_near(caps.domain0, ctx->pinned,
 					  sizeof(ctx->pinned));
 		if (ret == 0)
-			tern_info("pinned to %s", ctx->pinned);
+			tern__info("pinned to %s", ctx->pinned);
 		else
-			tern_warn("could not pin the thread near %s: %s",
-				  ctx->domain_name, tern_strerror(ret));
+			tern__warn("could not pin the thread near %s: %s",
+				   ctx->domain_name, tern_strerror(ret));
 	}
 	for (i = 0; i < ctx->nrails; i++) {
 		ctx->rails[i].idx = i;
@@ -406,10 +407,10 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 			goto err_rails;
 		if (!ctx->addr_str &&
 		    ctx->rails[i].addrlen != ctx->rails[0].addrlen) {
-			tern_warn("rail %u: %zu-byte address, rail 0 has %zu: "
-				  "one card cannot hold both",
-				  i, ctx->rails[i].addrlen,
-				  ctx->rails[0].addrlen);
+			tern__warn("rail %u: %zu-byte address, rail 0 has %zu: "
+				   "one card cannot hold both",
+				   i, ctx->rails[i].addrlen,
+				   ctx->rails[0].addrlen);
 			ret = -EINVAL;
 			i++;
 			goto err_rails;
@@ -443,18 +444,19 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		goto err_scratch;
 	if (TERN_CARD_HDR + (size_t)ctx->nrails * tern__card_addrlen(ctx) >
 	    TERN_CARD_MAX) {
-		tern_warn("%u rails of %zu-byte addresses do not fit a card",
-			  ctx->nrails, tern__card_addrlen(ctx));
+		tern__warn("%u rails of %zu-byte addresses do not fit a card",
+			   ctx->nrails, tern__card_addrlen(ctx));
 		ret = -EINVAL;
 		goto err_scratch;
 	}
-	tern_info("ctx: libfabric %s API %s (built with %s), provider %s, "
-		  "fabric %s, domain %s, %u rail(s), tx %zu rx %zu, mr_mode "
-		  "0x%llx",
-		  tern_fabric_version(), tern_fabric_api_version(),
-		  tern_fabric_build_version(), ctx->prov_name, ctx->fabric_name,
-		  ctx->domain_name, ctx->nrails, ctx->tx_size, ctx->rx_size,
-		  (unsigned long long)ctx->mr_mode);
+	tern__info("ctx: libfabric %s API %s (built with %s), provider %s, "
+		   "fabric %s, domain %s, %u rail(s), tx %zu rx %zu, mr_mode "
+		   "0x%llx",
+		   tern_fabric_version(), tern_fabric_api_version(),
+		   tern_fabric_build_version(), ctx->prov_name,
+		   ctx->fabric_name, ctx->domain_name, ctx->nrails,
+		   ctx->tx_size, ctx->rx_size,
+		   (unsigned long long)ctx->mr_mode);
 	*ctx_p = ctx;
 	return 0;
 
@@ -512,9 +514,9 @@ int tern_ctx_close(struct tern_ctx *ctx)
 	if (ctx->close_pending)
 		return -EALREADY;
 	if (ctx->nmr != 0 || ctx->npeers != 0)
-		tern_debug("ctx close: closing %lu memory region(s) and %lu "
-			   "peer(s) left open",
-			   ctx->nmr, ctx->npeers);
+		tern__debug("ctx close: closing %lu memory region(s) and %lu "
+			    "peer(s) left open",
+			    ctx->nmr, ctx->npeers);
 	ctx->closing = 1;
 	tern__task_close(ctx); /* submits refused from now on */
 	loop_handles_stop(ctx);

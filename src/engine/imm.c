@@ -271,9 +271,9 @@ void tern__imm_arrived(struct tern_ctx *ctx, uint32_t imm, uint32_t src)
 
 	if (s == NULL) {
 		if (t->dropped++ == 0)
-			tern_warn("immediate-data table full (%zu values "
-				  "outstanding): arrivals not counted",
-				  t->used);
+			tern__warn("immediate-data table full (%zu values "
+				   "outstanding): arrivals not counted",
+				   t->used);
 		return;
 	}
 	if (tern_unlikely(src != 0)) {

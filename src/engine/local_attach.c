@@ -99,12 +99,12 @@ static int is_eventfd(int fd)
 void tern__local_refuse(struct tern_ctx *ctx, pid_t pid, const char *why)
 {
 	if (ctx->local->told++ == 0)
-		tern_warn("peer pid %d on this host: same-host path refused "
-			  "(%s); it goes over %s (said once per ctx)",
-			  (int)pid, why, ctx->prov_name);
+		tern__warn("peer pid %d on this host: same-host path refused "
+			   "(%s); it goes over %s (said once per ctx)",
+			   (int)pid, why, ctx->prov_name);
 	else
-		tern_debug("peer pid %d: same-host path refused (%s)", (int)pid,
-			   why);
+		tern__debug("peer pid %d: same-host path refused (%s)",
+			    (int)pid, why);
 }
 
 /* Take @fd (the peer's inbox, ours to close) and @wake_fd (its eventfd,
@@ -185,13 +185,14 @@ void tern__local_attached(struct tern_ctx *ctx, struct tern__local_peer *lp)
 		    (ssize_t)sizeof(v) ||
 	    v != *(const uint64_t *)(const void *)lp->hdr) {
 		lp->cma = 0;
-		tern_info("peer pid %d: cross-memory attach refused (%s): only "
-			  "its shared regions are local",
-			  (int)lp->pid, strerror(errno));
+		tern__info(
+			"peer pid %d: cross-memory attach refused (%s): only "
+			"its shared regions are local",
+			(int)lp->pid, strerror(errno));
 	}
 	tern__lpeer_state(ctx->local, lp->pidx, TERN__LPEER_LIVE);
-	tern_debug("peer pid %d: same-host path (entry %d)", (int)lp->pid,
-		   lp->pidx);
+	tern__debug("peer pid %d: same-host path (entry %d)", (int)lp->pid,
+		    lp->pidx);
 }
 
 /* Ask the kernel for the inbox, or its broker; @return 0 (mapped, or an
@@ -241,9 +242,9 @@ static int attach(struct tern_ctx *ctx, struct tern__local_peer *lp,
 	 * owner's broker, asked without waiting (now, and again while it
 	 * has not added us); the answer comes to a progress pass. */
 	lp->broker = 1;
-	tern_debug("peer pid %d: pidfd_getfd refused (%s); asking its fd "
-		   "broker",
-		   (int)lp->pid, strerror(err));
+	tern__debug("peer pid %d: pidfd_getfd refused (%s); asking its fd "
+		    "broker",
+		    (int)lp->pid, strerror(err));
 	(void)tern__broker_poll(ctx, lp);
 	if (lp->refused) {
 		snprintf(why, whylen,

@@ -170,7 +170,7 @@ static void broker_serve(struct tern__local *l, int c, int who)
 	if (n < 0)
 		return;
 	if (tern__lb_req_parse(buf, (size_t)n, &req, why, sizeof(why)) != 0) {
-		tern_debug("same-host fd broker: %s", why);
+		tern__debug("same-host fd broker: %s", why);
 		a.status = -EPROTO;
 	} else {
 		a.what = req.what;
@@ -250,10 +250,10 @@ static void *broker_main(void *arg)
 			if (who < 0) {
 				struct tern__lb_ans a = { .status = -EPERM };
 
-				tern_debug("same-host fd broker: pid %d of uid "
-					   "%u is not a peer of ours: refused",
-					   (int)cred.pid,
-					   (unsigned int)cred.uid);
+				tern__debug(
+					"same-host fd broker: pid %d of uid "
+					"%u is not a peer of ours: refused",
+					(int)cred.pid, (unsigned int)cred.uid);
 				broker_answer(c, &a, NULL);
 				drop(c);
 				continue;
@@ -320,9 +320,9 @@ void tern__broker_start(struct tern__local *l)
 	    bind(l->lsock, (struct sockaddr *)&a, alen) != 0 ||
 	    listen(l->lsock, 64) != 0 ||
 	    pthread_create(&l->broker, NULL, broker_main, l) != 0) {
-		tern_info("same-host path: no fd broker (%s): peers the "
-			  "kernel's ptrace rule refuses go over the provider",
-			  strerror(errno));
+		tern__info("same-host path: no fd broker (%s): peers the "
+			   "kernel's ptrace rule refuses go over the provider",
+			   strerror(errno));
 		if (l->lsock >= 0)
 			close(l->lsock);
 		if (l->stop_fd >= 0)
@@ -330,7 +330,7 @@ void tern__broker_start(struct tern__local *l)
 		l->lsock = l->stop_fd = -1;
 		return;
 	}
-	tern_debug("same-host path: fd broker @%s", a.sun_path + 1);
+	tern__debug("same-host path: fd broker @%s", a.sun_path + 1);
 }
 
 void tern__broker_stop(struct tern__local *l)
@@ -400,11 +400,11 @@ int tern__broker_ask(struct tern__local *l, struct tern__local_peer *lp,
 	if (cred.pid != lp->pid || cred.uid != getuid() ||
 	    poll(&pf, 1, 0) != 0) {
 		if (lp->btold++ == 0)
-			tern_warn("same-host peer pid %d: the socket its "
-				  "broker should listen on is held by pid %d "
-				  "of uid %u: not its broker, not asked",
-				  (int)lp->pid, (int)cred.pid,
-				  (unsigned int)cred.uid);
+			tern__warn("same-host peer pid %d: the socket its "
+				   "broker should listen on is held by pid %d "
+				   "of uid %u: not its broker, not asked",
+				   (int)lp->pid, (int)cred.pid,
+				   (unsigned int)cred.uid);
 		ret = -EADDRINUSE;
 		goto err;
 	}
@@ -465,7 +465,7 @@ static void inbox_failed(struct tern_ctx *ctx, struct tern__local_peer *lp,
 		if (lp->bretry_ns > LBROKER_RETRY_MAX_NS)
 			lp->bretry_ns = LBROKER_RETRY_MAX_NS;
 		lp->bretry_at = tern__now_ns() + lp->bretry_ns;
-		tern_debug(
+		tern__debug(
 			"peer pid %d: its broker: %s (asked again in %" PRIu64
 			" ms)",
 			(int)lp->pid, why != NULL ? why : strerror(-ret),

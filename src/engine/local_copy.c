@@ -88,10 +88,11 @@ static uint8_t *cuda_map(struct tern__local_peer *lp, int i, uint64_t gen,
 			return NULL;
 		r = cu->IpcOpenMemHandle(&p, h, TERN_CU_IPC_LAZY_PEER);
 		if (r != TERN_CU_SUCCESS) {
-			tern_info("peer pid %d: opening the CUDA IPC handle of "
-				  "its region at 0x%" PRIx64
-				  ": %s; the fabric takes it",
-				  (int)lp->pid, base, tern__cu_errstr(cu, r));
+			tern__info(
+				"peer pid %d: opening the CUDA IPC handle of "
+				"its region at 0x%" PRIx64
+				": %s; the fabric takes it",
+				(int)lp->pid, base, tern__cu_errstr(cu, r));
 			return NULL;
 		}
 		m->dptr = p;
@@ -406,9 +407,10 @@ static int cuda_copy(struct tern__local *l, void *dst, const void *src,
 	if (r == TERN_CU_SUCCESS)
 		r = cu->StreamSynchronize(st);
 	if (r != TERN_CU_SUCCESS) {
-		tern_warn("same-host path: GPU copy of %zu bytes on device %d: "
-			  "%s",
-			  len, dev, tern__cu_errstr(cu, r));
+		tern__warn(
+			"same-host path: GPU copy of %zu bytes on device %d: "
+			"%s",
+			len, dev, tern__cu_errstr(cu, r));
 		return -TERN_EHMEM;
 	}
 	return 0;

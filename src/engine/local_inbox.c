@@ -100,9 +100,9 @@ int tern__local_open(struct tern_ctx *ctx)
 	if (ret == 0 && stat("/proc/self/ns/user", &st) != 0)
 		ret = -errno;
 	if (ret != 0) {
-		tern_info("same-host path off: no boot id or user namespace "
-			  "to prove a peer is here (%s)",
-			  strerror(-ret));
+		tern__info("same-host path off: no boot id or user namespace "
+			   "to prove a peer is here (%s)",
+			   strerror(-ret));
 		free(l);
 		return 0;
 	}
@@ -113,14 +113,14 @@ int tern__local_open(struct tern_ctx *ctx)
 	l->fd = memfd_create("tern-inbox", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (l->fd < 0 || ftruncate(l->fd, (off_t)TERN__L_SIZE) != 0 ||
 	    fstat(l->fd, &st) != 0) {
-		tern_info("same-host path off: inbox: %s", strerror(errno));
+		tern__info("same-host path off: inbox: %s", strerror(errno));
 		goto err;
 	}
 	l->map = mmap(NULL, TERN__L_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
 		      l->fd, 0);
 	if (l->map == MAP_FAILED) {
-		tern_info("same-host path off: mapping the inbox: %s",
-			  strerror(errno));
+		tern__info("same-host path off: mapping the inbox: %s",
+			   strerror(errno));
 		goto err;
 	}
 	/* Ours to write alone from here on: peers map it read-only, and
@@ -128,8 +128,8 @@ int tern__local_open(struct tern_ctx *ctx)
 	if (fcntl(l->fd, F_ADD_SEALS,
 		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
 			  F_SEAL_SEAL) != 0) {
-		tern_info("same-host path off: sealing the inbox: %s",
-			  strerror(errno));
+		tern__info("same-host path off: sealing the inbox: %s",
+			   strerror(errno));
 		munmap(l->map, TERN__L_SIZE);
 		goto err;
 	}
@@ -224,9 +224,9 @@ static int cuda_export(struct tern__local *l, unsigned int i,
 	if (r != TERN_CU_SUCCESS || (uintptr_t)mr->buf < abase ||
 	    (uintptr_t)mr->buf - abase > alen ||
 	    mr->len > alen - ((uintptr_t)mr->buf - abase)) {
-		tern_info("CUDA region at %p: no IPC handle (%s); same-host "
-			  "peers reach it over the fabric",
-			  mr->buf, tern__cu_errstr(cu, r));
+		tern__info("CUDA region at %p: no IPC handle (%s); same-host "
+			   "peers reach it over the fabric",
+			   mr->buf, tern__cu_errstr(cu, r));
 		return -1;
 	}
 	_Static_assert(sizeof(c->handle) == TERN_CU_IPC_HANDLE_SIZE,
@@ -262,9 +262,9 @@ void tern__local_mr_reg(struct tern_ctx *ctx, struct tern_mr *mr)
 		}
 	}
 	if (e == NULL) {
-		tern_debug("same-host path: %d regions exported; this one "
-			   "goes over the fabric only",
-			   LREG);
+		tern__debug("same-host path: %d regions exported; this one "
+			    "goes over the fabric only",
+			    LREG);
 		l->hdr->overflow = 1;
 		return;
 	}
@@ -423,10 +423,10 @@ static void ring_broken(struct tern__local *l, struct tern__local_peer *lp,
 	lp->broken = 1;
 	l->dropped++;
 	/* Once per peer, never per pass. */
-	tern_warn("same-host peer pid %d: its ring to us claims %" PRIu64
-		  " entries after our %" PRIu64
-		  " (at most %d): no longer read; its immediates are lost",
-		  (int)lp->pid, tail, head, LRING);
+	tern__warn("same-host peer pid %d: its ring to us claims %" PRIu64
+		   " entries after our %" PRIu64
+		   " (at most %d): no longer read; its immediates are lost",
+		   (int)lp->pid, tail, head, LRING);
 }
 
 /* Count what @lp's ring @ridx holds past @head, if it is still paired
@@ -538,11 +538,11 @@ void tern__local_wait_copies(struct tern__local *l, struct tern__local_peer *lp,
 				/* Hung, or hostile: it writes to us no
 				 * more (its entry is no longer live); a
 				 * copy of its own may still land. */
-				tern_warn("same-host peer pid %d was still "
-					  "copying into region %" PRIu64
-					  " after 1 s: going on, and it goes "
-					  "over the provider from now on",
-					  (int)lp->pid, b - 1);
+				tern__warn("same-host peer pid %d was still "
+					   "copying into region %" PRIu64
+					   " after 1 s: going on, and it goes "
+					   "over the provider from now on",
+					   (int)lp->pid, b - 1);
 				lpeer_write(l, lp->pidx, lp->nonce,
 					    (uint32_t)lp->pid, lp->start,
 					    TERN__LPEER_ADDED);
@@ -584,9 +584,9 @@ static void sweep_exited(struct tern_ctx *ctx)
 		pf = (struct pollfd){ .fd = lp->pidfd, .events = POLLIN };
 		if (poll(&pf, 1, 0) != 1 || !(pf.revents & POLLIN))
 			continue;
-		tern_info("peer pid %d on the same-host path: its process "
-			  "ended",
-			  (int)lp->pid);
+		tern__info("peer pid %d on the same-host path: its process "
+			   "ended",
+			   (int)lp->pid);
 		tern__local_read_ring(ctx, lp);
 		/* Every peer on it: each lets its reference go. */
 		for (struct tern_peer *p = ctx->peers, *next; p != NULL;

@@ -197,23 +197,24 @@ static int chunks_plan(struct tern_mr *mr)
 		if (n * ctx->nrails <= TERN_MR_DESC_KEYS32_MAX)
 			break;
 		if (mr->seg_shift != 0) {
-			tern_warn("CUDA region of %zu bytes at %p: its GPU "
-				  "allocations change every %llu bytes from "
-				  "its start at best, %" PRIu64 " chunks on %u "
-				  "rail(s), a descriptor holds %d keys; "
-				  "register it from an allocation's start",
-				  mr->len, mr->buf, 1ULL << shift, n,
-				  ctx->nrails, TERN_MR_DESC_KEYS32_MAX);
+			tern__warn("CUDA region of %zu bytes at %p: its GPU "
+				   "allocations change every %llu bytes from "
+				   "its start at best, %" PRIu64
+				   " chunks on %u "
+				   "rail(s), a descriptor holds %d keys; "
+				   "register it from an allocation's start",
+				   mr->len, mr->buf, 1ULL << shift, n,
+				   ctx->nrails, TERN_MR_DESC_KEYS32_MAX);
 			return -E2BIG;
 		}
 		if (ctx->mr_chunk_user || shift >= TERN__DESC_SHIFT_MAX) {
-			tern_warn("registering %zu bytes at %p: %" PRIu64
-				  " chunks of %llu bytes on %u rail(s) need "
-				  "%" PRIu64 " keys, a descriptor holds %d; "
-				  "raise TERN_MR_CHUNK",
-				  mr->len, mr->buf, n, 1ULL << shift,
-				  ctx->nrails, n * ctx->nrails,
-				  TERN_MR_DESC_KEYS32_MAX);
+			tern__warn("registering %zu bytes at %p: %" PRIu64
+				   " chunks of %llu bytes on %u rail(s) need "
+				   "%" PRIu64 " keys, a descriptor holds %d; "
+				   "raise TERN_MR_CHUNK",
+				   mr->len, mr->buf, n, 1ULL << shift,
+				   ctx->nrails, n * ctx->nrails,
+				   TERN_MR_DESC_KEYS32_MAX);
 			return -E2BIG;
 		}
 		shift++;
@@ -247,11 +248,11 @@ static int chunks_done(struct tern_mr *mr)
 			mr->key32 = 0;
 	}
 	if (!mr->key32 && n > TERN_MR_DESC_KEYS_MAX) {
-		tern_warn("registering %zu bytes at %p: %u chunks on %u "
-			  "rail(s) have %zu keys of more than 32 bits, a "
-			  "descriptor holds %d such; raise TERN_MR_CHUNK",
-			  mr->len, mr->buf, mr->nchunks, ctx->nrails, n,
-			  TERN_MR_DESC_KEYS_MAX);
+		tern__warn("registering %zu bytes at %p: %u chunks on %u "
+			   "rail(s) have %zu keys of more than 32 bits, a "
+			   "descriptor holds %d such; raise TERN_MR_CHUNK",
+			   mr->len, mr->buf, mr->nchunks, ctx->nrails, n,
+			   TERN_MR_DESC_KEYS_MAX);
 		return -E2BIG;
 	}
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
@@ -326,9 +327,9 @@ static int chunk_dmabuf(struct tern_mr *mr, uint32_t c)
 	tern__cu_dmabuf(cu, (char *)mr->buf + off, len, &mr->dmabuf_fd,
 			&mr->dmabuf_off);
 	if (mr->dmabuf_fd < 0) {
-		tern_warn("CUDA region at %p: no dmabuf for its %zu bytes at "
-			  "offset %" PRIu64 " (one GPU allocation)",
-			  mr->buf, (size_t)len, off);
+		tern__warn("CUDA region at %p: no dmabuf for its %zu bytes at "
+			   "offset %" PRIu64 " (one GPU allocation)",
+			   mr->buf, (size_t)len, off);
 		return -TERN_EPROV;
 	}
 	return 0;
@@ -354,7 +355,7 @@ static int reg_all(struct tern_mr *mr, int cache)
 		ctx->mr_cache_hits++;
 		link_mr(ctx, mr);
 		tern__local_mr_reg(ctx, mr);
-		tern_debug(
+		tern__debug(
 			"registered %zu bytes at %p: shares the registration "
 			"of %zu bytes at %p (%lu regions)",
 			mr->len, mr->buf, g->len, (void *)g->buf, g->refs);
@@ -388,10 +389,10 @@ static int reg_all(struct tern_mr *mr, int cache)
 	}
 	link_mr(ctx, mr);
 	tern__local_mr_reg(ctx, mr);
-	tern_debug("registered %zu bytes of %s at %p on %u rail(s), %u "
-		   "chunk(s), in %.3f ms",
-		   mr->len, tern_mr_path_str(mr->path), mr->buf, ctx->nrails,
-		   mr->nchunks, (double)(tern__now_ns() - t0) / 1e6);
+	tern__debug("registered %zu bytes of %s at %p on %u rail(s), %u "
+		    "chunk(s), in %.3f ms",
+		    mr->len, tern_mr_path_str(mr->path), mr->buf, ctx->nrails,
+		    mr->nchunks, (double)(tern__now_ns() - t0) / 1e6);
 	return 0;
 }
 
@@ -432,17 +433,17 @@ static int reg_staged(struct tern_mr *mr, const struct tern__cu *cu)
 	int ret;
 
 	if (mr->access & TERN_ACCESS_REMOTE_ATOMIC) {
-		tern_warn("CUDA region at %p: remote atomics need a provider "
-			  "that reaches GPU memory (HMEM); staged, they "
-			  "would act on the host shadow",
-			  mr->buf);
+		tern__warn("CUDA region at %p: remote atomics need a provider "
+			   "that reaches GPU memory (HMEM); staged, they "
+			   "would act on the host shadow",
+			   mr->buf);
 		return -TERN_ENOTSUP;
 	}
 	if (tern__stage_device(ctx) >= 0 &&
 	    tern__stage_device(ctx) != mr->device) {
-		tern_warn("CUDA region on device %d: this ctx stages for "
-			  "device %d (open one ctx per GPU)",
-			  mr->device, tern__stage_device(ctx));
+		tern__warn("CUDA region on device %d: this ctx stages for "
+			   "device %d (open one ctx per GPU)",
+			   mr->device, tern__stage_device(ctx));
 		return -TERN_ENOTSUP;
 	}
 	ret = tern__stage_open(ctx, cu, mr->device);
@@ -450,17 +451,18 @@ static int reg_staged(struct tern_mr *mr, const struct tern__cu *cu)
 		return ret;
 	r = cu->MemHostAlloc(&shadow, mr->len, TERN_CU_HOSTALLOC_PORTABLE);
 	if (r != TERN_CU_SUCCESS) {
-		tern_warn("CUDA region of %zu bytes: no pinned host shadow: %s",
-			  mr->len, tern__cu_errstr(cu, r));
+		tern__warn(
+			"CUDA region of %zu bytes: no pinned host shadow: %s",
+			mr->len, tern__cu_errstr(cu, r));
 		return -ENOMEM;
 	}
 	ret = tern_mr_reg(ctx, shadow, mr->len, mr->access, &mr->smr);
 	if (ret == 0 && mr->smr->nchunks > 1) {
 		/* The staging pipeline cuts at its own sizes. */
-		tern_warn("CUDA region of %zu bytes: staged, it would need a "
-			  "shadow registered in chunks, which staging does "
-			  "not cut at; raise TERN_MR_CHUNK",
-			  mr->len);
+		tern__warn("CUDA region of %zu bytes: staged, it would need a "
+			   "shadow registered in chunks, which staging does "
+			   "not cut at; raise TERN_MR_CHUNK",
+			   mr->len);
 		tern__mr_close(mr->smr);
 		mr->smr = NULL;
 		ret = -TERN_ENOTSUP;
@@ -473,10 +475,10 @@ static int reg_staged(struct tern_mr *mr, const struct tern__cu *cu)
 	unlink_mr(mr->smr);
 	mr->smr->hidden = 1;
 	link_mr(ctx, mr);
-	tern_info("CUDA region of %zu bytes on device %d: staged through "
-		  "host memory (%s offers no HMEM%s)",
-		  mr->len, mr->device, ctx->prov_name,
-		  ctx->hmem ? "; staging was asked" : " on this ctx");
+	tern__info("CUDA region of %zu bytes on device %d: staged through "
+		   "host memory (%s offers no HMEM%s)",
+		   mr->len, mr->device, ctx->prov_name,
+		   ctx->hmem ? "; staging was asked" : " on this ctx");
 	return 0;
 }
 
@@ -504,15 +506,15 @@ static int reg_vmm(struct tern_mr *mr, const uint64_t *bounds, int n)
 			shift = z;
 	}
 	if (shift < TERN__DESC_SHIFT_MIN) {
-		tern_warn("CUDA region at %p: its GPU allocations change at "
-			  "offset %" PRIu64 ", not a multiple of 4 KiB",
-			  mr->buf, bounds[0]);
+		tern__warn("CUDA region at %p: its GPU allocations change at "
+			   "offset %" PRIu64 ", not a multiple of 4 KiB",
+			   mr->buf, bounds[0]);
 		return -TERN_EPROV;
 	}
-	tern_info("CUDA region of %zu bytes at %p: %d GPU allocations that "
-		  "one registration cannot span; registered one chunk of "
-		  "%llu bytes at a time",
-		  mr->len, mr->buf, n + 1, 1ULL << shift);
+	tern__info("CUDA region of %zu bytes at %p: %d GPU allocations that "
+		   "one registration cannot span; registered one chunk of "
+		   "%llu bytes at a time",
+		   mr->len, mr->buf, n + 1, 1ULL << shift);
 	mr->seg_shift = (uint8_t)shift;
 	mr->dmabuf_per_chunk = 1;
 	return reg_all(mr, 0);
@@ -567,7 +569,7 @@ int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
 		return -EINVAL;
 	cu = tern__cu_get(why, sizeof(why));
 	if (cu == NULL) {
-		tern_warn("CUDA region at %p: %s", attr->buf, why);
+		tern__warn("CUDA region at %p: %s", attr->buf, why);
 		return -TERN_ENOCUDA;
 	}
 	ret = tern__cu_ptr_device(attr->buf, &dev);
@@ -581,10 +583,10 @@ int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
 	if (ret < 0)
 		return ret;
 	if (ret == 0 || (attr->device >= 0 && attr->device != dev)) {
-		tern_warn("CUDA region at %p (%zu bytes): %s", attr->buf,
-			  attr->len,
-			  ret == 0 ? "not device memory from end to end"
-				   : "on another device than the one given");
+		tern__warn("CUDA region at %p (%zu bytes): %s", attr->buf,
+			   attr->len,
+			   ret == 0 ? "not device memory from end to end"
+				    : "on another device than the one given");
 		return -EINVAL;
 	}
 	ret = tern__cu_ctx_ensure(cu, dev);
@@ -601,16 +603,16 @@ int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
 	if (mr->path == TERN_MR_PATH_ZCOPY) {
 		ret = reg_zcopy(mr, cu);
 		if (ret == 0) {
-			tern_info("CUDA region of %zu bytes on device %d: "
-				  "zero-copy",
-				  mr->len, dev);
+			tern__info("CUDA region of %zu bytes on device %d: "
+				   "zero-copy",
+				   mr->len, dev);
 		} else {
 			/* A provider that says HMEM but was built
 			 * without CUDA refuses here: stage instead. */
-			tern_warn("CUDA region of %zu bytes on device %d: "
-				  "zero-copy registration refused; staging "
-				  "through host memory",
-				  mr->len, dev);
+			tern__warn("CUDA region of %zu bytes on device %d: "
+				   "zero-copy registration refused; staging "
+				   "through host memory",
+				   mr->len, dev);
 			mr->path = TERN_MR_PATH_STAGED;
 			ret = reg_staged(mr, cu);
 		}
@@ -632,8 +634,8 @@ int tern_mr_close(struct tern_mr *mr)
 	/* Children pin parents: the provider (or the staging pipeline) may
 	 * still read or write the buffer, or use its keys. */
 	if (mr->inflight != 0) {
-		tern_debug("mr close: %lu operation(s) in flight on it",
-			   mr->inflight);
+		tern__debug("mr close: %lu operation(s) in flight on it",
+			    mr->inflight);
 		return -EBUSY;
 	}
 	return tern__mr_close(mr);

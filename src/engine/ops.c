@@ -35,10 +35,10 @@ __attribute__((noinline, cold)) int tern__post_failed(struct tern_rail *rail,
 	 * memory its peer has not mapped fails here (post.h). */
 	rail->post_errs++;
 	if ((rail->post_errs & (rail->post_errs - 1)) == 0)
-		tern_warn("rail %u: posting op %u: %s (%" PRIu64 " so far)",
-			  rail->idx, tern__rp(req)->op,
-			  req->errmsg + 6 /* after "post: " */,
-			  rail->post_errs);
+		tern__warn("rail %u: posting op %u: %s (%" PRIu64 " so far)",
+			   rail->idx, tern__rp(req)->op,
+			   req->errmsg + 6 /* after "post: " */,
+			   rail->post_errs);
 	return err;
 }
 
@@ -267,9 +267,9 @@ static void repost_sink(struct tern_rail *rail, void *op_context)
 
 	if (ret != 0) {
 		tern__prov_post_error(ret, msg, sizeof(msg), &prov_errno);
-		tern_warn("rail %u: re-posting a receive for remote CQ data: "
-			  "%s (one fewer left)",
-			  rail->idx, msg + 6 /* after "post: " */);
+		tern__warn("rail %u: re-posting a receive for remote CQ data: "
+			   "%s (one fewer left)",
+			   rail->idx, msg + 6 /* after "post: " */);
 	}
 }
 
@@ -294,10 +294,10 @@ void tern__sync_push(struct tern_rail *rail, void *context)
 	if (rail->sync_n > rail->sync_mask) {
 		/* More out than credits: cannot be; stop rather than
 		 * overwrite. */
-		tern_warn("rail %u: %u writes and reads out at once, past "
-			  "its credits: no longer attributing failures that "
-			  "name no request",
-			  rail->idx, rail->sync_n);
+		tern__warn("rail %u: %u writes and reads out at once, past "
+			   "its credits: no longer attributing failures that "
+			   "name no request",
+			   rail->idx, rail->sync_n);
 		free(rail->sync_ring);
 		rail->sync_ring = NULL;
 		rail->sync_n = 0;
@@ -347,10 +347,10 @@ static __attribute__((noinline)) void sync_done(struct tern_rail *rail,
 	}
 	if (!sync_noted(cqe))
 		return;
-	tern_info("rail %u: writes and reads complete out of post order: "
-		  "failures that name no request are counted, no longer "
-		  "attributed",
-		  rail->idx);
+	tern__info("rail %u: writes and reads complete out of post order: "
+		   "failures that name no request are counted, no longer "
+		   "attributed",
+		   rail->idx);
 	free(rail->sync_ring);
 	rail->sync_ring = NULL;
 	rail->sync_n = 0;
@@ -386,11 +386,11 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 		 * (shm 1.17 reports failed writes to a dead process so). */
 		rail->orphan_errs++;
 		if ((rail->orphan_errs & (rail->orphan_errs - 1)) == 0)
-			tern_warn("rail %u: completion error without a "
-				  "request: %s (provider errno %d; %" PRIu64
-				  " so far)",
-				  rail->idx, err.what, err.prov_errno,
-				  rail->orphan_errs);
+			tern__warn("rail %u: completion error without a "
+				   "request: %s (provider errno %d; %" PRIu64
+				   " so far)",
+				   rail->idx, err.what, err.prov_errno,
+				   rail->orphan_errs);
 		if (err.context != NULL)
 			repost_sink(rail, err.context);
 		return 0;

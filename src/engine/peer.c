@@ -49,7 +49,7 @@ static int card_check(const struct tern_ctx *ctx, const uint8_t *p, size_t len,
 	int ret = tern__card_parse(p, len, card, why, sizeof(why));
 
 	if (ret != 0) {
-		tern_warn("%s", why);
+		tern__warn("%s", why);
 		return ret;
 	}
 	if (card->addr_format == TERN__PROV_ADDR_STR && ctx->addr_str) {
@@ -71,20 +71,20 @@ static int card_check(const struct tern_ctx *ctx, const uint8_t *p, size_t len,
 
 			if (card->addrlen > TERN_ADDR_MAX ||
 			    memchr(a, 0, card->addrlen) == NULL) {
-				tern_warn("card: address %u is not a "
-					  "terminated name",
-					  i);
+				tern__warn("card: address %u is not a "
+					   "terminated name",
+					   i);
 				return -TERN_ECARD;
 			}
 			/* A name of our provider's kind ("fi_shm://",
 			 * "fi_sockaddr_in://"), with something after it. */
 			if (scheme != 0 && (strncmp(a, mine, scheme) != 0 ||
 					    strlen(a) <= scheme)) {
-				tern_warn("card: address %u (%.40s) is not "
-					  "a %.*s name of this ctx's "
-					  "provider %s",
-					  i, a, (int)scheme, mine,
-					  ctx->prov_name);
+				tern__warn("card: address %u (%.40s) is not "
+					   "a %.*s name of this ctx's "
+					   "provider %s",
+					   i, a, (int)scheme, mine,
+					   ctx->prov_name);
 				return -TERN_ECARD;
 			}
 		}
@@ -92,11 +92,11 @@ static int card_check(const struct tern_ctx *ctx, const uint8_t *p, size_t len,
 	}
 	if (card->addr_format != ctx->addr_format ||
 	    card->addrlen != ctx->rails[0].addrlen) {
-		tern_warn("card: made by another kind of provider (address "
-			  "format %u, %zu bytes; this ctx runs %s: format %u, "
-			  "%zu bytes)",
-			  card->addr_format, card->addrlen, ctx->prov_name,
-			  ctx->addr_format, ctx->rails[0].addrlen);
+		tern__warn("card: made by another kind of provider (address "
+			   "format %u, %zu bytes; this ctx runs %s: format %u, "
+			   "%zu bytes)",
+			   card->addr_format, card->addrlen, ctx->prov_name,
+			   ctx->addr_format, ctx->rails[0].addrlen);
 		return -TERN_ECARD;
 	}
 	return 0;
@@ -275,7 +275,7 @@ int tern__peer_gone(struct tern_peer *peer)
 	if (peer->gone)
 		return 0;
 	peer->gone = 1;
-	tern_info("peer %p gone: its queued operations fail", (void *)peer);
+	tern__info("peer %p gone: its queued operations fail", (void *)peer);
 	peer_abort_queued(peer->ctx, peer, -TERN_EPEERGONE);
 	tern__imm_peer_fail(peer->ctx, peer, -TERN_EPEERGONE);
 	return 0;

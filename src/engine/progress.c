@@ -613,9 +613,9 @@ static inline __attribute__((always_inline)) int prep(
 	    tern__cut_room(mr->chunk_shift, (uint64_t)((const char *)buf -
 						       (const char *)mr->buf)) <
 		    len) {
-		tern_warn("a message of %zu bytes crosses a chunk of a region "
-			  "registered in chunks of %llu bytes",
-			  len, 1ULL << mr->chunk_shift);
+		tern__warn("a message of %zu bytes crosses a chunk of a region "
+			   "registered in chunks of %llu bytes",
+			   len, 1ULL << mr->chunk_shift);
 		return -TERN_EBOUNDS;
 	}
 	/* Messages up to the provider's largest; one RMA up to its largest
@@ -998,11 +998,11 @@ static int pieces_common(struct tern_peer *peer, struct tern_mr *mr,
 			    mr->nchunks > 1 ? mr->chunk_shift : 0, pc.roff,
 			    TERN_MR_DESC_CHUNK_SHIFT(
 				    in->regions[pc.region].flags)) < pc.len) {
-			tern_warn("write_pieces with immediates: piece %zu "
-				  "(%" PRIu64 " bytes) crosses a chunk of a "
-				  "region registered in chunks; use "
-				  "tern_write_imm() for it",
-				  i, pc.len);
+			tern__warn("write_pieces with immediates: piece %zu "
+				   "(%" PRIu64 " bytes) crosses a chunk of a "
+				   "region registered in chunks; use "
+				   "tern_write_imm() for it",
+				   i, pc.len);
 			return -TERN_ENOTSUP;
 		}
 		total += pc.len;
@@ -1123,15 +1123,15 @@ static int atomic_common(struct tern_peer *peer,
 			return ret;
 	}
 	if (op == TERN__OP_FADD ? !ctx->atomic_fadd : !ctx->atomic_cswap) {
-		tern_warn("%s: provider %s fabric %s offers no 64-bit %s%s",
-			  op == TERN__OP_FADD ? "fetch-add" : "compare-swap",
-			  ctx->prov_name, ctx->fabric_name,
-			  op == TERN__OP_FADD ? "fetch-and-add"
-					      : "compare-and-swap",
-			  strcmp(ctx->fabric_name, "efa-direct") == 0
-				  ? " (the efa fabric emulates them: "
-				    "attr.fabric = \"efa\", --fabric efa)"
-				  : "");
+		tern__warn("%s: provider %s fabric %s offers no 64-bit %s%s",
+			   op == TERN__OP_FADD ? "fetch-add" : "compare-swap",
+			   ctx->prov_name, ctx->fabric_name,
+			   op == TERN__OP_FADD ? "fetch-and-add"
+					       : "compare-and-swap",
+			   strcmp(ctx->fabric_name, "efa-direct") == 0
+				   ? " (the efa fabric emulates them: "
+				     "attr.fabric = \"efa\", --fabric efa)"
+				   : "");
 		return -TERN_ENOTSUP;
 	}
 	if (roff % 8 != 0)
@@ -1215,9 +1215,10 @@ void tern__loop_cancel_posted(struct tern_ctx *ctx)
 	struct tern_req *req;
 
 	if (ctx->posted.len > 0)
-		tern_warn("ctx close: %zu operation(s) still with the provider "
-			  "completed as cancelled",
-			  ctx->posted.len);
+		tern__warn(
+			"ctx close: %zu operation(s) still with the provider "
+			"completed as cancelled",
+			ctx->posted.len);
 	/* The endpoints are closed: nothing more will complete. */
 	while ((req = tern__reqq_pop(&ctx->posted)) != NULL) {
 		if (tern__rp(req)->op == TERN__OP_PIECES)

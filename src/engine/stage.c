@@ -61,8 +61,8 @@ static uint64_t env_u64(const char *name, uint64_t dflt, uint64_t lo,
 	else if (*end == 'M' || *end == 'm')
 		v <<= 20, end++;
 	if (*end != '\0' || v < lo || v > hi) {
-		tern_warn("%s=%s ignored (want %llu..%llu)", name, s,
-			  (unsigned long long)lo, (unsigned long long)hi);
+		tern__warn("%s=%s ignored (want %llu..%llu)", name, s,
+			   (unsigned long long)lo, (unsigned long long)hi);
 		return dflt;
 	}
 	return v;
@@ -116,8 +116,8 @@ int tern__stage_open(struct tern_ctx *ctx, const struct tern__cu *cu,
 	for (unsigned int i = 0; r == TERN_CU_SUCCESS && i < st->nchunks; i++)
 		r = cu->EventCreate(&st->chunks[i].ev, TERN_CU_EVENT_NO_TIMING);
 	if (r != TERN_CU_SUCCESS) {
-		tern_warn("CUDA device %d: creating the staging stream: %s",
-			  device, tern__cu_errstr(cu, r));
+		tern__warn("CUDA device %d: creating the staging stream: %s",
+			   device, tern__cu_errstr(cu, r));
 		for (unsigned int i = 0; i < st->nchunks; i++) {
 			if (st->chunks[i].ev != NULL)
 				cu->EventDestroy(st->chunks[i].ev);
@@ -130,9 +130,9 @@ int tern__stage_open(struct tern_ctx *ctx, const struct tern__cu *cu,
 	}
 	st->cu = cu;
 	st->device = device;
-	tern_debug("staging on CUDA device %d: %u chunk(s) of %llu bytes in "
-		   "flight",
-		   device, st->nchunks, (unsigned long long)st->chunk);
+	tern__debug("staging on CUDA device %d: %u chunk(s) of %llu bytes in "
+		    "flight",
+		    device, st->nchunks, (unsigned long long)st->chunk);
 	return 0;
 }
 
@@ -228,9 +228,9 @@ static int chunk_copy(struct tern__stage_chunk *ch, int out, uint64_t len)
 	if (r == TERN_CU_SUCCESS)
 		r = cu->EventRecord(ch->ev, st->stream);
 	if (r != TERN_CU_SUCCESS) {
-		tern_warn("staging copy of %llu bytes %s GPU: %s",
-			  (unsigned long long)len, out ? "from" : "to",
-			  tern__cu_errstr(cu, r));
+		tern__warn("staging copy of %llu bytes %s GPU: %s",
+			   (unsigned long long)len, out ? "from" : "to",
+			   tern__cu_errstr(cu, r));
 		snprintf(ch->parent->errmsg, sizeof(ch->parent->errmsg),
 			 "CUDA copy: %s", tern__cu_errstr(cu, r));
 		return -TERN_EHMEM;
@@ -524,9 +524,9 @@ int tern__stage_progress(struct tern_ctx *ctx)
 		ch->has_ev = 0;
 		st->ncopy--;
 		if (r != TERN_CU_SUCCESS) {
-			tern_warn("staging copy %s GPU failed: %s",
-				  ch->phase == CH_COPY_OUT ? "from" : "to",
-				  tern__cu_errstr(st->cu, r));
+			tern__warn("staging copy %s GPU failed: %s",
+				   ch->phase == CH_COPY_OUT ? "from" : "to",
+				   tern__cu_errstr(st->cu, r));
 			snprintf(ch->parent->errmsg, sizeof(ch->parent->errmsg),
 				 "CUDA copy: %s", tern__cu_errstr(st->cu, r));
 			chunk_finish(ch, -TERN_EHMEM);

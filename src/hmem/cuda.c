@@ -977,11 +977,11 @@ static void load_once(void)
 		g_cu.DriverGetVersion(&g_cu.version);
 	g_ok = ret == 0;
 	if (g_ok)
-		tern_debug("CUDA: %s driver %d, %d device(s)",
-			   g_cu.fake ? "fake" : "libcuda.so.1", g_cu.version,
-			   g_cu.ndev);
+		tern__debug("CUDA: %s driver %d, %d device(s)",
+			    g_cu.fake ? "fake" : "libcuda.so.1", g_cu.version,
+			    g_cu.ndev);
 	else
-		tern_debug("CUDA: %s", g_why);
+		tern__debug("CUDA: %s", g_why);
 }
 
 const struct tern__cu *tern__cu_get(char *why, size_t whylen)
@@ -1041,12 +1041,12 @@ int tern__cu_ctx_ensure(const struct tern__cu *cu, int dev)
 	if (r == TERN_CU_SUCCESS)
 		r = cu->CtxSetCurrent(pctx);
 	if (r != TERN_CU_SUCCESS) {
-		tern_warn("CUDA device %d: making its primary context current "
-			  "on this thread: %s",
-			  dev, tern__cu_errstr(cu, r));
+		tern__warn("CUDA device %d: making its primary context current "
+			   "on this thread: %s",
+			   dev, tern__cu_errstr(cu, r));
 		return -TERN_EHMEM;
 	}
-	tern_debug("CUDA device %d: primary context made current", dev);
+	tern__debug("CUDA device %d: primary context made current", dev);
 	return 0;
 }
 
@@ -1066,8 +1066,8 @@ void tern__cu_dmabuf(const struct tern__cu *cu, const void *buf, size_t len,
 	r = cu->MemGetHandleForAddressRange(&fd, (tern_cu_ptr)lo, hi - lo,
 					    TERN_CU_HANDLE_DMABUF_FD, 0);
 	if (r != TERN_CU_SUCCESS) {
-		tern_debug("CUDA: no dmabuf for %p (+%zu): %s", buf, len,
-			   tern__cu_errstr(cu, r));
+		tern__debug("CUDA: no dmabuf for %p (+%zu): %s", buf, len,
+			    tern__cu_errstr(cu, r));
 		return;
 	}
 	*fd_p = fd;

@@ -41,11 +41,11 @@ static const struct tern__cu *cuda(int device)
 	const struct tern__cu *cu = tern__cu_get(why, sizeof(why));
 
 	if (cu == NULL) {
-		tern_warn("CUDA memory: %s", why);
+		tern__warn("CUDA memory: %s", why);
 		return NULL;
 	}
 	if (device >= cu->ndev) {
-		tern_warn("CUDA device %d: there are %d", device, cu->ndev);
+		tern__warn("CUDA device %d: there are %d", device, cu->ndev);
 		return NULL;
 	}
 	return cu;
@@ -82,8 +82,8 @@ int tern_mem_alloc(enum tern_mem_kind kind, int device, size_t len,
 		return ret;
 	r = cu->MemAlloc(&p, len);
 	if (r != TERN_CU_SUCCESS) {
-		tern_warn("CUDA device %d: allocating %zu bytes: %s", device,
-			  len, tern__cu_errstr(cu, r));
+		tern__warn("CUDA device %d: allocating %zu bytes: %s", device,
+			   len, tern__cu_errstr(cu, r));
 		return r == 2 ? -ENOMEM : -TERN_EHMEM;
 	}
 	*ptr_p = (void *)(uintptr_t)p;
@@ -109,7 +109,7 @@ int tern_mem_free(enum tern_mem_kind kind, void *ptr)
 		return -EINVAL;
 	r = cu->MemFree((tern_cu_ptr)(uintptr_t)ptr);
 	if (r != TERN_CU_SUCCESS) {
-		tern_warn("CUDA: freeing %p: %s", ptr, tern__cu_errstr(cu, r));
+		tern__warn("CUDA: freeing %p: %s", ptr, tern__cu_errstr(cu, r));
 		return -TERN_EHMEM;
 	}
 	return 0;
@@ -165,8 +165,8 @@ int tern_mem_copy(void *dst, const void *src, size_t len)
 	if (r == TERN_CU_SUCCESS)
 		r = cu->StreamSynchronize(NULL);
 	if (r != TERN_CU_SUCCESS) {
-		tern_warn("CUDA copy of %zu bytes: %s", len,
-			  tern__cu_errstr(cu, r));
+		tern__warn("CUDA copy of %zu bytes: %s", len,
+			   tern__cu_errstr(cu, r));
 		return -TERN_EHMEM;
 	}
 	return 0;

@@ -81,7 +81,7 @@ int tern__shmem_alloc(size_t len, void **ptr_p)
 	if (e->fd < 0) {
 		int err = -errno;
 
-		tern_warn("shared memory: memfd_create: %s", strerror(errno));
+		tern__warn("shared memory: memfd_create: %s", strerror(errno));
 		free(e);
 		return err;
 	}
@@ -94,8 +94,8 @@ int tern__shmem_alloc(size_t len, void **ptr_p)
 	    fstat(e->fd, &st) != 0) {
 		int err = -errno;
 
-		tern_warn("shared memory: sizing %zu bytes: %s", mlen,
-			  strerror(errno));
+		tern__warn("shared memory: sizing %zu bytes: %s", mlen,
+			   strerror(errno));
 		close(e->fd);
 		free(e);
 		return err;

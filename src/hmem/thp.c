@@ -39,8 +39,8 @@ int tern__mem_host_alloc(size_t len, int on, enum tern__thp mode, void **ptr_p)
 	 */
 	if (align == TERN__THP_SIZE && mode == TERN__THP_MADVISE &&
 	    madvise(p, len, MADV_HUGEPAGE) != 0)
-		tern_debug("madvise(MADV_HUGEPAGE) of %zu bytes: %s", len,
-			   strerror(errno));
+		tern__debug("madvise(MADV_HUGEPAGE) of %zu bytes: %s", len,
+			    strerror(errno));
 	*ptr_p = p;
 	return 0;
 }

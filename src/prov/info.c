@@ -147,7 +147,7 @@ static int query(const char *name, uint64_t caps, struct fi_info **info_p)
 	if (ret == -FI_ENODATA)
 		return 0;
 	if (ret != 0) {
-		tern_warn("fi_getinfo: %s", fi_strerror(-ret));
+		tern__warn("fi_getinfo: %s", fi_strerror(-ret));
 		return -TERN_EPROV;
 	}
 	return 0;

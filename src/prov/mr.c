@@ -137,10 +137,10 @@ int tern__prov_mr_reg(struct tern__prov_rail *r, unsigned int idx, void *buf,
 			memlock_hint(hint, sizeof(hint), len);
 		else if (len > 4096)
 			chunk_hint(hint, sizeof(hint), len);
-		tern_warn("rail %u: registering %zu bytes of %s memory at %p: "
-			  "%s%s",
-			  idx, len, device >= 0 ? "CUDA" : "host", buf,
-			  fi_strerror(-ret), hint);
+		tern__warn("rail %u: registering %zu bytes of %s memory at %p: "
+			   "%s%s",
+			   idx, len, device >= 0 ? "CUDA" : "host", buf,
+			   fi_strerror(-ret), hint);
 		return -TERN_EPROV;
 	}
 	if (bind_ep) {
@@ -148,8 +148,8 @@ int tern__prov_mr_reg(struct tern__prov_rail *r, unsigned int idx, void *buf,
 		if (ret == 0)
 			ret = fi_mr_enable(fmr);
 		if (ret != 0) {
-			tern_warn("rail %u: binding region to endpoint: %s",
-				  idx, fi_strerror(-ret));
+			tern__warn("rail %u: binding region to endpoint: %s",
+				   idx, fi_strerror(-ret));
 			fi_close(&fmr->fid);
 			return -TERN_EPROV;
 		}
@@ -173,8 +173,8 @@ int tern__prov_av_insert(struct tern__prov_rail *r, unsigned int idx,
 	int ret = fi_av_insert(r->av, addr, 1, &fa, 0, NULL);
 
 	if (ret != 1) {
-		tern_warn("rail %u: fi_av_insert: %s", idx,
-			  ret < 0 ? fi_strerror(-ret) : "address rejected");
+		tern__warn("rail %u: fi_av_insert: %s", idx,
+			   ret < 0 ? fi_strerror(-ret) : "address rejected");
 		return ret < 0 && ret != -FI_EINVAL ? -TERN_EPROV : -TERN_ECARD;
 	}
 	*fiaddr_p = fa;

@@ -51,16 +51,16 @@ __attribute__((cold)) int tern__prov_post_error(ssize_t ret, char *msg,
 
 __attribute__((cold)) int tern__prov_cq_failed(unsigned int idx, ssize_t ret)
 {
-	tern_warn("rail %u: fi_cq_read: %s", idx, fi_strerror((int)-ret));
+	tern__warn("rail %u: fi_cq_read: %s", idx, fi_strerror((int)-ret));
 	return -TERN_EPROV;
 }
 
 __attribute__((cold)) ssize_t tern__prov_rma_no_inject(
 	struct tern__prov_rail *r, struct fi_msg_rma *msg, uint64_t flags)
 {
-	tern_info("fi_inject_write: %s: small writes are posted whole, with "
-		  "their completions",
-		  fi_strerror(FI_ENOSYS));
+	tern__info("fi_inject_write: %s: small writes are posted whole, with "
+		   "their completions",
+		   fi_strerror(FI_ENOSYS));
 	r->rma_inject_off = 1;
 	return fi_writemsg(r->ep, msg, flags);
 }
@@ -179,8 +179,8 @@ int tern__prov_cq_readerr(struct tern__prov_rail *r, unsigned int idx,
 	if (ret == -FI_EAGAIN)
 		return 0;
 	if (ret < 0) {
-		tern_warn("rail %u: fi_cq_readerr: %s", idx,
-			  fi_strerror((int)-ret));
+		tern__warn("rail %u: fi_cq_readerr: %s", idx,
+			   fi_strerror((int)-ret));
 		return -TERN_EPROV;
 	}
 	out->context = err.op_context;

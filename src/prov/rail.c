@@ -185,22 +185,23 @@ static int getinfo_caps(const struct ask *a, uint64_t extra_caps,
 			 a->node ? FI_SOURCE : 0, hints, &info);
 	fi_freeinfo(hints);
 	if (ret != 0) {
-		tern_debug("fi_getinfo(%s%s%s%s%s, caps 0x%llx, mode 0x%llx): "
-			   "%s",
-			   a->prov, a->fabric ? ", fabric " : "",
-			   a->fabric ? a->fabric : "", a->node ? ", node " : "",
-			   a->node ? a->node : "",
-			   (unsigned long long)extra_caps,
-			   (unsigned long long)a->mode, fi_strerror(-ret));
+		tern__debug("fi_getinfo(%s%s%s%s%s, caps 0x%llx, mode 0x%llx): "
+			    "%s",
+			    a->prov, a->fabric ? ", fabric " : "",
+			    a->fabric ? a->fabric : "",
+			    a->node ? ", node " : "", a->node ? a->node : "",
+			    (unsigned long long)extra_caps,
+			    (unsigned long long)a->mode, fi_strerror(-ret));
 		return ret == -FI_ENODATA ? -TERN_ENOPROV : -TERN_EPROV;
 	}
 	/* Layered providers may list a core entry first; take the first
 	 * offering whose provider name matches exactly and is usable. */
 	for (fi = info; fi != NULL; fi = fi->next) {
-		tern_debug("offering: %s %s %s: %s", fi->fabric_attr->prov_name,
-			   fi->fabric_attr->name, fi->domain_attr->name,
-			   tern__info_unusable(fi) ? tern__info_unusable(fi)
-						   : "usable");
+		tern__debug("offering: %s %s %s: %s",
+			    fi->fabric_attr->prov_name, fi->fabric_attr->name,
+			    fi->domain_attr->name,
+			    tern__info_unusable(fi) ? tern__info_unusable(fi)
+						    : "usable");
 		/* Some providers (shm) ignore a fabric name in the hints. */
 		if (strcmp(fi->fabric_attr->prov_name, a->prov) == 0 &&
 		    tern__info_unusable(fi) == NULL &&
@@ -213,8 +214,8 @@ static int getinfo_caps(const struct ask *a, uint64_t extra_caps,
 	}
 	if (fi == NULL) {
 		fi_freeinfo(info);
-		tern_debug("provider %s: no offering has what tern needs",
-			   a->prov);
+		tern__debug("provider %s: no offering has what tern needs",
+			    a->prov);
 		return -TERN_ENOPROV;
 	}
 	*info_p = fi_dupinfo(fi);
@@ -282,10 +283,10 @@ static int getinfo_fabric(const struct ask *a, int hmem,
 		ret = getinfo_best(a, FI_HMEM, info_p);
 		if (ret != -TERN_ENOPROV)
 			return ret;
-		tern_info("provider %s%s%s offers no FI_HMEM here: CUDA "
-			  "regions will be staged through host memory",
-			  a->prov, a->fabric ? " fabric " : "",
-			  a->fabric ? a->fabric : "");
+		tern__info("provider %s%s%s offers no FI_HMEM here: CUDA "
+			   "regions will be staged through host memory",
+			   a->prov, a->fabric ? " fabric " : "",
+			   a->fabric ? a->fabric : "");
 	}
 	return getinfo_best(a, 0, info_p);
 }
@@ -331,9 +332,9 @@ static int getinfo_one(const char *prov, const char *node, const char *domain,
 		ret = getinfo_direct(&a, hmem, info_p);
 		if (ret != -TERN_ENOPROV)
 			return ret;
-		tern_info("efa: no usable efa-direct fabric (libfabric %s; it "
-			  "needs 2.1 or later); trying the efa fabric",
-			  tern_fabric_version());
+		tern__info("efa: no usable efa-direct fabric (libfabric %s; it "
+			   "needs 2.1 or later); trying the efa fabric",
+			   tern_fabric_version());
 		a.fabric = NULL;
 	}
 	return getinfo_fabric(&a, hmem, info_p);
@@ -357,7 +358,7 @@ static int getinfo_named(const char *name, const char *node, const char *domain,
 
 		if (ret != -TERN_ENOPROV)
 			return ret;
-		tern_info("tcp: no native RDM endpoint; using tcp;ofi_rxm");
+		tern__info("tcp: no native RDM endpoint; using tcp;ofi_rxm");
 	}
 	return getinfo_one(tern__provider_canonical(name), node, domain, want,
 			   0, fabric, hmem, info_p);
@@ -393,19 +394,20 @@ static int choose_info(const struct tern__prov_want *w, struct fi_info **info_p)
 		/* shm would take a node as its endpoint's name, and every
 		 * process given the same one would collide. */
 		if (node != NULL && strcmp(prov, "shm") == 0) {
-			tern_info("shm: ignoring node %s (shm names its own "
-				  "endpoints)",
-				  node);
+			tern__info("shm: ignoring node %s (shm names its own "
+				   "endpoints)",
+				   node);
 			node = NULL;
 		}
 		ret = getinfo_named(prov, node, w->domain, NULL, w->fabric,
 				    w->hmem, info_p);
 		if (ret == -TERN_ENOPROV)
-			tern_warn("provider '%s'%s%s is not available here%s%s "
-				  "(see `tern info`)",
-				  prov, w->fabric ? " fabric " : "",
-				  w->fabric ? w->fabric : "",
-				  node ? " on " : "", node ? node : "");
+			tern__warn(
+				"provider '%s'%s%s is not available here%s%s "
+				"(see `tern info`)",
+				prov, w->fabric ? " fabric " : "",
+				w->fabric ? w->fabric : "", node ? " on " : "",
+				node ? node : "");
 		return ret;
 	}
 	for (size_t i = 0; i < TERN_ARRAY_SIZE(auto_providers); i++) {
@@ -414,8 +416,8 @@ static int choose_info(const struct tern__prov_want *w, struct fi_info **info_p)
 		if (ret != -TERN_ENOPROV)
 			return ret;
 	}
-	tern_warn("no usable provider among efa, verbs;ofi_rxm, tcp "
-		  "(see `tern info`)");
+	tern__warn("no usable provider among efa, verbs;ofi_rxm, tcp "
+		   "(see `tern info`)");
 	return -TERN_ENOPROV;
 }
 
@@ -441,8 +443,8 @@ static int choose_rails(struct tern__prov *p, const struct tern__prov_want *w,
 					    &p->info);
 	}
 	if (ret != 0) {
-		tern_warn("rail 0: no %s domain '%s' here (see `tern info`)",
-			  prov ? prov : "efa, verbs or tcp", names[0]);
+		tern__warn("rail 0: no %s domain '%s' here (see `tern info`)",
+			   prov ? prov : "efa, verbs or tcp", names[0]);
 		return ret;
 	}
 	for (unsigned int i = 1; i < w->ndomains; i++) {
@@ -453,9 +455,10 @@ static int choose_rails(struct tern__prov *p, const struct tern__prov_want *w,
 				  w->fabric ? w->fabric : fabric_kind(p->info),
 				  w->hmem, &rails[i]->info);
 		if (ret != 0) {
-			tern_warn("rail %u: no %s domain '%s' with the address "
-				  "format of rail 0's here (see `tern info`)",
-				  i, p->info->fabric_attr->prov_name, names[i]);
+			tern__warn(
+				"rail %u: no %s domain '%s' with the address "
+				"format of rail 0's here (see `tern info`)",
+				i, p->info->fabric_attr->prov_name, names[i]);
 			return ret;
 		}
 	}
@@ -559,8 +562,8 @@ int tern__prov_open(struct tern__prov *p, struct tern__prov_rail *const *rails,
 			continue;
 		ret = fi_fabric(fi->fabric_attr, &rails[i]->fabric, NULL);
 		if (ret != 0) {
-			tern_warn("rail %u: fi_fabric(%s): %s", i,
-				  fi->fabric_attr->name, fi_strerror(-ret));
+			tern__warn("rail %u: fi_fabric(%s): %s", i,
+				   fi->fabric_attr->name, fi_strerror(-ret));
 			return -TERN_EPROV;
 		}
 		p->fabrics[p->nfabrics++] = rails[i]->fabric;
@@ -642,8 +645,8 @@ again:
 	ret = fi_cq_open(r->domain, &cq_attr, &r->cq, NULL);
 	if (ret != 0 && cq_attr.wait_obj != FI_WAIT_NONE) {
 		/* shm and efa (libfabric 1.17) offer no wait object: poll. */
-		tern_debug("rail %u: no CQ wait fd (%s); polling", idx,
-			   fi_strerror(-ret));
+		tern__debug("rail %u: no CQ wait fd (%s); polling", idx,
+			    fi_strerror(-ret));
 		cq_attr.wait_obj = FI_WAIT_NONE;
 		ret = fi_cq_open(r->domain, &cq_attr, &r->cq, NULL);
 	}
@@ -677,8 +680,8 @@ again:
 		 * "in use" by us. Every refusal removes that file and the
 		 * next endpoint takes the next name: try again until past
 		 * them. */
-		tern_debug("rail %u: fi_enable: %s; trying again (%d)", idx,
-			   fi_strerror(-ret), retries + 1);
+		tern__debug("rail %u: fi_enable: %s; trying again (%d)", idx,
+			    fi_strerror(-ret), retries + 1);
 		tern__prov_rail_close(r);
 		retries++;
 		goto again;
@@ -706,7 +709,7 @@ again:
 	return 0;
 
 err:
-	tern_warn("rail %u: %s: %s", idx, what, fi_strerror(-ret));
+	tern__warn("rail %u: %s: %s", idx, what, fi_strerror(-ret));
 	tern__prov_rail_close(r);
 	return -TERN_EPROV;
 }
@@ -787,6 +790,6 @@ int tern__prov_trywait(const struct tern__prov *p,
 		return 0;
 	if (ret == -FI_EAGAIN)
 		return -EAGAIN;
-	tern_warn("fi_trywait: %s; polling from now on", fi_strerror(-ret));
+	tern__warn("fi_trywait: %s; polling from now on", fi_strerror(-ret));
 	return -TERN_EPROV;
 }

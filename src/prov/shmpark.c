@@ -113,9 +113,10 @@ static void reap(void)
 			continue;
 		}
 		*pp = p->next;
-		tern_debug("shm: closing endpoint %s, kept open until no other "
-			   "endpoint of this process addressed it",
-			   p->name);
+		tern__debug(
+			"shm: closing endpoint %s, kept open until no other "
+			"endpoint of this process addressed it",
+			p->name);
 		close_parked(p);
 		free(p->name);
 		free(p);
@@ -148,7 +149,7 @@ void tern__prov_shm_park_insert(struct tern__prov_rail *r, const void *addr,
 	if (e == NULL || (e->name = strdup(addr)) == NULL) {
 		/* Untracked, the entry stays in the AV until it closes:
 		 * the crash this avoids may then happen. */
-		tern_warn("shm: out of memory tracking an AV entry");
+		tern__warn("shm: out of memory tracking an AV entry");
 		free(e);
 		return;
 	}
@@ -203,9 +204,10 @@ void tern__prov_shm_park_close(struct tern__prov_rail *r)
 		;
 	p = *pp;
 	if (p != NULL && refs(p->name) != 0) {
-		tern_debug("shm: endpoint %s stays open while another endpoint "
-			   "of this process addresses it (libfabric 2.x shm)",
-			   p->name);
+		tern__debug(
+			"shm: endpoint %s stays open while another endpoint "
+			"of this process addresses it (libfabric 2.x shm)",
+			p->name);
 		p->parked = 1;
 		p->ep = r->ep;
 		p->cq = r->cq;

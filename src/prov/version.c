@@ -61,7 +61,7 @@ uint32_t tern__prov_api(void)
 		uint32_t v = parse(env);
 
 		if (v == 0 || v < TERN__FI_API_MIN || v > run)
-			tern_warn(
+			tern__warn(
 				"ignoring TERN_FI_API=%s (expected MAJOR.MINOR "
 				"from 1.5 to the running libfabric's %u.%u); "
 				"asking for %u.%u",
@@ -71,9 +71,9 @@ uint32_t tern__prov_api(void)
 			want = v;
 	}
 	api_version = want;
-	tern_info("libfabric %u.%u, built with %s; asking for API %u.%u",
-		  FI_MAJOR(run), FI_MINOR(run), tern_fabric_build_version(),
-		  FI_MAJOR(want), FI_MINOR(want));
+	tern__info("libfabric %u.%u, built with %s; asking for API %u.%u",
+		   FI_MAJOR(run), FI_MINOR(run), tern_fabric_build_version(),
+		   FI_MAJOR(want), FI_MINOR(want));
 	return api_version;
 }
 

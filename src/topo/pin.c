@@ -41,7 +41,7 @@ int tern__topo_bind_thread(const struct tern_topo *t, const unsigned *cpus,
 	if (ret == 0 && hwloc_set_cpubind(t->hw, set, HWLOC_CPUBIND_THREAD)) {
 		ret = errno == ENOSYS ? -ENOTSUP
 				      : (errno > 0 ? -errno : -EINVAL);
-		tern_warn("topo: binding the thread: %s", strerror(-ret));
+		tern__warn("topo: binding the thread: %s", strerror(-ret));
 	}
 	hwloc_bitmap_free(set);
 	return ret;

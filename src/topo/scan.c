@@ -365,9 +365,9 @@ static int find_devices(struct tern_topo *t)
 	while ((o = hwloc_get_next_osdev(t->hw, o)) != NULL)
 		nos++;
 	if (npci > TERN_TOPO_PCI_MAX || nos > TERN_TOPO_PCI_MAX) {
-		tern_info("topo: %zu PCI and %zu OS devices: more than %u, "
-			  "refusing the topology",
-			  npci, nos, TERN_TOPO_PCI_MAX);
+		tern__info("topo: %zu PCI and %zu OS devices: more than %u, "
+			   "refusing the topology",
+			   npci, nos, TERN_TOPO_PCI_MAX);
 		return -E2BIG;
 	}
 	t->gpus = calloc(npci + nos + 1, sizeof(*t->gpus));
@@ -486,9 +486,9 @@ static void link_speeds(struct tern_topo *t, const struct tern_topo_attr *a)
 				char shown[33];
 
 				copy_clean(shown, sizeof(shown), v);
-				tern_warn("topo: %s: ignoring %s \"%s\" "
-					  "(expected Gbit/s, 0 < x <= 100000)",
-					  n->name, INFO_LINK_SPEED, shown);
+				tern__warn("topo: %s: ignoring %s \"%s\" "
+					   "(expected Gbit/s, 0 < x <= 100000)",
+					   n->name, INFO_LINK_SPEED, shown);
 			}
 		}
 	}
@@ -503,7 +503,7 @@ static int check_file(const char *path)
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		ret = -errno;
-		tern_info("topo: cannot open %s: %s", path, strerror(errno));
+		tern__info("topo: cannot open %s: %s", path, strerror(errno));
 		return ret;
 	}
 	if (fstat(fd, &st) != 0) {
@@ -512,12 +512,13 @@ static int check_file(const char *path)
 		ret = -EISDIR;
 	} else if (!S_ISREG(st.st_mode) || st.st_size == 0) {
 		ret = -EINVAL;
-		tern_info("topo: %s: %s", path,
-			  S_ISREG(st.st_mode) ? "empty" : "not a regular file");
+		tern__info("topo: %s: %s", path,
+			   S_ISREG(st.st_mode) ? "empty"
+					       : "not a regular file");
 	} else if ((uint64_t)st.st_size > TERN_TOPO_XML_MAX) {
 		ret = -EFBIG;
-		tern_info("topo: %s: %lld bytes, more than %u", path,
-			  (long long)st.st_size, TERN_TOPO_XML_MAX);
+		tern__info("topo: %s: %lld bytes, more than %u", path,
+			   (long long)st.st_size, TERN_TOPO_XML_MAX);
 	}
 	close(fd);
 	return ret;
@@ -569,19 +570,19 @@ int tern__topo_open(const struct tern_topo_attr *attr,
 		t->hw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
 	if (path != NULL && hwloc_topology_set_xml(t->hw, path) != 0) {
 		ret = -EINVAL;
-		tern_info("topo: hwloc cannot read %s", path);
+		tern__info("topo: hwloc cannot read %s", path);
 		goto err_close;
 	}
 	if (hwloc_topology_load(t->hw) != 0) {
 		ret = path != NULL ? -EINVAL : (errno > 0 ? -errno : -EIO);
 		/* Without its libxml2 plugin hwloc parses XML itself, and
 		 * reads little beyond its own output (no comments). */
-		tern_info("topo: hwloc cannot load %s: %s%s", t->source,
-			  strerror(-ret),
-			  path != NULL ? " (not a topology hwloc can read; "
-					 "for files not written by hwloc, "
-					 "install libhwloc-plugins)"
-				       : "");
+		tern__info("topo: hwloc cannot load %s: %s%s", t->source,
+			   strerror(-ret),
+			   path != NULL ? " (not a topology hwloc can read; "
+					  "for files not written by hwloc, "
+					  "install libhwloc-plugins)"
+					: "");
 		goto err_close;
 	}
 	if (path == NULL && !hwloc_topology_is_thissystem(t->hw)) {

@@ -240,23 +240,23 @@ static int post(struct etcd_world *e, CURL *h, const char *path,
 	e->api.setopt(h, CURLOPT_NOSIGNAL, 1L);
 	rc = e->api.perform(h);
 	if (b->over) {
-		tern_warn("world etcd: %s answered more than %u bytes", path,
-			  BODY_MAX);
+		tern__warn("world etcd: %s answered more than %u bytes", path,
+			   BODY_MAX);
 		return -TERN_EPROTO;
 	}
 	if (rc != CURLE_OK) {
-		tern_warn("world etcd: %s%s: %s", e->base, path,
-			  e->api.strerror(rc));
+		tern__warn("world etcd: %s%s: %s", e->base, path,
+			   e->api.strerror(rc));
 		return -TERN_EPROV;
 	}
 	e->api.getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 	if (code != 200) {
-		tern_warn("world etcd: %s: HTTP %ld: %.200s", path, code,
-			  b->p ? b->p : "");
+		tern__warn("world etcd: %s: HTTP %ld: %.200s", path, code,
+			   b->p ? b->p : "");
 		return -TERN_EPROV;
 	}
 	if (b->p == NULL || b->p[0] != '{') {
-		tern_warn("world etcd: %s: not a JSON object", path);
+		tern__warn("world etcd: %s: not a JSON object", path);
 		return -TERN_EPROTO;
 	}
 	return 0;
@@ -378,18 +378,18 @@ static int load(struct curl_api *a)
 {
 	a->dl = dlopen(CURL_LIB, RTLD_NOW | RTLD_LOCAL);
 	if (a->dl == NULL) {
-		tern_warn("world etcd: cannot load %s (%s): install libcurl "
-			  "(Debian: libcurl4)",
-			  CURL_LIB, dlerror());
+		tern__warn("world etcd: cannot load %s (%s): install libcurl "
+			   "(Debian: libcurl4)",
+			   CURL_LIB, dlerror());
 		return -TERN_ENOTSUP;
 	}
-#define SYM(field, name)                                                      \
-	do {                                                                  \
-		*(void **)&a->field = dlsym(a->dl, name);                     \
-		if (a->field == NULL) {                                       \
-			tern_warn("world etcd: %s lacks %s", CURL_LIB, name); \
-			return -TERN_ENOTSUP;                                 \
-		}                                                             \
+#define SYM(field, name)                                                       \
+	do {                                                                   \
+		*(void **)&a->field = dlsym(a->dl, name);                      \
+		if (a->field == NULL) {                                        \
+			tern__warn("world etcd: %s lacks %s", CURL_LIB, name); \
+			return -TERN_ENOTSUP;                                  \
+		}                                                              \
 	} while (0)
 	SYM(global_init, "curl_global_init");
 	SYM(init, "curl_easy_init");
@@ -415,9 +415,9 @@ static int parse(struct etcd_world *e, const char *arg)
 	size_t hl;
 
 	if (slash == NULL || slash[1] == '\0') {
-		tern_warn("world etcd://%s: name a key prefix "
-			  "(etcd://HOST:PORT/PREFIX)",
-			  arg);
+		tern__warn("world etcd://%s: name a key prefix "
+			   "(etcd://HOST:PORT/PREFIX)",
+			   arg);
 		return -EINVAL;
 	}
 	colon = NULL;
@@ -425,14 +425,14 @@ static int parse(struct etcd_world *e, const char *arg)
 		if (*c == ':')
 			colon = c;
 	if (colon == NULL || colon == arg) {
-		tern_warn("world etcd://%s: name the gateway as HOST:PORT",
-			  arg);
+		tern__warn("world etcd://%s: name the gateway as HOST:PORT",
+			   arg);
 		return -EINVAL;
 	}
 	port = strtol(colon + 1, &end, 10);
 	if (end != slash || port < 1 || port > 65535) {
-		tern_warn("world etcd://%s: port '%.*s': 1 to 65535", arg,
-			  (int)(slash - colon - 1), colon + 1);
+		tern__warn("world etcd://%s: port '%.*s': 1 to 65535", arg,
+			   (int)(slash - colon - 1), colon + 1);
 		return -EINVAL;
 	}
 	hl = (size_t)(colon - arg);
@@ -442,15 +442,15 @@ static int parse(struct etcd_world *e, const char *arg)
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 		      (c >= '0' && c <= '9') || c == '.' || c == '-' ||
 		      c == '[' || c == ']' || c == ':')) {
-			tern_warn("world etcd://%s: host '%.*s': a name or an "
-				  "address",
-				  arg, (int)hl, arg);
+			tern__warn("world etcd://%s: host '%.*s': a name or an "
+				   "address",
+				   arg, (int)hl, arg);
 			return -EINVAL;
 		}
 	}
 	if (strlen(slash + 1) >= sizeof(e->prefix) ||
 	    hl + 20 >= sizeof(e->base)) {
-		tern_warn("world etcd://%s: too long", arg);
+		tern__warn("world etcd://%s: too long", arg);
 		return -EINVAL;
 	}
 	snprintf(e->base, sizeof(e->base), "http://%.*s:%ld", (int)hl, arg,
@@ -460,10 +460,10 @@ static int parse(struct etcd_world *e, const char *arg)
 		e->prefix[strlen(e->prefix) - 1] = '\0';
 	for (const char *p = e->prefix; *p; p++) {
 		if (*p < 0x21 || *p > 0x7e || *p == '"' || *p == '\\') {
-			tern_warn("world etcd://%s: the prefix may hold "
-				  "printable "
-				  "ASCII only",
-				  arg);
+			tern__warn("world etcd://%s: the prefix may hold "
+				   "printable "
+				   "ASCII only",
+				   arg);
 			return -EINVAL;
 		}
 	}
@@ -484,10 +484,10 @@ static int etcd_open(struct tern_world *w, const char *arg)
 	int ret;
 
 	if (w->rank < 0 || w->size <= 0) {
-		tern_warn("world etcd://%s: each rank needs its rank and the "
-			  "world's size at start: set $TERN_WORLD_RANK and "
-			  "$TERN_WORLD_SIZE (or the attr's rank and size)",
-			  arg ? arg : "");
+		tern__warn("world etcd://%s: each rank needs its rank and the "
+			   "world's size at start: set $TERN_WORLD_RANK and "
+			   "$TERN_WORLD_SIZE (or the attr's rank and size)",
+			   arg ? arg : "");
 		return -EINVAL;
 	}
 	e = calloc(1, sizeof(*e));
@@ -518,8 +518,8 @@ static int etcd_open(struct tern_world *w, const char *arg)
 	if (ret == 0 &&
 	    (json_str(b.p, "ID", &s, &n) == NULL || n == 0 ||
 	     n >= sizeof(e->lease) || strspn(s, "0123456789") < n)) {
-		tern_warn("world etcd: the lease grant carries no ID: %.200s",
-			  b.p);
+		tern__warn("world etcd: the lease grant carries no ID: %.200s",
+			   b.p);
 		ret = -TERN_EPROTO;
 	}
 	if (ret != 0) {
@@ -534,9 +534,9 @@ static int etcd_open(struct tern_world *w, const char *arg)
 		/* A live member of this rank already: refuse, do not steal. */
 		ret = kv_range(e, e->h, key, 0, &b);
 		if (ret == 0 && json_str(b.p, "key", &s, &n) != NULL) {
-			tern_warn("world etcd: rank %d is a member already "
-				  "(%s): two processes have rank %d",
-				  w->rank, key, w->rank);
+			tern__warn("world etcd: rank %d is a member already "
+				   "(%s): two processes have rank %d",
+				   w->rank, key, w->rank);
 			ret = -EEXIST;
 		}
 	}
@@ -579,7 +579,7 @@ static void *watcher(void *arg)
 		period_ms = 200;
 	if (h == NULL || now == NULL ||
 	    key_of(e, pfx, sizeof(pfx), "members/") != 0) {
-		tern_warn("world etcd: the watcher cannot start");
+		tern__warn("world etcd: the watcher cannot start");
 		goto out;
 	}
 	snprintf(json, sizeof(json), "{\"ID\":\"%s\"}", e->lease);
@@ -597,9 +597,9 @@ static void *watcher(void *arg)
 			/* A lease that expired answers without a TTL. */
 			if (json_str(b.p, "TTL", &s, &len) == NULL &&
 			    !expired++)
-				tern_warn("world etcd: lease %s expired: this "
-					  "rank has left the world",
-					  e->lease);
+				tern__warn("world etcd: lease %s expired: this "
+					   "rank has left the world",
+					   e->lease);
 			renewed = tern__now_ns();
 		}
 		if (kv_range(e, h, pfx, 1, &b) == 0 &&
@@ -706,10 +706,11 @@ static ssize_t etcd_get(struct tern_world *w, int rank, const char *name,
 			else
 				ret = b64_dec(s, n, tmp, max);
 			if (ret < 0) {
-				tern_warn("world etcd: %s: not a value tern "
-					  "wrote (no value, bad base64 or over "
-					  "%zu bytes)",
-					  key, max);
+				tern__warn(
+					"world etcd: %s: not a value tern "
+					"wrote (no value, bad base64 or over "
+					"%zu bytes)",
+					key, max);
 				ret = -TERN_EPROTO;
 			} else if ((size_t)ret > len) {
 				ret = -ENOSPC;
@@ -724,9 +725,9 @@ static ssize_t etcd_get(struct tern_world *w, int rank, const char *name,
 			break;
 		}
 		if (tern__now_ns() >= deadline_ns) {
-			tern_warn("world etcd: rank %d has not published '%s' "
-				  "(%s)",
-				  rank, name, key);
+			tern__warn("world etcd: rank %d has not published '%s' "
+				   "(%s)",
+				   rank, name, key);
 			ret = -ETIMEDOUT;
 			break;
 		}
@@ -771,8 +772,8 @@ static int etcd_fence(struct tern_world *w, uint64_t gen, uint64_t deadline_ns)
 		if (r == w->size)
 			break;
 		if (tern__now_ns() >= deadline_ns) {
-			tern_warn("world etcd: fence %llu: rank %d never came",
-				  (unsigned long long)gen, r);
+			tern__warn("world etcd: fence %llu: rank %d never came",
+				   (unsigned long long)gen, r);
 			ret = -ETIMEDOUT;
 			break;
 		}

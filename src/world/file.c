@@ -61,23 +61,23 @@ static int file_open(struct tern_world *w, const char *arg)
 	struct stat st;
 
 	if (arg == NULL || *arg == '\0' || strlen(arg) >= PATH_MAX - 64) {
-		tern_warn("world file:%s: name a directory (file:/DIR)",
-			  arg ? arg : "");
+		tern__warn("world file:%s: name a directory (file:/DIR)",
+			   arg ? arg : "");
 		return -EINVAL;
 	}
 	if (w->rank < 0 || w->size <= 0) {
-		tern_warn("world file:%s: a file world needs each rank's rank "
-			  "and the world's size: set $TERN_WORLD_RANK and "
-			  "$TERN_WORLD_SIZE (or the attr's rank and size)",
-			  arg);
+		tern__warn("world file:%s: a file world needs each rank's rank "
+			   "and the world's size: set $TERN_WORLD_RANK and "
+			   "$TERN_WORLD_SIZE (or the attr's rank and size)",
+			   arg);
 		return -EINVAL;
 	}
 	if (mkdir(arg, 0700) != 0 && errno != EEXIST) {
-		tern_warn("world file:%s: %s", arg, strerror(errno));
+		tern__warn("world file:%s: %s", arg, strerror(errno));
 		return -errno;
 	}
 	if (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		tern_warn("world file:%s: not a directory", arg);
+		tern__warn("world file:%s: not a directory", arg);
 		return -ENOTDIR;
 	}
 	f = calloc(1, sizeof(*f));
@@ -87,10 +87,10 @@ static int file_open(struct tern_world *w, const char *arg)
 	w->be = f;
 	snprintf(path, sizeof(path), "%s/r%d.card", arg, w->rank);
 	if (access(path, F_OK) == 0) {
-		tern_warn("world file:%s: rank %d's card is there already: "
-			  "another run used this directory (give each job a "
-			  "fresh one), or two processes have rank %d",
-			  arg, w->rank, w->rank);
+		tern__warn("world file:%s: rank %d's card is there already: "
+			   "another run used this directory (give each job a "
+			   "fresh one), or two processes have rank %d",
+			   arg, w->rank, w->rank);
 		free(f);
 		w->be = NULL;
 		return -EEXIST;
@@ -113,7 +113,7 @@ static int file_put(struct tern_world *w, const char *name, const void *val,
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
-		tern_warn("world file: %s: %s", tmp, strerror(errno));
+		tern__warn("world file: %s: %s", tmp, strerror(errno));
 		return ret;
 	}
 	while (len > 0) {
@@ -123,8 +123,8 @@ static int file_put(struct tern_world *w, const char *name, const void *val,
 			continue;
 		if (n <= 0) {
 			ret = n < 0 ? -errno : -EIO;
-			tern_warn("world file: writing %s: %s", tmp,
-				  tern_strerror(ret));
+			tern__warn("world file: writing %s: %s", tmp,
+				   tern_strerror(ret));
 			close(fd);
 			unlink(tmp);
 			return ret;
@@ -134,8 +134,8 @@ static int file_put(struct tern_world *w, const char *name, const void *val,
 	}
 	if (close(fd) != 0 || rename(tmp, path) != 0) {
 		ret = -errno;
-		tern_warn("world file: publishing %s: %s", path,
-			  strerror(errno));
+		tern__warn("world file: publishing %s: %s", path,
+			   strerror(errno));
 		unlink(tmp);
 		return ret;
 	}
@@ -156,9 +156,9 @@ static ssize_t read_value(const char *path, void *buf, size_t len, size_t max)
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_size > max) {
 		close(fd);
-		tern_warn("world file: %s: not a value tern wrote (%lld "
-			  "bytes, at most %zu)",
-			  path, (long long)st.st_size, max);
+		tern__warn("world file: %s: not a value tern wrote (%lld "
+			   "bytes, at most %zu)",
+			   path, (long long)st.st_size, max);
 		return -TERN_EPROTO;
 	}
 	if ((size_t)st.st_size > len) {
@@ -195,9 +195,9 @@ static ssize_t file_get(struct tern_world *w, int rank, const char *name,
 		if (n != -ENOENT)
 			return n;
 		if (tern__now_ns() >= deadline_ns) {
-			tern_warn("world file: rank %d has not published '%s' "
-				  "(%s)",
-				  rank, name, path);
+			tern__warn("world file: rank %d has not published '%s' "
+				   "(%s)",
+				   rank, name, path);
 			return -ETIMEDOUT;
 		}
 		nap(w, &us);
@@ -214,7 +214,7 @@ static int file_fence(struct tern_world *w, uint64_t gen, uint64_t deadline_ns)
 		 (unsigned long long)gen, w->rank);
 	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		tern_warn("world file: %s: %s", path, strerror(errno));
+		tern__warn("world file: %s: %s", path, strerror(errno));
 		return -errno;
 	}
 	close(fd);
@@ -228,8 +228,8 @@ static int file_fence(struct tern_world *w, uint64_t gen, uint64_t deadline_ns)
 			continue;
 		}
 		if (tern__now_ns() >= deadline_ns) {
-			tern_warn("world file: fence %llu: rank %d never came",
-				  (unsigned long long)gen, r);
+			tern__warn("world file: fence %llu: rank %d never came",
+				   (unsigned long long)gen, r);
 			return -ETIMEDOUT;
 		}
 		nap(w, &us);

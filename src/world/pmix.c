@@ -50,19 +50,19 @@ static int load(struct pmix_api *a)
 {
 	a->dl = dlopen(PMIX_LIB, RTLD_NOW | RTLD_LOCAL);
 	if (a->dl == NULL) {
-		tern_warn("world pmix: cannot load %s (%s): install the PMIx "
-			  "client library (Debian: libpmix2)",
-			  PMIX_LIB, dlerror());
+		tern__warn("world pmix: cannot load %s (%s): install the PMIx "
+			   "client library (Debian: libpmix2)",
+			   PMIX_LIB, dlerror());
 		return -TERN_ENOTSUP;
 	}
-#define SYM(field, name)                                                      \
-	do {                                                                  \
-		*(void **)&a->field = dlsym(a->dl, name);                     \
-		if (a->field == NULL) {                                       \
-			tern_warn("world pmix: %s lacks %s", PMIX_LIB, name); \
-			dlclose(a->dl);                                       \
-			return -TERN_ENOTSUP;                                 \
-		}                                                             \
+#define SYM(field, name)                                                       \
+	do {                                                                   \
+		*(void **)&a->field = dlsym(a->dl, name);                      \
+		if (a->field == NULL) {                                        \
+			tern__warn("world pmix: %s lacks %s", PMIX_LIB, name); \
+			dlclose(a->dl);                                        \
+			return -TERN_ENOTSUP;                                  \
+		}                                                              \
 	} while (0)
 	SYM(init, "PMIx_Init");
 	SYM(finalize, "PMIx_Finalize");
@@ -123,9 +123,9 @@ static int pmix_open(struct tern_world *w, const char *arg)
 
 	(void)arg;
 	if (getenv("PMIX_RANK") == NULL && getenv("PMIX_NAMESPACE") == NULL) {
-		tern_warn("world pmix: not started by a PMIx launcher ($PMIX_"
-			  "RANK unset): run under mpirun, srun --mpi=pmix or "
-			  "prterun");
+		tern__warn("world pmix: not started by a PMIx launcher ($PMIX_"
+			   "RANK unset): run under mpirun, srun --mpi=pmix or "
+			   "prterun");
 		return -EINVAL;
 	}
 	p = calloc(1, sizeof(*p));
@@ -138,7 +138,7 @@ static int pmix_open(struct tern_world *w, const char *arg)
 	}
 	rc = p->api.init(&p->me, NULL, 0);
 	if (rc != PMIX_SUCCESS) {
-		tern_warn("world pmix: PMIx_Init: %s", p->api.strerror(rc));
+		tern__warn("world pmix: PMIx_Init: %s", p->api.strerror(rc));
 		dlclose(p->api.dl);
 		free(p);
 		return -TERN_EPROV;
@@ -148,18 +148,18 @@ static int pmix_open(struct tern_world *w, const char *arg)
 	job.rank = PMIX_RANK_WILDCARD;
 	rc = p->api.get(&job, PMIX_JOB_SIZE, NULL, 0, &v);
 	if (rc != PMIX_SUCCESS || v == NULL || v->type != PMIX_UINT32) {
-		tern_warn("world pmix: the job's size (PMIX_JOB_SIZE): %s",
-			  rc != PMIX_SUCCESS ? p->api.strerror(rc)
-					     : "not a uint32");
+		tern__warn("world pmix: the job's size (PMIX_JOB_SIZE): %s",
+			   rc != PMIX_SUCCESS ? p->api.strerror(rc)
+					      : "not a uint32");
 		pmix_release(p, v);
 		pmix_close(w);
 		return -TERN_EPROTO;
 	}
 	if ((w->rank >= 0 && (uint32_t)w->rank != p->me.rank) ||
 	    (w->size > 0 && (uint32_t)w->size != v->data.uint32))
-		tern_warn("world pmix: rank %d of %d given, but the launcher "
-			  "says %u of %u: using the launcher's",
-			  w->rank, w->size, p->me.rank, v->data.uint32);
+		tern__warn("world pmix: rank %d of %d given, but the launcher "
+			   "says %u of %u: using the launcher's",
+			   w->rank, w->size, p->me.rank, v->data.uint32);
 	w->rank = (int)p->me.rank;
 	w->size = v->data.uint32 > TERN_WORLD_MAX_RANKS
 			  ? TERN_WORLD_MAX_RANKS + 1
@@ -185,8 +185,8 @@ static int pmix_put(struct tern_world *w, const char *name, const void *val,
 	if (rc == PMIX_SUCCESS)
 		rc = p->api.commit();
 	if (rc != PMIX_SUCCESS) {
-		tern_warn("world pmix: putting %s: %s", key,
-			  p->api.strerror(rc));
+		tern__warn("world pmix: putting %s: %s", key,
+			   p->api.strerror(rc));
 		return -TERN_EPROV;
 	}
 	/* A card is the first thing every rank reads: collect them all. */
@@ -212,17 +212,17 @@ static ssize_t pmix_get(struct tern_world *w, int rank, const char *name,
 	info_int(&info, PMIX_TIMEOUT, secs_left(deadline_ns));
 	rc = p->api.get(&proc, key, &info, 1, &v);
 	if (rc == PMIX_ERR_TIMEOUT || rc == PMIX_ERR_NOT_FOUND) {
-		tern_warn("world pmix: rank %d has not published '%s' (%s)",
-			  rank, name, p->api.strerror(rc));
+		tern__warn("world pmix: rank %d has not published '%s' (%s)",
+			   rank, name, p->api.strerror(rc));
 		return -ETIMEDOUT;
 	}
 	if (rc != PMIX_SUCCESS) {
-		tern_warn("world pmix: %s of rank %d: %s", key, rank,
-			  p->api.strerror(rc));
+		tern__warn("world pmix: %s of rank %d: %s", key, rank,
+			   p->api.strerror(rc));
 		return -TERN_EPROV;
 	}
 	if (v == NULL || v->type != PMIX_BYTE_OBJECT) {
-		tern_warn("world pmix: %s of rank %d is not bytes", key, rank);
+		tern__warn("world pmix: %s of rank %d is not bytes", key, rank);
 		pmix_release(p, v);
 		return -TERN_EPROTO;
 	}
@@ -249,7 +249,7 @@ static int pmix_fence(struct tern_world *w, uint64_t gen, uint64_t deadline_ns)
 	if (rc == PMIX_ERR_TIMEOUT)
 		return -ETIMEDOUT;
 	if (rc != PMIX_SUCCESS) {
-		tern_warn("world pmix: fence: %s", p->api.strerror(rc));
+		tern__warn("world pmix: fence: %s", p->api.strerror(rc));
 		return -TERN_EPROV;
 	}
 	return 0;

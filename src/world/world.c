@@ -90,7 +90,7 @@ static int env_int(const char *name, int *v)
 	errno = 0;
 	x = strtol(s, &end, 10);
 	if (errno != 0 || *end != '\0' || x < 0 || x > INT_MAX) {
-		tern_warn("$%s=%s: not a number of 0 or more", name, s);
+		tern__warn("$%s=%s: not a number of 0 or more", name, s);
 		return -1;
 	}
 	*v = (int)x;
@@ -140,9 +140,9 @@ void tern__world_event(struct tern_world *w, int rank, enum tern_world_event ev)
 
 		if (q == NULL) {
 			pthread_mutex_unlock(&c->lock);
-			tern_warn("world: out of memory queueing an event of "
-				  "rank %d",
-				  rank);
+			tern__warn("world: out of memory queueing an event of "
+				   "rank %d",
+				   rank);
 			return;
 		}
 		c->q = q;
@@ -151,7 +151,7 @@ void tern__world_event(struct tern_world *w, int rank, enum tern_world_event ev)
 	c->q[c->nq++] = (struct world_ev){ rank, ev };
 	pthread_mutex_unlock(&c->lock);
 	if (write(c->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		tern_warn("world: eventfd: %s", strerror(errno));
+		tern__warn("world: eventfd: %s", strerror(errno));
 }
 
 /* Drop the peer of a rank that left: queued requests to it end. */
@@ -206,12 +206,12 @@ static void on_events(struct tern_io *io, unsigned int events)
 				c->peers[r] = NULL;
 			}
 			c->gone[r] = 0;
-			tern_info("world: rank %d joined", r);
+			tern__info("world: rank %d joined", r);
 		} else if (q[i].ev == TERN_WORLD_GONE) {
 			if (r >= c->cap || c->gone[r])
 				continue;
 			rank_gone(w, r);
-			tern_info("world: rank %d is gone", r);
+			tern__info("world: rank %d is gone", r);
 		} else {
 			continue;
 		}
@@ -226,8 +226,8 @@ static void on_events(struct tern_io *io, unsigned int events)
 static int absent_open(struct tern_world *w, const char *arg)
 {
 	(void)arg;
-	tern_warn("world %s: this build of tern has no %s backend",
-		  w->ops->kind, w->ops->kind);
+	tern__warn("world %s: this build of tern has no %s backend",
+		   w->ops->kind, w->ops->kind);
 	return -TERN_ENOTSUP;
 }
 #endif
@@ -281,7 +281,7 @@ static int card_of(struct tern_world *w, int r, uint64_t deadline)
 
 		if (tern__card_parse(buf, (size_t)n, &card, why, sizeof(why)) !=
 		    0) {
-			tern_warn("world: rank %d's card: %s", r, why);
+			tern__warn("world: rank %d's card: %s", r, why);
 			return -TERN_ECARD;
 		}
 	}
@@ -333,9 +333,9 @@ int tern_world_open(struct tern_ctx *ctx, const char *spec,
 	if (spec == NULL)
 		spec = getenv("TERN_WORLD");
 	if (spec == NULL || *spec == '\0') {
-		tern_warn("world: none named: pass one (pmix, "
-			  "etcd://HOST:PORT/PREFIX, file:/DIR) or set "
-			  "$TERN_WORLD");
+		tern__warn("world: none named: pass one (pmix, "
+			   "etcd://HOST:PORT/PREFIX, file:/DIR) or set "
+			   "$TERN_WORLD");
 		return -EINVAL;
 	}
 	w = calloc(1, sizeof(*w));
@@ -366,9 +366,9 @@ int tern_world_open(struct tern_ctx *ctx, const char *spec,
 	}
 	w->ops = backend(spec, &arg);
 	if (w->ops == NULL) {
-		tern_warn("world '%s': not pmix, etcd://HOST:PORT/PREFIX or "
-			  "file:/DIR",
-			  spec);
+		tern__warn("world '%s': not pmix, etcd://HOST:PORT/PREFIX or "
+			   "file:/DIR",
+			   spec);
 		world_free(w);
 		return -EINVAL;
 	}
@@ -381,7 +381,7 @@ int tern_world_open(struct tern_ctx *ctx, const char *spec,
 	}
 	if (w->size < 1 || w->size > TERN_WORLD_MAX_RANKS || w->rank < 0 ||
 	    w->rank >= w->size) {
-		tern_warn(
+		tern__warn(
 			"world %s: rank %d of %d: a rank must be 0 to size-1, "
 			"and size 1 to %d",
 			spec, w->rank, w->size, TERN_WORLD_MAX_RANKS);
@@ -412,16 +412,16 @@ int tern_world_open(struct tern_ctx *ctx, const char *spec,
 		ret = card_of(w, r, deadline);
 		if (ret == -TERN_EPEERGONE) { /* left before we came */
 			rank_gone(w, r);
-			tern_info("world %s: rank %d has left", spec, r);
+			tern__info("world %s: rank %d has left", spec, r);
 			continue;
 		}
 		if (ret != 0) {
-			tern_warn("world %s: rank %d's card: %s", spec, r,
-				  tern_strerror(ret));
+			tern__warn("world %s: rank %d's card: %s", spec, r,
+				   tern_strerror(ret));
 			goto fail;
 		}
 	}
-	tern_info("world %s: rank %d of %d", spec, w->rank, w->size);
+	tern__info("world %s: rank %d of %d", spec, w->rank, w->size);
 	*world_p = w;
 	return 0;
 fail:
@@ -509,14 +509,14 @@ int tern_world_put(struct tern_world *w, const char *name, const void *val,
 	if (w == NULL || (val == NULL && len > 0))
 		return -EINVAL;
 	if (!tern__world_name_ok(name) || strcmp(name, "card") == 0) {
-		tern_warn("world: name '%s': 1 to %d of [A-Za-z0-9_.-], and "
-			  "not 'card'",
-			  name ? name : "(null)", TERN_WORLD_NAME_MAX);
+		tern__warn("world: name '%s': 1 to %d of [A-Za-z0-9_.-], and "
+			   "not 'card'",
+			   name ? name : "(null)", TERN_WORLD_NAME_MAX);
 		return -EINVAL;
 	}
 	if (len > TERN_WORLD_VALUE_MAX) {
-		tern_warn("world: value of '%s': %zu bytes, more than %d", name,
-			  len, TERN_WORLD_VALUE_MAX);
+		tern__warn("world: value of '%s': %zu bytes, more than %d",
+			   name, len, TERN_WORLD_VALUE_MAX);
 		return -EINVAL;
 	}
 	return w->ops->put(w, name, val, len);

@@ -421,6 +421,12 @@ TERN_API int tern_flush(struct tern_ctx *ctx);
  * already done returns 0 at once, without a progress pass. Idle waits
  * back off to short sleeps instead of spinning a core; set TERN_BUSY_POLL=1
  * to spin.
+ * A timeout ends the wait, not the operation: the request stays in
+ * flight and tern's, with its buffers and region (tern_mr_close() of the
+ * region returns -EBUSY), until it completes, exactly once, from a later
+ * progress pass: wait again, or tern_req_cancel() it (a write the provider
+ * already holds cannot be cancelled and completes on its own; one queued
+ * in tern is cancelled), and reuse nothing of it before done is 1.
  * @return 0 (the request's own status is in req->status); -ETIMEDOUT, the
  * request still in flight; or a negative error from progress.
  */

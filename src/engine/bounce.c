@@ -85,8 +85,8 @@ int tern__bounce_open(struct tern_ctx *ctx)
 		free(b);
 		return -ENOMEM;
 	}
-	ret = tern_mr_reg(ctx, b->buf, (size_t)b->n * b->len, TERN_ACCESS_LOCAL,
-			  &b->mr);
+	ret = tern__mr_reg_own(ctx, b->buf, (size_t)b->n * b->len,
+			       TERN_ACCESS_LOCAL, &b->mr);
 	if (ret != 0) {
 		free(b->buf);
 		free(b->ent);

@@ -83,7 +83,7 @@ int tern__ctrl_open(struct tern_ctx *ctx)
 		return -ENOMEM;
 	}
 	memset(c->buf, 0, len);
-	ret = tern_mr_reg(ctx, c->buf, len, TERN_ACCESS_LOCAL, &c->mr);
+	ret = tern__mr_reg_own(ctx, c->buf, len, TERN_ACCESS_LOCAL, &c->mr);
 	if (ret != 0) {
 		free(c->buf);
 		free(c);

@@ -186,8 +186,8 @@ static int scratch_open(struct tern_ctx *ctx)
 	if (posix_memalign((void **)&ctx->scratch, 128, bytes) != 0)
 		return -ENOMEM;
 	memset(ctx->scratch, 0, bytes);
-	ret = tern_mr_reg(ctx, ctx->scratch, bytes, TERN_ACCESS_LOCAL,
-			  &ctx->scratch_mr);
+	ret = tern__mr_reg_own(ctx, ctx->scratch, bytes, TERN_ACCESS_LOCAL,
+			       &ctx->scratch_mr);
 	if (ret != 0) {
 		free(ctx->scratch);
 		ctx->scratch = NULL;

@@ -298,6 +298,7 @@ struct tern_mr {
 	 * reg_vmm()): chunks no larger, each its own dmabuf. */
 	uint8_t seg_shift;
 	uint8_t dmabuf_per_chunk;
+	uint8_t whole; /* tern's own buffers: never in chunks (mr.c) */
 	struct tern__prov_mr **cpmr;
 	void **cdesc;
 	uint64_t *ckey;
@@ -545,9 +546,15 @@ static inline size_t tern__card_addrlen(const struct tern_ctx *ctx)
 static inline void *tern__mr_desc_at(const struct tern_mr *mr,
 				     unsigned int rail, uint64_t off)
 {
+	uint64_t c;
+
 	if (tern_likely(mr->nchunks <= 1))
 		return mr->desc[rail];
-	return mr->cdesc[(off >> mr->chunk_shift) * mr->ctx->nrails + rail];
+	/* Its end, for 0 bytes there: the last chunk. */
+	c = off >> mr->chunk_shift;
+	if (c >= mr->nchunks)
+		c = mr->nchunks - 1;
+	return mr->cdesc[c * mr->ctx->nrails + rail];
 }
 
 /* The address an operation targets: virtual (base + offset) or offset
@@ -635,6 +642,9 @@ void tern__nbi_fini(struct tern_ctx *ctx);
 int tern__peer_gone(struct tern_peer *peer);
 /* Close @mr whatever is in flight on it: ctx teardown, shadows. */
 int tern__mr_close(struct tern_mr *mr);
+/* Register tern's own buffer: one registration, never chunked or shared. */
+int tern__mr_reg_own(struct tern_ctx *ctx, void *buf, size_t len,
+		     uint64_t access, struct tern_mr **mr_p);
 
 /*
  * Queues and completions (progress.c, imm.c, loop.c). The one completion

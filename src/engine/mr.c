@@ -180,10 +180,10 @@ static void chunks_free(struct tern_mr *mr)
  * doubled until the region's fit; one the user set is kept, and a region
  * that would need more is refused (-E2BIG), naming the numbers.
  */
-static int chunks_plan(struct tern_mr *mr)
+static int chunks_plan(struct tern_mr *mr, unsigned int cap)
 {
 	struct tern_ctx *ctx = mr->ctx;
-	unsigned int shift = ctx->mr_chunk_shift;
+	unsigned int shift = mr->whole ? 0 : ctx->mr_chunk_shift;
 	uint64_t n;
 
 	/* GPU allocations cut where they change (reg_vmm()). */
@@ -194,7 +194,7 @@ static int chunks_plan(struct tern_mr *mr)
 		return 0;
 	for (;;) {
 		n = tern__desc_nchunks(mr->len, shift);
-		if (n * ctx->nrails <= TERN_MR_DESC_KEYS32_MAX)
+		if (n * ctx->nrails <= cap)
 			break;
 		if (mr->seg_shift != 0) {
 			tern__warn("CUDA region of %zu bytes at %p: its GPU "
@@ -342,9 +342,9 @@ static int reg_all(struct tern_mr *mr, int cache)
 	struct tern_ctx *ctx = mr->ctx;
 	uint64_t t0 = tern__now_ns();
 	struct tern__mreg *g;
-	int ret;
+	int ret, retried = 0;
 
-	ret = chunks_plan(mr);
+	ret = chunks_plan(mr, TERN_MR_DESC_KEYS32_MAX);
 	if (ret != 0)
 		return ret;
 	/* A region in chunks keeps its own (the cache shares one each). */
@@ -361,6 +361,7 @@ static int reg_all(struct tern_mr *mr, int cache)
 			mr->len, mr->buf, g->len, (void *)g->buf, g->refs);
 		return 0;
 	}
+again:
 	for (uint32_t c = 0; c < mr->nchunks; c++) {
 		ret = chunk_dmabuf(mr, c);
 		for (unsigned int i = 0; i < ctx->nrails && ret == 0; i++)
@@ -378,6 +379,15 @@ static int reg_all(struct tern_mr *mr, int cache)
 	if (mr->nchunks > 1 && (ret = chunks_done(mr)) != 0) {
 		dereg(mr);
 		chunks_free(mr);
+		/* Keys of 64 bits: 32 fit. A chunk tern chose doubles
+		 * again; the user's is kept (refused, named). */
+		if (ret == -E2BIG && !ctx->mr_chunk_user &&
+		    mr->seg_shift == 0 && !retried) {
+			retried = 1;
+			ret = chunks_plan(mr, TERN_MR_DESC_KEYS_MAX);
+			if (ret == 0)
+				goto again;
+		}
 		return ret;
 	}
 	if (cache) {
@@ -421,6 +431,30 @@ int tern_mr_reg(struct tern_ctx *ctx, void *buf, size_t len, uint64_t access,
 		struct tern_mr **mr_p)
 {
 	return reg_host(ctx, buf, len, access, 1, mr_p);
+}
+
+/* tern's own buffers (bounce, control, atomics' scratch): small, posted
+ * with their one descriptor, so never in chunks, and never shared. */
+int tern__mr_reg_own(struct tern_ctx *ctx, void *buf, size_t len,
+		     uint64_t access, struct tern_mr **mr_p)
+{
+	struct tern_mr *mr;
+	int ret;
+
+	if (!args_ok(ctx, buf, len, access, mr_p))
+		return -EINVAL;
+	mr = mr_new(ctx, buf, len, access, TERN_MEM_HOST, -1,
+		    TERN_MR_PATH_HOST);
+	if (mr == NULL)
+		return -ENOMEM;
+	mr->whole = 1;
+	ret = reg_all(mr, 0);
+	if (ret != 0) {
+		free(mr);
+		return ret;
+	}
+	*mr_p = mr;
+	return 0;
 }
 
 /* A staged region: a pinned host shadow of the same size is what the

@@ -180,7 +180,12 @@ int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 		rp->imm, slot->fictx, flags);
 	if (ret != 0) {
 		tern__slot_free(rail, slot);
-		return post_result(rail, req, ret);
+		ret = post_result(rail, req, ret);
+		/* Failed for good: the batch goes on with the next piece,
+		 * from its start. */
+		if (ret != -EAGAIN)
+			rp->u.batch.sub = 0;
+		return (int)ret;
 	}
 	tern__sync_note(rail, slot->fictx, flags);
 	if (sub + len < pc.len) {
@@ -212,11 +217,13 @@ int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req)
 			    TERN_MR_DESC_CHUNK_SHIFT(rd->flags));
 	roff = rp->u.stripe.roff + off;
 	if (rp->sop == TERN__OP_WRITE_IMM) {
+		/* After a failed part no other goes: the immediate never
+		 * will. */
+		if (rp->err != 0)
+			return rp->err;
 		if (rp->next_piece + 1 < rp->npieces) {
 			flags |= TERN__PF_DELIVER;
 		} else {
-			if (rp->err != 0)
-				return rp->err;
 			if (rp->inflight != 0)
 				return -EAGAIN;
 			flags |= TERN__PF_IMM;
@@ -329,9 +336,11 @@ static int sync_noted(const struct tern__cqe *cqe)
 		return 0;
 	if (cqe->slot == NULL)
 		return rp->op == TERN__OP_WRITE || rp->op == TERN__OP_READ;
-	/* A striped chunk (posted without flags), or a batch's piece. */
+	/* A striped chunk (posted without flags; a cut write with
+	 * immediate's parts go with delivery complete or the immediate),
+	 * or a batch's piece. */
 	if (rp->sop != 0)
-		return 1;
+		return rp->sop != TERN__OP_WRITE_IMM;
 	return rp->op == TERN__OP_PIECES && !rp->u.batch.with_imm;
 }
 

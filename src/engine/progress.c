@@ -823,8 +823,9 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 		parts = tern__cut_count(len, chunk, loff, lshift, roff, rshift);
 		if (parts > UINT32_MAX)
 			return -EMSGSIZE;
-		/* One part on one rail: the plain path, with its keys. */
-		if (parts == 1 && (lshift != 0 || rshift != 0))
+		/* One part (or none: 0 bytes) on one rail: the plain path,
+		 * with its keys. */
+		if (parts <= 1 && (lshift != 0 || rshift != 0))
 			goto plain;
 		rd = tern__desc_get(ctx, rdesc);
 		if (rd == NULL)

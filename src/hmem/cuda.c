@@ -714,7 +714,8 @@ static tern_cu_result fk_map(tern_cu_ptr p, size_t len, size_t off,
 	fd = g_fake.phys[h - 1].fd - 1;
 	dev = g_fake.phys[h - 1].dev;
 	props = g_fake.phys[h - 1].props;
-	if (fd >= 0 && off + len > g_fake.phys[h - 1].len)
+	if (fd >= 0 && (len == 0 || off > g_fake.phys[h - 1].len ||
+			len > g_fake.phys[h - 1].len - off))
 		fd = -1;
 	fd = fd >= 0 ? dup(fd) : -1;
 	pthread_mutex_unlock(&g_fake.lock);
@@ -733,7 +734,12 @@ static tern_cu_result fk_map(tern_cu_ptr p, size_t len, size_t off,
 		return 2;
 	}
 	pthread_mutex_lock(&g_fake.lock);
-	g_fake.alloc[fake_find(at)].props = props;
+	{
+		int i = fake_find(at);
+
+		if (i >= 0)
+			g_fake.alloc[i].props = props;
+	}
 	pthread_mutex_unlock(&g_fake.lock);
 	return TERN_CU_SUCCESS;
 }

@@ -73,15 +73,19 @@ static inline void tern__desc_set_key(struct tern_mr_desc *d, uint64_t i,
 	d->keys[i] = key;
 }
 
-/* The key @rail uses to reach offset @off of the region. */
+/* The key @rail uses to reach offset @off of the region (its end, for
+ * an operation of 0 bytes there: the last chunk's). */
 static inline uint64_t tern__desc_key(const struct tern_mr_desc *d,
 				      uint64_t off, unsigned int rail)
 {
 	unsigned int shift = TERN_MR_DESC_CHUNK_SHIFT(d->flags);
+	uint64_t c, last;
 
 	if (shift == 0)
 		return d->keys[rail];
-	return tern__desc_key_at(d, (off >> shift) * d->nkeys + rail);
+	c = off >> shift;
+	last = tern__desc_nchunks(d->len, shift) - 1;
+	return tern__desc_key_at(d, (c < last ? c : last) * d->nkeys + rail);
 }
 
 /* Where offset @off of the region is to the provider: the address, or

@@ -203,6 +203,10 @@ static void rma_cases(int write)
 		{ 5 * C + 1000, 5 * C + 2000, 4096, "inside chunk 5" },
 		{ C, 2 * C, C, "all of chunk 1 to all of chunk 2" },
 		{ 0, 0, S, "the whole region" },
+		/* 0 bytes at a boundary and at the very end: one part of
+		 * nothing, no chunk past the last. */
+		{ 2 * C, 3 * C, 0, "0 bytes at a boundary" },
+		{ S, S, 0, "0 bytes at the region's end" },
 	};
 	char what[160];
 

@@ -297,40 +297,26 @@ static void decode_caps(struct tern_ctx *ctx, const struct tern__prov_caps *c)
 		 c->domain_name);
 }
 
-int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
+/* The attr and the environment: what the caller asked for. */
+static int ctx_config(struct tern_ctx *ctx, const struct tern_ctx_attr *attr)
 {
-	static const struct tern_ctx_attr defaults;
-	char names[TERN_MAX_RAILS][TERN_TOPO_NAME_LEN];
-	const char *name_p[TERN_MAX_RAILS];
-	struct tern__prov_rail *pr[TERN_MAX_RAILS];
-	struct tern__prov_caps caps;
-	struct tern__prov_want want;
-	unsigned int i = 0, ndom = 0;
-	struct tern_ctx *ctx;
-	int ret;
-
-	if (attr == NULL)
-		attr = &defaults;
-	if (ctx_p == NULL ||
-	    (attr->flags &
+	if ((attr->flags &
 	     ~(TERN_CTX_BUSY_POLL | TERN_CTX_PIN | TERN_CTX_HMEM)) != 0 ||
 	    attr->rails > TERN_MAX_RAILS || attr->log_level > TERN_LOG_DEBUG ||
-	    attr->post_batch > 4096 ||
+	    attr->post_batch > TERN__POST_BATCH_MAX ||
 	    (attr->stripe_chunk != 0 && attr->stripe_chunk < 4096))
 		return -EINVAL;
 	if (attr->log_level != 0)
 		tern_log_set_level(attr->log_level);
-	ctx = calloc(1, sizeof(*ctx));
-	if (ctx == NULL)
-		return -ENOMEM;
 	/* No fds yet: a failure before tern__loop_init() closes none. */
 	ctx->epfd = ctx->wakefd = -1;
 	ctx->mr_cache = (int)tern__env_long("TERN_MR_CACHE", 1, 0, 1);
 	ctx->nrails = attr->rails ? attr->rails : 1;
-	ctx->post_batch = attr->post_batch
-				  ? attr->post_batch
-				  : (unsigned int)tern__env_long(
-					    "TERN_POST_BATCH", 32, 1, 4096);
+	ctx->post_batch = attr->post_batch ? attr->post_batch
+					   : (unsigned int)tern__env_long(
+						     "TERN_POST_BATCH",
+						     TERN__POST_BATCH_DEFAULT,
+						     1, TERN__POST_BATCH_MAX);
 	ctx->stripe_chunk = attr->stripe_chunk
 				    ? attr->stripe_chunk
 				    : (uint64_t)tern__env_long(
@@ -338,15 +324,26 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 					      (long)TERN_STRIPE_CHUNK_DEFAULT,
 					      4096, 1L << 40);
 	/* Implicit operations in flight at once (docs/api.md). */
-	ctx->nbi_max = (unsigned long)tern__env_long("TERN_NBI_MAX", 1L << 16,
-						     1, 1L << 24);
+	ctx->nbi_max = (unsigned long)tern__env_long(
+		"TERN_NBI_MAX", TERN__NBI_MAX_DEFAULT, 1, 1L << 24);
 	ctx->busy_poll = (attr->flags & TERN_CTX_BUSY_POLL) ||
 			 tern__env_long("TERN_BUSY_POLL", 0, 0, 1);
 	ctx->next_key = 1;
+	return 0;
+}
 
-	ret = tern__imm_init(&ctx->imm);
-	if (ret != 0)
-		goto err_free;
+/* The provider and its domains: one per rail, chosen and described. */
+static int ctx_provider(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
+			struct tern__prov_rail **pr,
+			struct tern__prov_caps *caps)
+{
+	char names[TERN_MAX_RAILS][TERN_TOPO_NAME_LEN];
+	const char *name_p[TERN_MAX_RAILS];
+	struct tern__prov_want want;
+	unsigned int ndom = 0;
+	int ret;
+
+	prov_rails(ctx, pr); /* first: closing them is then always safe */
 	ret = domain_list(attr, names, &ndom);
 	if (ret == 0 && ndom != 0 && attr->rails > 1 && attr->rails != ndom) {
 		tern__warn("%u rails asked, %u domains listed", attr->rails,
@@ -354,12 +351,11 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		ret = -EINVAL;
 	}
 	if (ret != 0)
-		goto err_imm;
+		return ret;
 	if (ndom != 0)
 		ctx->nrails = ndom;
 	for (unsigned int k = 0; k < ndom; k++)
 		name_p[k] = names[k];
-	prov_rails(ctx, pr);
 	want = (struct tern__prov_want){
 		.provider = attr->provider ? attr->provider
 					   : tern__env_str("TERN_PROVIDER"),
@@ -373,9 +369,9 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	};
 	ret = tern__prov_choose(&ctx->prov, &want, pr);
 	if (ret != 0)
-		goto err_info;
-	tern__prov_caps(&ctx->prov, pr, ctx->nrails, &caps);
-	decode_caps(ctx, &caps);
+		return ret;
+	tern__prov_caps(&ctx->prov, pr, ctx->nrails, caps);
+	decode_caps(ctx, caps);
 	mr_chunk(ctx);
 	if (ctx->tx_size == 0 ||
 	    ctx->rx_size <=
@@ -384,15 +380,26 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	    (!ctx->tagged && tern__bounce_count(ctx) == 0)) {
 		tern__warn("provider %s reports queue sizes tx %zu rx %zu",
 			   ctx->prov_name, ctx->tx_size, ctx->rx_size);
-		ret = -TERN_ENOPROV;
-		goto err_info;
+		return -TERN_ENOPROV;
 	}
+	return 0;
+}
+
+/* Open every rail's endpoint (the thread pinned near rail 0's NIC first,
+ * where asked). @n_p: how many opened, for the caller to close on error. */
+static int ctx_rails(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
+		     struct tern__prov_rail *const *pr,
+		     const struct tern__prov_caps *caps, unsigned int *n_p)
+{
+	int ret;
+
+	*n_p = 0;
 	ret = tern__prov_open(&ctx->prov, pr, ctx->nrails);
 	if (ret != 0)
-		goto err_info;
+		return ret;
 	if (attr->flags & TERN_CTX_PIN) {
 		/* Before any domain exists: its memory follows the thread. */
-		ret = tern__topo_pin_near(caps.domain0, ctx->pinned,
+		ret = tern__topo_pin_near(caps->domain0, ctx->pinned,
 					  sizeof(ctx->pinned));
 		if (ret == 0)
 			tern__info("pinned to %s", ctx->pinned);
@@ -400,55 +407,97 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 			tern__warn("could not pin the thread near %s: %s",
 				   ctx->domain_name, tern_strerror(ret));
 	}
-	for (i = 0; i < ctx->nrails; i++) {
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		ctx->rails[i].idx = i;
 		ret = rail_open(ctx, &ctx->rails[i]);
 		if (ret != 0)
-			goto err_rails;
+			return ret;
+		*n_p = i + 1;
 		if (!ctx->addr_str &&
 		    ctx->rails[i].addrlen != ctx->rails[0].addrlen) {
 			tern__warn("rail %u: %zu-byte address, rail 0 has %zu: "
 				   "one card cannot hold both",
 				   i, ctx->rails[i].addrlen,
 				   ctx->rails[0].addrlen);
-			ret = -EINVAL;
-			i++;
-			goto err_rails;
+			return -EINVAL;
 		}
 	}
 	rail_limits(ctx, pr);
 	ctx->atomic_fadd = tern__prov_atomic_ok(pr, &ctx->prov, ctx->nrails, 1);
 	ctx->atomic_cswap = tern__prov_atomic_ok(pr, &ctx->prov, ctx->nrails,
 						 0);
+	return 0;
+}
+
+/* What runs on the rails: atomics' scratch, message buffers, control
+ * messages, the event loop, the same-host path. On error the caller
+ * closes them (each close takes one never opened). */
+static int ctx_services(struct tern_ctx *ctx)
+{
+	int ret;
+
 	ret = scratch_open(ctx);
 	if (ret != 0)
-		goto err_rails;
+		return ret;
 	if (!ctx->tagged) {
 		ret = tern__bounce_open(ctx);
 		if (ret != 0)
-			goto err_scratch;
+			return ret;
 	}
 	ret = tern__ctrl_open(ctx);
 	if (ret != 0)
-		goto err_scratch;
+		return ret;
 	/* Arrivals tell their source where every rail's CQ does. */
 	ctx->imm_source = 1;
-	for (i = 0; i < ctx->nrails; i++)
+	for (unsigned int i = 0; i < ctx->nrails; i++)
 		ctx->imm_source &= tern__prov_source(&ctx->rails[i].prov);
 	ctx->next_src_id = 1;
 	ret = tern__loop_init(ctx);
 	if (ret != 0)
-		goto err_scratch;
+		return ret;
 	ret = tern__local_open(ctx); /* needs the loop's wake eventfd */
 	if (ret != 0)
-		goto err_scratch;
+		return ret;
 	if (TERN_CARD_HDR + (size_t)ctx->nrails * tern__card_addrlen(ctx) >
 	    TERN_CARD_MAX) {
 		tern__warn("%u rails of %zu-byte addresses do not fit a card",
 			   ctx->nrails, tern__card_addrlen(ctx));
-		ret = -EINVAL;
-		goto err_scratch;
+		return -EINVAL;
 	}
+	return 0;
+}
+
+int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
+{
+	static const struct tern_ctx_attr defaults;
+	struct tern__prov_rail *pr[TERN_MAX_RAILS];
+	struct tern__prov_caps caps;
+	struct tern_ctx *ctx;
+	unsigned int nopen = 0;
+	int ret;
+
+	if (attr == NULL)
+		attr = &defaults;
+	if (ctx_p == NULL)
+		return -EINVAL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (ctx == NULL)
+		return -ENOMEM;
+	ret = ctx_config(ctx, attr);
+	if (ret != 0)
+		goto err_free;
+	ret = tern__imm_init(&ctx->imm);
+	if (ret != 0)
+		goto err_free;
+	ret = ctx_provider(ctx, attr, pr, &caps);
+	if (ret != 0)
+		goto err_info;
+	ret = ctx_rails(ctx, attr, pr, &caps, &nopen);
+	if (ret != 0)
+		goto err_rails;
+	ret = ctx_services(ctx);
+	if (ret != 0)
+		goto err_services;
 	tern__info("ctx: libfabric %s API %s (built with %s), provider %s, "
 		   "fabric %s, domain %s, %u rail(s), tx %zu rx %zu, mr_mode "
 		   "0x%llx",
@@ -460,7 +509,7 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	*ctx_p = ctx;
 	return 0;
 
-err_scratch:
+err_services:
 	tern__local_close(ctx);
 	tern__nbi_fini(ctx);
 	tern__loop_fini(ctx);
@@ -468,11 +517,10 @@ err_scratch:
 	tern__bounce_close(ctx, 1); /* receives are still posted */
 	scratch_close(ctx, 0);
 err_rails:
-	while (i-- > 0)
-		rail_close(&ctx->rails[i]);
+	while (nopen-- > 0)
+		rail_close(&ctx->rails[nopen]);
 err_info:
 	tern__prov_close(&ctx->prov, pr, TERN_MAX_RAILS);
-err_imm:
 	tern__imm_fini(&ctx->imm);
 err_free:
 	free(ctx);

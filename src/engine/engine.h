@@ -603,7 +603,12 @@ static inline int tern__rail_poll(struct tern_rail *rail,
 
 int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req);
 /* A piece posted a part and goes on (tern__rail_post_piece()). */
-#define TERN__PART_MORE 2
+/* Operations posted per rail per progress pass (TERN_POST_BATCH). */
+#define TERN__POST_BATCH_DEFAULT 32
+#define TERN__POST_BATCH_MAX	 4096
+/* Implicit operations in flight per ctx (TERN_NBI_MAX). */
+#define TERN__NBI_MAX_DEFAULT (1L << 16)
+#define TERN__PART_MORE	      2
 /* Post chunk tern__rp(req)->next_piece of a striped write/read on @rail. */
 int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req);
 int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,

@@ -557,6 +557,25 @@ static inline void *tern__mr_desc_at(const struct tern_mr *mr,
 	return mr->cdesc[c * mr->ctx->nrails + rail];
 }
 
+/* Queue @req on its rail: the operation and its region (and peer) count
+ * it in flight from here. */
+static inline void tern__queue_req(struct tern_ctx *ctx, struct tern_req *req)
+{
+	struct tern_rail *rail = &ctx->rails[tern__rp(req)->rail];
+
+	tern__rp(req)->state = TERN__ST_QUEUED;
+	tern__rp(req)->mr->inflight++; /* every queued operation has one */
+	if (tern__rp(req)->peer != NULL)
+		tern__rp(req)->peer->inflight++;
+	if (tern__rp(req)->op == TERN__OP_RECV) {
+		tern__reqq_push(&rail->rxq, req);
+		rail->rx_refused = 0;
+	} else {
+		tern__reqq_push(&rail->txq, req);
+		rail->tx_refused = 0;
+	}
+}
+
 /* The address an operation targets: virtual (base + offset) or offset
  * (in its chunk's registration: wire/desc.h). */
 static inline uint64_t tern__raddr(const struct tern_mr_desc *d, uint64_t off)
@@ -670,6 +689,8 @@ struct tern__desc *tern__desc_get(struct tern_ctx *ctx,
 				  const struct tern_mr_desc *src);
 void tern__desc_pool_fini(struct tern_ctx *ctx);
 void tern__queue(struct tern_ctx *ctx, struct tern_req *req);
+/* Give back a descriptor copy from tern__desc_get(). */
+void tern__desc_put(struct tern_ctx *ctx, struct tern__desc *rd);
 /* Clear a request's results and set what every operation carries. */
 void tern__req_fill(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 		    struct tern_peer *peer, struct tern_mr *mr, const void *buf,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* `tern bench --world` and `tern ping --world` (bench/world.c). */
+/* `tern bench --world` and `tern ping --world` (bench/bench_world.c). */
 #ifndef BENCH_WORLD_H
 #define BENCH_WORLD_H
 

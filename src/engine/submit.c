@@ -603,4 +603,3 @@ int tern_atomic_cswap(struct tern_peer *peer, const struct tern_mr_desc *rdesc,
 	return atomic_common(peer, rdesc, roff, TERN__OP_CSWAP, swap, compare,
 			     req);
 }
-

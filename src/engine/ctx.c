@@ -142,7 +142,7 @@ static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 	}
 	r->slots_span = (ctx->tx_size + nbounce + nctrl) * sizeof(*r->slots);
 	if (tern__prov_sync_rma(&r->prov)) {
-		/* One entry per credit (ops.c: tern__sync_push()). */
+		/* One entry per credit (post.h, reap.c: tern__sync_push()). */
 		size_t cap = 1;
 
 		while (cap < ctx->tx_size)

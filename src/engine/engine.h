@@ -221,7 +221,7 @@ struct tern_rail {
 	/* On a sync_rma rail (src/prov/prov.h): the contexts of the writes
 	 * and reads that may complete inside their post, in post order,
 	 * until their completions come. A failure that comes back with no
-	 * context is the oldest's (ops.c). NULL when not needed, or once
+	 * context is the oldest's (reap.c). NULL when not needed, or once
 	 * completions came out of that order. */
 	void **sync_ring;
 	uint32_t sync_mask, sync_head, sync_n;
@@ -515,7 +515,7 @@ struct tern_ctx {
 	struct tern__tasks tasks;
 };
 
-/* One completion, decoded (ops.c) for the loop. */
+/* One completion, decoded (reap.c) for the loop. */
 struct tern__cqe {
 	struct tern_req *req;	 /* NULL for an arriving immediate */
 	struct tern__slot *slot; /* set when the context was a rail slot */
@@ -576,6 +576,14 @@ static inline void tern__queue_req(struct tern_ctx *ctx, struct tern_req *req)
 	}
 }
 
+/* An atomic's three words (operand, compare, result) in its rail's
+ * registered scratch, by slot. */
+static inline uint64_t *tern__slot_words(struct tern_rail *rail,
+					 struct tern__slot *slot)
+{
+	return rail->scratch + 3 * (size_t)(slot - rail->slots);
+}
+
 /* The address an operation targets: virtual (base + offset) or offset
  * (in its chunk's registration: wire/desc.h). */
 static inline uint64_t tern__raddr(const struct tern_mr_desc *d, uint64_t off)
@@ -583,7 +591,7 @@ static inline uint64_t tern__raddr(const struct tern_mr_desc *d, uint64_t off)
 	return tern__desc_raddr(d, off);
 }
 
-/* Posting and completions over src/prov/ (ops.c, post.h). */
+/* Posting and completions over src/prov/ (post.c, post.h; reap.c). */
 /* A sync_rma rail's write or read @context went to the provider. */
 void tern__sync_push(struct tern_rail *rail, void *context);
 int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more);

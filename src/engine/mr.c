@@ -175,7 +175,7 @@ static void chunks_free(struct tern_mr *mr)
  * chunk (ctx.c, mr_chunk(): TERN_MR_CHUNK, or 64 GiB on EFA and verbs) is
  * registered as chunks of that size, each on every rail, behind one
  * tern_mr; its descriptor carries every chunk's keys (tern/mr.h), and
- * operations are cut where they cross a chunk (progress.c, ops.c). A
+ * operations are cut where they cross a chunk (submit.c, post.c). A
  * descriptor holds 32 keys, 64 of 32 bits: a chunk size tern chose is
  * doubled until the region's fit; one the user set is kept, and a region
  * that would need more is refused (-E2BIG), naming the numbers.

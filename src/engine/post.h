@@ -2,10 +2,10 @@
 /*
  * The posting hot path, inline in the loop's posting pass: a write or read
  * goes to the provider (src/prov/prov_inline.h) without a call into
- * ops.c. Measured in one process (bench/inproc, shm, 4 KiB), handing each
- * write to a function in ops.c cost 2-3% against libfabric's writemsg called in
- * place: on shm a write is a system call, and the user code around it
- * runs cold.
+ * post.c. Measured in one process (bench/inproc, shm, 4 KiB), handing each
+ * write to a function in post.c cost 2-3% against libfabric's writemsg called
+ * in place: on shm a write is a system call, and the user code around it runs
+ * cold.
  */
 #ifndef TERN_ENGINE_POST_H
 #define TERN_ENGINE_POST_H

@@ -237,7 +237,7 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 	 * and inside one registration at each end. A write with immediate
 	 * is cut only where it must be, and then its last part, carrying
 	 * the immediate, goes once every other has landed (post_chunk(),
-	 * ops.c): the target counts it once, after its bytes. */
+	 * post.c): the target counts it once, after its bytes. */
 	chunk = ctx->nrails > 1 && ctx->stripe_chunk != 0 &&
 				len > ctx->stripe_chunk &&
 				op != TERN__OP_WRITE_IMM

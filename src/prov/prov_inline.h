@@ -163,7 +163,7 @@ ssize_t tern__prov_rma_no_inject(struct tern__prov_rail *r,
  * logs it ("inject transfer failed") and drops it, rxm frees its buffer
  * and counts it on a counter tern does not bind, shm's target drops a
  * write with data it cannot place. So an injected write never leaves an
- * error entry, with or without a context, in the CQ (src/engine/ops.c,
+ * error entry, with or without a context, in the CQ (src/engine/reap.c,
  * sync_rma).
  */
 static inline __attribute__((always_inline)) ssize_t tern__prov_rma_small(

@@ -68,7 +68,7 @@ void tern__prov_fix_rx_flags(struct tern__prov_cqent *ent, size_t n)
  * entry): the operation stays queued, is retried, and is cancellable.
  *
  * On 1.17 the engine attributes such an error to its operation by order
- * (tern__prov_rail.sync_rma; engine/ops.c). Injected writes
+ * (tern__prov_rail.sync_rma; engine/reap.c). Injected writes
  * (fi_inject_write(), prov_inline.h) are outside that story: on the same
  * fast path shm returns their failure from the call and writes no entry,
  * success or error, so the engine never notes them.

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/* Handing a rail's queued operations to the provider (the hot path's
+ * inline part is post.h; its completions are read in reap.c). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "post.h"
+#include "stripe.h"
+
+/* The request context fits libfabric's: engine.h checks it. */
+
+/* On the hot path: the common answer costs one test. */
+static inline int post_result(struct tern_rail *rail, struct tern_req *req,
+			      ssize_t ret)
+{
+	if (tern_likely(ret == 0))
+		return 0;
+	return tern__post_failed(rail, req, ret);
+}
+
+__attribute__((noinline, cold)) int tern__post_failed(struct tern_rail *rail,
+						      struct tern_req *req,
+						      ssize_t ret)
+{
+	int err = tern__prov_post_error(ret, req->errmsg, sizeof(req->errmsg),
+					&req->prov_errno);
+
+	if (err == -EAGAIN)
+		return err;
+	/* Logged at 1, 2, 4, 8... so a burst cannot flood the log: on shm
+	 * (libfabric 1.17) every small write through a descriptor naming
+	 * memory its peer has not mapped fails here (post.h). */
+	rail->post_errs++;
+	if ((rail->post_errs & (rail->post_errs - 1)) == 0)
+		tern__warn("rail %u: posting op %u: %s (%" PRIu64 " so far)",
+			   rail->idx, tern__rp(req)->op,
+			   req->errmsg + 6 /* after "post: " */,
+			   rail->post_errs);
+	return err;
+}
+
+static struct tern__slot *slot_get(struct tern_rail *rail,
+				   struct tern_req *owner)
+{
+	struct tern__slot *slot;
+
+	/* One slot per credit: a credit in hand means a slot is free. */
+	if (rail->nfree == 0)
+		return NULL;
+	slot = &rail->slots[rail->free_slots[--rail->nfree]];
+	slot->owner = owner;
+	return slot;
+}
+
+void tern__slot_free(struct tern_rail *rail, struct tern__slot *slot)
+{
+	slot->owner = NULL;
+	rail->free_slots[rail->nfree++] = (uint32_t)(slot - rail->slots);
+}
+
+static ssize_t post_atomic(struct tern_rail *rail, struct tern_req *req,
+			   struct tern__slot *slot, uint64_t flags)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+	uint64_t *w = tern__slot_words(rail, slot);
+
+	w[0] = rp->u.atomic.operand;
+	w[1] = rp->u.atomic.compare;
+	w[2] = 0;
+	return tern__prov_atomic(&rail->prov, rp->op == TERN__OP_FADD, w,
+				 rail->ctx->scratch_mr->desc[rail->idx],
+				 rp->peer->fiaddr[rail->idx],
+				 rp->u.atomic.raddr, rp->u.atomic.rkey,
+				 slot->fictx, flags);
+}
+
+int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
+{
+	struct tern_peer *peer = tern__rp(req)->peer;
+	uint64_t flags = more ? TERN__PF_MORE : 0;
+	struct tern__slot *slot;
+	ssize_t ret;
+
+	switch (tern__rp(req)->op) {
+	case TERN__OP_WRITE_IMM:
+		flags |= TERN__PF_IMM;
+		/* fall through */
+	case TERN__OP_WRITE:
+	case TERN__OP_READ:
+		ret = tern__post_rma(rail, req, tern__rp(req)->buf, req->len,
+				     tern__rp(req)->u.rma.raddr,
+				     tern__rp(req)->u.rma.rkey,
+				     tern__rp(req)->fictx, flags);
+		break;
+	case TERN__OP_SEND:
+	case TERN__OP_SEND_IMM:
+	case TERN__OP_RECV: {
+		struct tern_mr *mr = tern__rp(req)->mr;
+		void *desc = mr != NULL
+				     ? tern__mr_desc_at(
+					       mr, rail->idx,
+					       (uint64_t)((char *)tern__rp(req)
+								  ->buf -
+							  (char *)mr->buf))
+				     : NULL;
+		uint64_t addr = peer ? peer->fiaddr[rail->idx]
+				     : TERN__PROV_ADDR_ANY;
+
+		if (tern__rp(req)->op == TERN__OP_RECV) {
+			ret = tern__prov_trecv(&rail->prov, tern__rp(req)->buf,
+					       req->len, desc, addr,
+					       tern__rp(req)->fictx, flags);
+			break;
+		}
+		if (tern__rp(req)->op == TERN__OP_SEND_IMM)
+			flags |= TERN__PF_IMM;
+		ret = tern__prov_tsend(&rail->prov, tern__rp(req)->buf,
+				       req->len, desc, addr, tern__rp(req)->imm,
+				       tern__rp(req)->fictx, flags);
+		break;
+	}
+	case TERN__OP_FADD:
+	case TERN__OP_CSWAP:
+		slot = slot_get(rail, req);
+		if (slot == NULL)
+			return -EAGAIN;
+		ret = post_atomic(rail, req, slot, flags);
+		if (ret != 0)
+			tern__slot_free(rail, slot);
+		break;
+	default:
+		return -EINVAL;
+	}
+	return post_result(rail, req, ret);
+}
+
+/* Post the next piece of a batched write or read
+ * (tern__rp(req)->next_piece), or its next part where the piece crosses a
+ * chunk of either region (mr.c): TERN__PART_MORE when a part went and
+ * the piece goes on (u.batch.sub: how much of it went). */
+int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
+			  int more)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+	const struct tern_piece pc = tern__piece(rp, rp->next_piece);
+	const struct tern_mr_desc *rd = rp->u.batch.regions + pc.region;
+	uint64_t sub = rp->u.batch.sub, len = pc.len - sub;
+	uint64_t flags = more ? TERN__PF_MORE : 0;
+	struct tern__slot *slot;
+	ssize_t ret;
+
+	if (tern_unlikely(rp->mr->nchunks > 1 ||
+			  (rd->flags & TERN_MR_DESC_CHUNK_MASK) != 0))
+		len = tern__cut_len(
+			pc.len, sub, UINT64_MAX, pc.loff,
+			rp->mr->nchunks > 1 ? rp->mr->chunk_shift : 0, pc.roff,
+			TERN_MR_DESC_CHUNK_SHIFT(rd->flags));
+	if (rp->u.batch.with_imm)
+		flags |= TERN__PF_IMM;
+	slot = slot_get(rail, req);
+	if (slot == NULL)
+		return -EAGAIN;
+	/* tern__post_rma()'s body, the direction from the batch. */
+	if (rp->xflags & TERN__XF_DELIVER)
+		flags |= TERN__PF_DELIVER;
+	ret = tern__prov_rma(
+		&rail->prov, rp->u.batch.read,
+		(char *)rp->mr->buf + pc.loff + sub, len,
+		tern__mr_desc_at(rp->mr, rail->idx, pc.loff + sub),
+		rp->peer->fiaddr[rail->idx], tern__raddr(rd, pc.roff + sub),
+		tern__desc_key(rd, pc.roff + sub, rail->idx % rp->peer->nrails),
+		rp->imm, slot->fictx, flags);
+	if (ret != 0) {
+		tern__slot_free(rail, slot);
+		ret = post_result(rail, req, ret);
+		/* Failed for good: the batch goes on with the next piece,
+		 * from its start. */
+		if (ret != -EAGAIN)
+			rp->u.batch.sub = 0;
+		return (int)ret;
+	}
+	tern__sync_note(rail, slot->fictx, flags);
+	if (sub + len < pc.len) {
+		rp->u.batch.sub = sub + len;
+		return TERN__PART_MORE;
+	}
+	rp->u.batch.sub = 0;
+	return 0;
+}
+
+/* Post the next part of a striped or cut write or read (progress.c,
+ * rma_any()). A write with immediate cut in parts: every part but the
+ * last asks for delivery complete, and the last, with the immediate,
+ * waits (-EAGAIN) until every other has completed, landed; after a
+ * failed one it is not posted (the batch ends with that error, and the
+ * target is told: ctrl.c). */
+int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+	const struct tern_mr_desc *rd = &rp->u.stripe.rd->d;
+	uint64_t off = rp->u.stripe.off, loff, roff, len, flags = 0;
+	struct tern__slot *slot;
+	ssize_t ret;
+
+	loff = (uint64_t)((char *)rp->buf - (char *)rp->mr->buf);
+	len = tern__cut_len(req->len, off, rp->u.stripe.chunk, loff,
+			    rp->mr->nchunks > 1 ? rp->mr->chunk_shift : 0,
+			    rp->u.stripe.roff,
+			    TERN_MR_DESC_CHUNK_SHIFT(rd->flags));
+	roff = rp->u.stripe.roff + off;
+	if (rp->sop == TERN__OP_WRITE_IMM) {
+		/* After a failed part no other goes: the immediate never
+		 * will. */
+		if (rp->err != 0)
+			return rp->err;
+		if (rp->next_piece + 1 < rp->npieces) {
+			flags |= TERN__PF_DELIVER;
+		} else {
+			if (rp->inflight != 0)
+				return -EAGAIN;
+			flags |= TERN__PF_IMM;
+		}
+	}
+	slot = slot_get(rail, req);
+	if (slot == NULL)
+		return -EAGAIN;
+	ret = tern__post_rma(
+		rail, req, (char *)rp->buf + off, len, tern__raddr(rd, roff),
+		tern__desc_key(rd, roff, rail->idx % rp->peer->nrails),
+		slot->fictx, flags);
+	if (ret != 0) {
+		tern__slot_free(rail, slot);
+		return post_result(rail, req, ret);
+	}
+	rp->u.stripe.off = off + len;
+	return 0;
+}

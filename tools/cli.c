@@ -159,6 +159,12 @@ int cli_card_read(const char *cmd, const char *path, const char *arg,
 int cli_open_ctx(const char *cmd, const struct tern_ctx_attr *attr,
 		 struct tern_ctx **ctx_p)
 {
+	return cli_open_ctx_as(cmd, cmd, attr, ctx_p);
+}
+
+int cli_open_ctx_as(const char *cmd, const char *tag,
+		    const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
+{
 	struct tern_ctx_info ci;
 	int ret = tern_ctx_open(attr, ctx_p);
 
@@ -172,7 +178,7 @@ int cli_open_ctx(const char *cmd, const struct tern_ctx_attr *attr,
 	tern_ctx_query(*ctx_p, &ci);
 	printf("%s: provider %s, fabric %s, domain %s, %u rail(s), "
 	       "libfabric %s\n",
-	       cmd, ci.provider, ci.fabric, ci.domain, ci.rails,
+	       tag, ci.provider, ci.fabric, ci.domain, ci.rails,
 	       tern_fabric_version());
 	return 0;
 }

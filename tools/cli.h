@@ -10,7 +10,6 @@
 #include <sys/types.h>
 
 int cmd_info(int argc, char **argv);
-int cmd_serve(int argc, char **argv);
 int cmd_fill(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_ping(int argc, char **argv);
@@ -88,6 +87,10 @@ struct tern_ctx_attr;
 /* Open a ctx and say what it runs on, or say why it could not. */
 int cli_open_ctx(const char *cmd, const struct tern_ctx_attr *attr,
 		 struct tern_ctx **ctx_p);
+/* The same, its line on stdout tagged @tag instead of @cmd (tern fill
+ * --listen's lines say "serve:", its errors "tern fill:"). */
+int cli_open_ctx_as(const char *cmd, const char *tag,
+		    const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p);
 
 /* ---- bootstrap over TCP ---- */
 struct tern_boot_info;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* tern serve / fill / demo: the random-fill transfer from the command line. */
+/* tern fill (client, or server with --listen) / demo: the random-fill
+ * transfer from the command line. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -24,14 +25,18 @@
 /* Set by Ctrl-C (cli_catch_signals). */
 static volatile sig_atomic_t *stop_flag;
 
-/* Options shared by the three commands. */
+/* Options of fill (both roles) and demo. */
 struct fill_opts {
 	const char *cmd;
 	const char *provider;
 	const char *node;
 	const char *card_file;
-	const char *listen; /* serve: bootstrap address */
-	const char *token;  /* serve, fill: shared secret */
+	int server;	    /* --listen: be the server */
+	const char *listen; /* --listen HOST:PORT: bootstrap address */
+	const char *token;  /* shared secret */
+	/* The first option of the other role given (fill: one of
+	 * client_keys with --listen, one of server_keys without). */
+	int client_opt, server_opt;
 	uint64_t reconnect_s;
 	uint64_t rails;
 	const char *domains; /* --rails gpu=N or a domain list */
@@ -51,27 +56,18 @@ struct fill_opts {
 	int quiet;
 };
 
-static const int serve_keys[] = {
-	CLI_LISTEN,
-	CLI_TOKEN,
-	CLI_CARD_FILE,
-	CLI_ONCE,
-	CLI_MAX_CLIENTS,
-	CLI_MAX_PER_CLIENT,
-	CLI_PARALLEL,
-	CLI_FILL_TIMEOUT,
-	CLI_IDLE_TIMEOUT,
-	'p',
-	CLI_NODE,
-	CLI_RAILS,
-	CLI_LOG,
-	'h',
-	0,
+/* tern fill takes the options of both roles: the client's, the server's
+ * (--listen) and those of both (parse() joins them); an option of the
+ * other role is refused once the role is known (check_role). */
+static const int client_keys[] = {
+	CLI_PAGE_SIZE, CLI_PAGES, 'S', 'c', CLI_TIMEOUT, CLI_RECONNECT, 0,
 };
-static const int fill_keys[] = {
-	CLI_PAGE_SIZE, CLI_PAGES, 'S',		 'c', CLI_TIMEOUT,
-	CLI_CARD_FILE, CLI_TOKEN, CLI_RECONNECT, 'p', CLI_NODE,
-	CLI_RAILS,     CLI_LOG,	  'h',		 0,
+static const int server_keys[] = {
+	CLI_LISTEN,   CLI_ONCE,		CLI_MAX_CLIENTS,  CLI_MAX_PER_CLIENT,
+	CLI_PARALLEL, CLI_FILL_TIMEOUT, CLI_IDLE_TIMEOUT, 0,
+};
+static const int both_keys[] = {
+	CLI_CARD_FILE, CLI_TOKEN, 'p', CLI_NODE, CLI_RAILS, CLI_LOG, 'h', 0,
 };
 static const int demo_keys[] = {
 	CLI_PAGE_SIZE, CLI_PAGES, 'S',	   'c', 'p',
@@ -83,56 +79,79 @@ static const char limits_help[] =
 	"size 1 B to\n16 MiB, 1 to 16384 pages, at most 32 MiB per fill, "
 	"every page inside the\nclient's two 16 MiB regions, no page twice.\n";
 
+static int has_key(const int *keys, int c)
+{
+	for (; *keys != 0; keys++) {
+		if (*keys == c)
+			return 1;
+	}
+	return 0;
+}
+
+/* The options part of tern fill --help: one list per role. */
+static void fill_opts_help(FILE *f)
+{
+	static const struct {
+		const char *title;
+		const int *keys;
+	} parts[] = {
+		{ "client options:", client_keys },
+		{ "server options (--listen):", server_keys },
+		{ "options of both:", both_keys },
+	};
+
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		struct cli_parser q;
+
+		cli_opts_init(&q, "fill", parts[i].keys);
+		fprintf(f, "%s%s\n", i ? "\n" : "", parts[i].title);
+		cli_opts_help(&q, f);
+	}
+}
+
 static void usage(const struct cli_parser *p, FILE *f)
 {
-	if (strcmp(p->cmd, "serve") == 0) {
-		fprintf(f,
-			"usage: tern serve [--listen [HOST:PORT] [--token T]] "
-			"[options]\n\n"
-			"Open a ctx, print its card and the client command, "
-			"and serve random-fill\nrequests of many clients at "
-			"once until Ctrl-C. Each request's pages are\nfilled "
-			"from MT19937-64(seed) and written into the client's "
-			"memory with\nRDMA writes carrying the request id as "
-			"immediate data. A client has one\nfill outstanding; "
-			"fills beyond --parallel wait in one queue, first "
-			"come\nfirst served. With --listen HOST:PORT "
-			"([IPV6]:PORT, "
-			":PORT) clients also\nget the card over TCP there, and "
-			"their leaving ends their session; with\n--token only "
-			"clients presenting it are admitted (clients by card "
-			"are\nthen refused).\n\n");
-		cli_opts_help(p, f);
-		fprintf(f,
-			"\nDefaults: --max-clients 256, --max-per-client 4, "
-			"--parallel 4 (each "
-			"with a 32 MiB source buffer),\n--fill-timeout "
-			"60000, --idle-timeout 120000.\n%s",
-			limits_help);
-	} else if (strcmp(p->cmd, "fill") == 0) {
+	if (strcmp(p->cmd, "fill") == 0) {
 		fprintf(f,
 			"usage: tern fill PEER [--token T] [--reconnect S] "
 			"[options]\n"
-			"       tern fill --card-file FILE [options]\n\n"
-			"Register two 16 MiB regions (remote write only), "
-			"connect to the server\n(PEER: its card, or "
-			"HOST:PORT), "
-			"ask for a random fill, count one immediate\nper page "
-			"(EFA delivers out of order: completion is a count, "
-			"never \"the\nlast write\"), then verify every byte "
-			"and "
-			"that nothing outside the pages\nchanged.\n\n");
-		cli_opts_help(p, f);
+			"       tern fill --card-file FILE [options]\n"
+			"       tern fill --listen [HOST:PORT] [--token T] "
+			"[--once] [options]\n\n"
+			"Client: register two 16 MiB regions (remote write "
+			"only), connect to the\nserver (PEER: a `tern fill "
+			"--listen`'s card, or HOST:PORT), ask for a random\n"
+			"fill, count one immediate per page (EFA delivers out "
+			"of order: completion\nis a count, never \"the last "
+			"write\"), then verify every byte and that\nnothing "
+			"outside the pages changed.\n\n"
+			"Server (--listen): open a ctx, print its card and "
+			"the client command, and\nserve random-fill requests "
+			"of many clients at once until Ctrl-C. Each\n"
+			"request's pages are filled from MT19937-64(seed) and "
+			"written into the\nclient's memory with RDMA writes "
+			"carrying the request id as immediate\ndata. A client "
+			"has one fill outstanding; fills beyond --parallel "
+			"wait in\none queue, first come first served. With "
+			"--listen HOST:PORT ([IPV6]:PORT,\n:PORT) clients also "
+			"get the card over TCP there, and their leaving ends\n"
+			"their session; with --token only clients presenting "
+			"it are admitted\n(clients by card are then "
+			"refused).\n\n");
+		fill_opts_help(f);
 		fprintf(f,
-			"\nDefaults: --page-size 1M, --pages 8, --count 1, "
-			"--timeout 30000 (per fill\nand for the handshake), "
-			"--reconnect 0 (give up).\n%s",
+			"\nDefaults: client: --page-size 1M, --pages 8, "
+			"--count 1, --timeout 30000\n(per fill and for the "
+			"handshake), --reconnect 0 (give up); server:\n"
+			"--max-clients 256, --max-per-client 4, --parallel 4 "
+			"(each with a 32 MiB\nsource buffer), --fill-timeout "
+			"60000, --idle-timeout 120000.\n%s",
 			limits_help);
 	} else {
 		fprintf(f, "usage: tern demo [options]\n\n"
-			   "Run `tern serve --once` and `tern fill` as two "
-			   "processes on this host and\nreport both sides. "
-			   "Default provider shm; with tcp the server binds "
+			   "Run `tern fill --listen --once` and `tern fill` as "
+			   "two processes on this\nhost and report both sides. "
+			   "Default provider shm; with tcp the server binds\n"
 			   "127.0.0.1.\n\n");
 		cli_opts_help(p, f);
 		fprintf(f, "\nDefaults: --page-size 1M, --pages 8, "
@@ -143,16 +162,25 @@ static void usage(const struct cli_parser *p, FILE *f)
 /* @return 0, 1 for --help, or -EINVAL. */
 static int parse(int argc, char **argv, struct fill_opts *o)
 {
-	const int *keys = strcmp(o->cmd, "serve") == 0	? serve_keys
-			  : strcmp(o->cmd, "fill") == 0 ? fill_keys
-							: demo_keys;
+	const int *const roles[] = { client_keys, server_keys, both_keys };
+	int fill_keys[CLI_MAX_OPTS + 1], n = 0;
 	struct cli_parser p;
 	int c;
 
-	cli_opts_init(&p, o->cmd, keys);
+	/* tern fill: every role's options, in the order of its --help. */
+	for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
+		for (const int *k = roles[i]; *k != 0; k++)
+			fill_keys[n++] = *k;
+	fill_keys[n] = 0;
+	cli_opts_init(&p, o->cmd,
+		      strcmp(o->cmd, "fill") == 0 ? fill_keys : demo_keys);
 	while ((c = cli_getopt(&p, argc, argv)) != -1) {
 		int ret = 0;
 
+		if (has_key(client_keys, c) && !o->client_opt)
+			o->client_opt = c;
+		if (has_key(server_keys, c) && !o->server_opt)
+			o->server_opt = c;
 		switch (c) {
 		case 'p':
 			o->provider = optarg;
@@ -212,6 +240,7 @@ static int parse(int argc, char **argv, struct fill_opts *o)
 			o->once = 1;
 			break;
 		case CLI_LISTEN:
+			o->server = 1;
 			o->listen = optarg;
 			break;
 		case CLI_TOKEN:
@@ -236,6 +265,27 @@ static int parse(int argc, char **argv, struct fill_opts *o)
 	return 0;
 }
 
+/* tern fill: an option of the other role is a usage error, named with
+ * the role it belongs to. @return 0, or -EINVAL (said why). */
+static int check_role(const struct fill_opts *o)
+{
+	int c = o->server ? o->client_opt : o->server_opt;
+
+	if (c == 0)
+		return 0;
+	if (o->server)
+		cli_err(o->cmd,
+			"--%s is a client option: tern fill --listen does not "
+			"take it (see tern fill --help)",
+			cli_opt_find(c)->name);
+	else
+		cli_err(o->cmd,
+			"--%s is a server option: it needs --listen (see tern "
+			"fill --help)",
+			cli_opt_find(c)->name);
+	return -EINVAL;
+}
+
 static void defaults(struct fill_opts *o, const char *cmd)
 {
 	*o = (struct fill_opts){
@@ -248,7 +298,9 @@ static void defaults(struct fill_opts *o, const char *cmd)
 	};
 }
 
-static int open_ctx(const struct fill_opts *o, struct tern_ctx **ctx_p)
+/* Open the ctx; the line saying what it runs on is tagged @tag. */
+static int open_ctx(const struct fill_opts *o, const char *tag,
+		    struct tern_ctx **ctx_p)
 {
 	struct tern_ctx_attr attr = {
 		.provider = o->provider,
@@ -257,7 +309,7 @@ static int open_ctx(const struct fill_opts *o, struct tern_ctx **ctx_p)
 		.domains = o->domains,
 	};
 
-	return cli_open_ctx(o->cmd, &attr, ctx_p);
+	return cli_open_ctx_as(o->cmd, tag, &attr, ctx_p);
 }
 
 /* The name a shell takes unquoted: "tcp" for "tcp;ofi_rxm" where "tcp"
@@ -273,8 +325,8 @@ static const char *short_provider(const char *prov)
 	return prov;
 }
 
-/* serve --listen: the bootstrap server's events go to the log, and a
- * client whose connection closes has its session ended. */
+/* fill --listen HOST:PORT: the bootstrap server's events go to the log,
+ * and a client whose connection closes has its session ended. */
 struct serve_boot {
 	struct fill_server *fill;
 	struct tern_boot_server *boot;
@@ -311,7 +363,13 @@ static int boot_admit(void *data, const void *card, size_t len,
 	       tern_boot_server_claim(sb->boot, card, len, ticket, ticket_len);
 }
 
-int cmd_serve(int argc, char **argv)
+/*
+ * tern fill --listen [HOST:PORT]: serve random-fill requests until Ctrl-C
+ * (or one session, --once). Its lines on stdout say "serve:" as they did
+ * when it was tern serve (the role: tern demo's output tells them from
+ * the client's by it); its errors name the command, "tern fill:".
+ */
+static int fill_listen(struct fill_opts *o, int argc, char **argv)
 {
 	struct serve_boot sb = { 0 };
 	char lhost[256], baddr[80];
@@ -322,68 +380,67 @@ int cmd_serve(int argc, char **argv)
 	uint8_t card[TERN_CARD_MAX];
 	struct tern_ctx_info ci;
 	struct tern_ctx *ctx;
-	struct fill_opts o;
 	ssize_t len;
 	int ret;
 
-	defaults(&o, "serve");
-	ret = parse(argc, argv, &o);
-	if (ret != 0)
-		return ret > 0 ? 0 : 2;
 	if (optind != argc) {
-		cli_err("serve", "unexpected argument '%s'", argv[optind]);
+		/* A peer (the client's argument) with --listen. */
+		cli_err(o->cmd,
+			"--listen (be the server) and a peer '%s' exclude "
+			"each other",
+			argv[optind]);
 		return 2;
 	}
 	/* $TERN_TOKEN applies where there is a handshake to check it. */
-	if (cli_addr_check("serve", "--listen", o.listen) != 0)
+	if (cli_addr_check(o->cmd, "--listen", o->listen) != 0)
 		return 2;
-	if ((o.token != NULL || o.listen != NULL) &&
-	    cli_token("serve", o.token, &o.token) != 0)
+	if ((o->token != NULL || o->listen != NULL) &&
+	    cli_token(o->cmd, o->token, &o->token) != 0)
 		return 2;
-	if (o.token != NULL && o.listen == NULL) {
-		cli_err("serve", "--token needs --listen (the token is checked "
-				 "in the TCP handshake)");
+	if (o->token != NULL && o->listen == NULL) {
+		cli_err(o->cmd, "--token needs --listen HOST:PORT (the token "
+				"is checked in the TCP handshake)");
 		return 2;
 	}
-	o.node = cli_listen_node(o.provider, o.node, o.listen, lhost,
-				 sizeof(lhost));
+	o->node = cli_listen_node(o->provider, o->node, o->listen, lhost,
+				  sizeof(lhost));
 	stop_flag = cli_catch_signals();
-	if (open_ctx(&o, &ctx) != 0)
+	if (open_ctx(o, "serve", &ctx) != 0)
 		return 1;
 	tern_ctx_query(ctx, &ci);
 	len = tern_ctx_card(ctx, card, sizeof(card));
 	tern_hex_encode(card, (size_t)len, hex, sizeof(hex));
-	so.once = o.once;
-	so.fill_timeout_ms = (int)o.fill_timeout_ms;
-	so.idle_timeout_ms = (int)o.idle_timeout_ms;
-	so.max_sessions = (int)o.max_clients;
-	so.max_per_client = (int)o.max_per_client;
-	so.parallel = (int)o.parallel;
-	if (o.listen != NULL) {
+	so.once = o->once;
+	so.fill_timeout_ms = (int)o->fill_timeout_ms;
+	so.idle_timeout_ms = (int)o->idle_timeout_ms;
+	so.max_sessions = (int)o->max_clients;
+	so.max_per_client = (int)o->max_per_client;
+	so.parallel = (int)o->parallel;
+	if (o->listen != NULL) {
 		/* Every CONNECT's ticket claims its handshake (one not
 		 * claimed within claim_ms is closed); with a token, a
 		 * CONNECT without a valid ticket is refused. */
 		so.admit = boot_admit;
 		so.admit_data = &sb;
-		so.admit_required = o.token != NULL;
+		so.admit_required = o->token != NULL;
 	}
 	ret = fill_server_open(ctx, &so, &srv);
 	if (ret != 0) {
-		cli_err("serve", "%s", tern_strerror(ret));
+		cli_err(o->cmd, "%s", tern_strerror(ret));
 		tern_ctx_close(ctx);
 		return 1;
 	}
 	sb.fill = srv;
-	if (o.listen != NULL) {
+	if (o->listen != NULL) {
 		struct tern_boot_server_attr ba = {
-			.listen = o.listen,
-			.token = o.token,
+			.listen = o->listen,
+			.token = o->token,
 			.on_hello = boot_event,
 			.on_gone = boot_gone,
 			.on_refused = boot_event,
 			.data = &sb,
-			.max_conns = (int)(o.max_clients ? o.max_clients
-							 : 256) *
+			.max_conns = (int)(o->max_clients ? o->max_clients
+							  : 256) *
 				     2,
 			/* A welcomed client opens its session at once; one
 			 * that has not within 30 s gives its slot back. */
@@ -396,7 +453,7 @@ int cmd_serve(int argc, char **argv)
 		ret = tern_boot_server_open(ctx, &ba, &mine, &sb.boot, why,
 					    sizeof(why));
 		if (ret != 0) {
-			cli_err("serve", "--listen: %s", why);
+			cli_err(o->cmd, "--listen: %s", why);
 			fill_server_close(srv);
 			tern_ctx_close(ctx);
 			return 1;
@@ -405,28 +462,29 @@ int cmd_serve(int argc, char **argv)
 	}
 	printf("card: %s\n", hex);
 	/* With a token, clients by card are refused: do not suggest it. */
-	if (o.token == NULL)
+	if (o->token == NULL)
 		printf("run:  tern fill %s --provider %s%s%s\n", hex,
 		       short_provider(ci.provider),
-		       o.node && strncmp(o.node, "127.", 4) == 0 ? " --node "
-								 : "",
-		       o.node && strncmp(o.node, "127.", 4) == 0 ? o.node : "");
+		       o->node && strncmp(o->node, "127.", 4) == 0 ? " --node "
+								   : "",
+		       o->node && strncmp(o->node, "127.", 4) == 0 ? o->node
+								   : "");
 	/* The address bound, with the port the kernel picked for :0; on
 	 * every address (":PORT") the client names the host. */
 	if (sb.boot != NULL)
 		printf("listen: %s (TCP bootstrap%s)\n"
 		       "run:  tern fill %s%s --provider %s%s\n",
-		       baddr, o.token ? "; token required" : "",
-		       o.listen[0] == ':' ? "HOST" : "",
-		       o.listen[0] == ':' && strrchr(baddr, ':') != NULL
+		       baddr, o->token ? "; token required" : "",
+		       o->listen[0] == ':' ? "HOST" : "",
+		       o->listen[0] == ':' && strrchr(baddr, ':') != NULL
 			       ? strrchr(baddr, ':')
 			       : baddr,
 		       short_provider(ci.provider),
-		       o.token ? " --token ..." : "");
+		       o->token ? " --token ..." : "");
 	printf("serving random-fill requests%s; Ctrl-C to stop\n",
-	       o.once ? " (one session)" : "");
+	       o->once ? " (one session)" : "");
 	fflush(stdout);
-	ret = cli_card_write("serve", o.card_file, hex);
+	ret = cli_card_write(o->cmd, o->card_file, hex);
 	if (ret == 0)
 		ret = fill_server_run(srv, stop_flag);
 	fill_server_stats(srv, &st);
@@ -450,7 +508,7 @@ int cmd_serve(int argc, char **argv)
 		sb.boot = NULL; /* the fill server's close may still admit */
 	}
 	if (ret != 0)
-		cli_err("serve", "%s", tern_strerror(ret));
+		cli_err(o->cmd, "%s", tern_strerror(ret));
 	fill_server_close(srv);
 	tern_ctx_close(ctx);
 	return ret == 0 ? 0 : 1;
@@ -691,6 +749,10 @@ int cmd_fill(int argc, char **argv)
 	ret = parse(argc, argv, &o);
 	if (ret != 0)
 		return ret > 0 ? 0 : 2;
+	if (check_role(&o) != 0)
+		return 2;
+	if (o.server)
+		return fill_listen(&o, argc, argv);
 	if (argc - optind > 1) {
 		cli_err("fill", "unexpected argument '%s'", argv[optind + 1]);
 		return 2;
@@ -714,7 +776,7 @@ int cmd_fill(int argc, char **argv)
 			  &card_len) != 0)
 		return 2;
 	stop_flag = cli_catch_signals();
-	if (open_ctx(&o, &ctx) != 0)
+	if (open_ctx(&o, o.cmd, &ctx) != 0)
 		return 1;
 	{
 		uint64_t next = 0;
@@ -751,13 +813,15 @@ int cmd_demo(int argc, char **argv)
 		o.node = "127.0.0.1";
 	stop_flag = cli_catch_signals();
 	snprintf(rails, sizeof(rails), "%" PRIu64, o.rails);
-	printf("demo: starting `tern serve --once` and a client over %s\n",
+	printf("demo: starting `tern fill --listen --once` and a client over "
+	       "%s\n",
 	       o.provider);
 	fflush(stdout);
 	{
 		/* The server is a real second process: this binary again. */
 		const char *args[] = { "tern",
-				       "serve",
+				       "fill",
+				       "--listen",
 				       "--once",
 				       "--provider",
 				       o.provider,
@@ -787,7 +851,7 @@ int cmd_demo(int argc, char **argv)
 	}
 	card_len = tern_hex_decode(hex, card, sizeof(card));
 	ret = 1;
-	if (card_len > 0 && open_ctx(&o, &ctx) == 0) {
+	if (card_len > 0 && open_ctx(&o, o.cmd, &ctx) == 0) {
 		uint64_t next = 0;
 
 		ret = run_fills(ctx, &o, card, (size_t)card_len, NULL, 0, -1,

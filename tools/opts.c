@@ -145,8 +145,6 @@ static const struct {
 	{ "ping", "-i", "--iters (-n)" },
 	{ "fill", "-n", "--pages" },
 	{ "fill", "-s", "--page-size" },
-	{ "serve", "-n", "--pages" },
-	{ "serve", "-s", "--page-size" },
 	{ "demo", "-n", "--pages" },
 	{ "demo", "-s", "--page-size" },
 	{ "atomic", "-n", "--clients" },

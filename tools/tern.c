@@ -18,9 +18,9 @@ static const struct {
 	const char *help;
 } commands[] = {
 	{ "info", cmd_info, "what the fabric providers here offer" },
-	{ "serve", cmd_serve, "serve random-fill requests (prints its card)" },
-	{ "fill", cmd_fill, "ask a server for a verified random fill" },
-	{ "demo", cmd_demo, "serve + fill as two processes on this host" },
+	{ "fill", cmd_fill,
+	  "verified random fill: ask a server, or be one (--listen)" },
+	{ "demo", cmd_demo, "fill server + client as two processes here" },
 	{ "ping", cmd_ping, "latency ping-pong (send or write with imm)" },
 	{ "atomic", cmd_atomic, "remote fetch-add / compare-swap demo" },
 	{ "bench", cmd_bench, "bandwidth, message rate, latency percentiles" },
@@ -29,6 +29,16 @@ static const struct {
 	  "RDMA NIC counters over an interval, with what each means" },
 	{ "doctor", cmd_doctor,
 	  "what makes RDMA fail or slow here, and the fixes" },
+};
+
+/* Commands that were renamed: refused naming the new spelling (exit 2),
+ * never run, as an option's old spelling is (tools/opts.c). */
+static const struct {
+	const char *old;
+	const char *now;
+	const char *note;
+} moved[] = {
+	{ "serve", "tern fill --listen [HOST:PORT]", " (same options)" },
 };
 
 static void usage(FILE *f)
@@ -86,6 +96,13 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (strcmp(argv[1], commands[i].name) == 0)
 			return commands[i].fn(argc - 1, argv + 1);
+	}
+	for (size_t i = 0; i < sizeof(moved) / sizeof(moved[0]); i++) {
+		if (strcmp(argv[1], moved[i].old) == 0) {
+			cli_err(moved[i].old, "'tern %s' is now '%s'%s",
+				moved[i].old, moved[i].now, moved[i].note);
+			return 2;
+		}
 	}
 	fprintf(stderr, "tern: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);

@@ -26,7 +26,7 @@ enum fill_type {
 	FILL_BYE = 6,
 };
 
-/* Server limits, advertised in ACCEPT (see `tern serve --help`). */
+/* Server limits, advertised in ACCEPT (see `tern fill --help`). */
 #define FILL_MAX_PAGE_SIZE (16u << 20)
 #define FILL_MAX_PAGES	   16384u
 #define FILL_MAX_BYTES	   (32u << 20)

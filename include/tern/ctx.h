@@ -211,7 +211,7 @@ TERN_API void tern_ctx_set_busy_poll(struct tern_ctx *ctx, int on);
  * memory peers use with atomics must keep the provider progressing
  * although it sees no completions of its own: over shm each atomic waits
  * for the target's next poll, so such a target wants a small cap (tern
- * atomic serve uses 50 µs: about 1-2% of a core while idle).
+ * atomic --listen uses 50 µs: about 1-2% of a core while idle).
  */
 TERN_API void tern_ctx_set_poll_max(struct tern_ctx *ctx, unsigned int max_us);
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The TCP bootstrap on one host: tern serve/bench/ping/atomic --listen on a
+# The TCP bootstrap on one host: tern fill/bench/ping/atomic --listen on a
 # port the kernel picks (:0), clients by HOST:PORT; tokens; IPv6 loopback.
 set -u
 prov=$1
@@ -33,10 +33,10 @@ start() {
 	done
 }
 
-start serve 127.0.0.1:0 serve --token t0ken
+start serve 127.0.0.1:0 fill --token t0ken
 grep -q "^run:  tern fill $addr " "$dir/serve.log" &&
-	echo "ok: serve suggests the port it bound ($addr), not :0" ||
-	{ cat "$dir/serve.log"; bad "serve's run: line does not name $addr"; }
+	echo "ok: fill --listen suggests the port it bound ($addr), not :0" ||
+	{ cat "$dir/serve.log"; bad "fill --listen's run: line does not name $addr"; }
 "$TERN" fill "$addr" --provider "$prov" --token t0ken --count 2 --pages 4 >"$dir/fill.log" 2>&1 &&
 	grep -q "2 of 2 fill(s) verified" "$dir/fill.log" &&
 	echo "ok: fill $addr over $prov" || { cat "$dir/fill.log"; bad "fill by address"; }
@@ -78,7 +78,7 @@ fi
 
 # A client with a token is welcome at a server that asks for none, and
 # $TERN_TOKEN does not upset commands without a handshake.
-start open 127.0.0.1:0 serve
+start open 127.0.0.1:0 fill
 TERN_TOKEN=unused "$TERN" fill "$addr" --provider "$prov" --pages 2 >"$dir/open.log" 2>&1 &&
 	echo "ok: a token is no obstacle at a server without one" ||
 	{ cat "$dir/open.log"; bad "token refused by a tokenless server"; }

@@ -25,7 +25,7 @@ t 2 "tern version: unknown option '--bogus'" "$TERN" version --bogus
 t 2 "tern version: unexpected argument 'extra'" "$TERN" version extra
 t 2 "tern --version: unexpected argument 'x'" "$TERN" --version x
 t 0 "usage: tern version" "$TERN" version --help
-for c in info serve fill demo ping atomic bench topo counters doctor; do
+for c in info fill demo ping atomic bench topo counters doctor; do
 	t 0 "usage: tern $c" "$TERN" $c --help
 done
 t 0 "shm" "$TERN" info
@@ -69,7 +69,7 @@ t 2 "expected a size" "$TERN" fill 00 --page-size 0
 t 2 "expected a size" "$TERN" fill 00 --page-size 17M
 t 2 "expected an integer" "$TERN" fill 00 --pages 0
 t 2 "expected an integer" "$TERN" fill 00 --pages 100000
-t 1 "not available" "$TERN" serve --provider nosuch
+t 1 "not available" "$TERN" fill --listen --provider nosuch
 # A fill that cannot fit is refused before connecting, naming the limit.
 t 2 "48 MiB in one fill; the protocol's limit is 32 MiB" "$TERN" demo --page-size 16M --pages 3
 t 2 "48 MiB in one fill" "$TERN" fill 00 --page-size 16M --pages 3
@@ -81,6 +81,29 @@ t 2 "is now --warmup" "$TERN" ping -w 5
 t 2 "is now --iters" "$TERN" ping -i 5
 t 2 "is now 'tern ping --listen" "$TERN" ping serve
 t 2 "is now 'tern atomic --listen" "$TERN" atomic serve
+# tern serve is tern fill --listen: refused (one line on stderr, nothing
+# on stdout), never run, whatever its options (a server started would be
+# stopped by t's timeout: rc 124).
+t 2 "^tern serve: 'tern serve' is now 'tern fill --listen \[HOST:PORT\]' (same options)$" "$TERN" serve
+t 2 "is now 'tern fill --listen" "$TERN" serve --provider shm --once
+t 2 "is now 'tern fill --listen" "$TERN" serve --listen 127.0.0.1:0 --token t
+t 2 "is now 'tern fill --listen" "$TERN" serve --help
+out=$(timeout 20 "$TERN" serve --provider shm 2>/dev/null)
+rc=$?
+err=$(timeout 20 "$TERN" serve --provider shm 2>&1 >/dev/null)
+if [ $rc -eq 2 ] && [ -z "$out" ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ]; then
+	echo "ok: tern serve: exit 2, one line on stderr, nothing on stdout"
+else
+	echo "not ok: tern serve: exit $rc, stdout '$out', stderr '$err'"
+	fail=1
+fi
+# One command, two roles: an option of the other role is refused, named.
+t 2 "--pages is a client option: tern fill --listen does not take it" "$TERN" fill --listen --pages 4
+t 2 "--reconnect is a client option" "$TERN" fill --reconnect 5 --listen=127.0.0.1:0
+t 2 "--once is a server option: it needs --listen" "$TERN" fill 00 --once
+t 2 "--max-clients is a server option" "$TERN" fill --max-clients 4 127.0.0.1:1
+t 2 "exclude each other" "$TERN" fill --listen 00
+t 2 "--token needs --listen HOST:PORT" "$TERN" fill --listen --token x
 t 2 "is now --pages" "$TERN" fill 00 -n 4
 t 2 "is now --page-size" "$TERN" demo -s 4K
 t 2 "is now --clients" "$TERN" atomic 00 -n 2
@@ -91,17 +114,17 @@ t 2 "unknown option --frob" "$TERN" topo --frob
 t 2 "--iters needs N" "$TERN" bench --iters
 t 2 "exclude each other" "$TERN" ping --listen 00
 t 2 "needs --listen HOST:PORT" "$TERN" atomic --listen --token x
-for c in info serve fill demo ping atomic bench topo counters doctor; do
+for c in info fill demo ping atomic bench topo counters doctor; do
 	t 0 "-h, --help" "$TERN" $c --help
 done
 # No option takes an empty value: each is named and refused up front.
-for c in serve ping atomic bench; do
+for c in fill ping atomic bench; do
 	t 2 "--token '': an empty token" "$TERN" $c --listen 127.0.0.1:0 --token ''
 done
 t 2 "--token '': an empty token" "$TERN" fill 127.0.0.1:1 --token ''
 # A token is at most 256 bytes (TERN_BOOT_TOKEN_MAX), whichever command.
 long=$(printf '%0257d' 0)
-for c in serve ping atomic bench; do
+for c in fill ping atomic bench; do
 	t 2 "--token '0000.*257 bytes, at most 256" "$TERN" $c --listen 127.0.0.1:0 --token "$long"
 done
 t 2 "257 bytes, at most 256" "$TERN" fill 127.0.0.1:1 --token "$long"
@@ -112,7 +135,7 @@ t 2 "--rails '': empty" "$TERN" ping --rails '' --provider shm
 t 2 "--provider '': empty" "$TERN" info --provider ''
 t 2 "--provider '': empty" "$TERN" info -p ''
 t 2 "--node '': empty" "$TERN" bench --node '' --provider shm
-t 2 "--node '': empty" "$TERN" serve --node ''
+t 2 "--node '': empty" "$TERN" fill --listen --node ''
 t 2 "--card-file '': empty" "$TERN" fill --card-file ''
 t 2 "--card-file '': empty" "$TERN" ping --card-file ''
 t 2 "--listen '': empty" "$TERN" ping --listen=
@@ -122,7 +145,7 @@ t 2 "--json '': empty" "$TERN" bench --json=
 t 2 "peer '127.0.0.1:99999': port '99999' is not a number" "$TERN" atomic 127.0.0.1:99999
 t 2 "peer 'zz:zz': port 'zz'" "$TERN" ping zz:zz
 t 2 "peer '\[::1': expected \[IPV6\]:PORT" "$TERN" fill '[::1'
-t 2 "--listen '127.0.0.1:x': port 'x'" "$TERN" serve --listen 127.0.0.1:x
+t 2 "--listen '127.0.0.1:x': port 'x'" "$TERN" fill --listen 127.0.0.1:x
 t 2 "--listen '1.2.3.4:abc': port 'abc'" "$TERN" bench --listen 1.2.3.4:abc
 t 1 "connecting to 127.0.0.1:1: Connection refused" "$TERN" atomic 127.0.0.1:1 --provider shm
 t 2 "'abc' is neither the hex card" "$TERN" atomic abc

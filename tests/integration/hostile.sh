@@ -6,7 +6,7 @@
 set -u
 prov=$1
 . "$(dirname "$0")/lib.sh"
-start_server serve --fill-timeout 2000
+start_server fill --listen --fill-timeout 2000
 
 fail=0
 # shellcheck disable=SC2086
@@ -29,7 +29,7 @@ n=$(grep -c "unexpected message type" "$dir/server.log")
 [ "$n" -le 2 ] || { echo "FAIL: the server answered itself ($n 'unexpected message type' lines)"; fail=1; }
 
 # The token server: the card alone is not enough.
-"$TERN" serve --provider "$prov" $node --listen 127.0.0.1:0 --token t0k --fill-timeout 2000 >"$dir/tok.log" 2>&1 &
+"$TERN" fill --provider "$prov" $node --listen 127.0.0.1:0 --token t0k --fill-timeout 2000 >"$dir/tok.log" 2>&1 &
 tpid=$!
 i=0
 until addr=$(sed -n 's/.* \([^ ]*\) (TCP bootstrap.*/\1/p' "$dir/tok.log" 2>/dev/null) && [ -n "$addr" ]; do

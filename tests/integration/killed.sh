@@ -8,7 +8,7 @@ prov=$1
 . "$(dirname "$0")/lib.sh"
 # The idle timeout leaves a loaded machine room between the steady
 # client's fills; a fill to the dead client is dropped after 3 s.
-start_server serve --fill-timeout 3000 --idle-timeout 10000
+start_server fill --listen --fill-timeout 3000 --idle-timeout 10000
 
 fail=0
 # shellcheck disable=SC2086

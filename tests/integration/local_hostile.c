@@ -22,10 +22,10 @@
  *   resize    an owner that rewrites a region's length or base under the
  *             generation we mapped it at: copies past the mapping fail
  *             -TERN_EACCESS;
- *   serve     `tern serve --token` sent 200 CONNECTs without a ticket, each
- *             naming another local tern process's card: that process's
- *             memory and fds untouched, the server's fds and RSS flat, a
- *             good client served.
+ *   serve     `tern fill --listen HOST:PORT --token` sent 200 CONNECTs
+ *             without a ticket, each naming another local tern process's
+ *             card: that process's memory and fds untouched, the server's
+ *             fds and RSS flat, a good client served.
  * usage: local_hostile --provider P [--node ADDR] CASE. Exit 0 pass,
  * 1 fail, 77 skip (the case needs root).
  */
@@ -1539,7 +1539,7 @@ static int case_resize(void)
 	return 0;
 }
 
-/* ---- serve: tern serve answers CONNECTs naming a local victim -------- */
+/* ---- serve: tern fill --listen answers CONNECTs naming a local victim */
 
 #define SERVE_CONNECTS 200
 
@@ -1574,7 +1574,7 @@ static int nfds(pid_t pid)
 static int case_serve(void)
 {
 	const char *tern = getenv("TERN");
-	char log[] = "/tmp/tern-serve-XXXXXX", addr[128] = "", why[256];
+	char log[] = "/tmp/tern-fill-listen-XXXXXX", addr[128] = "", why[256];
 	uint8_t vcard[TERN_CARD_MAX], *msg = malloc(FILL_MSG_MAX);
 	uint8_t *want = malloc(MEM);
 	struct tern_boot_info mine = { 0 }, theirs;
@@ -1605,11 +1605,13 @@ static int case_serve(void)
 	if (spid == 0) {
 		dup2(lfd, 1);
 		dup2(lfd, 2);
-		const char *av[] = { tern,	"serve",    "--provider",
-				     g_prov,	"--listen", "127.0.0.1:0",
-				     "--token", "t0k",	    "--fill-timeout",
-				     "2000",	"--node",   g_node,
-				     NULL };
+		const char *av[] = {
+			tern,	       "fill",	     "--listen",
+			"127.0.0.1:0", "--provider", g_prov,
+			"--token",     "t0k",	     "--fill-timeout",
+			"2000",	       "--node",     g_node,
+			NULL
+		};
 
 		if (g_node == NULL)
 			av[10] = NULL;
@@ -1632,7 +1634,8 @@ static int case_serve(void)
 			usleep(50000);
 		}
 	}
-	CHECK(addr[0] != '\0', "tern serve did not start (log %s)", log);
+	CHECK(addr[0] != '\0', "tern fill --listen did not start (log %s)",
+	      log);
 	/* A good client: the handshake, its ticket, a session. */
 	a = open_ctx();
 	mine.card_len = card_of(a, mine.card);
@@ -1694,7 +1697,7 @@ static int case_serve(void)
 	kill(spid, SIGINT);
 	CHECK(waitpid(spid, &ret, 0) == spid && WIFEXITED(ret) &&
 		      WEXITSTATUS(ret) == 0,
-	      "tern serve exited %#x", ret);
+	      "tern fill --listen exited %#x", ret);
 	{
 		struct stat st;
 

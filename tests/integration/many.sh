@@ -8,7 +8,7 @@ set -u
 prov=$1
 n=$2
 . "$(dirname "$0")/lib.sh"
-start_server serve --max-clients "$n" --parallel 4
+start_server fill --listen --max-clients "$n" --parallel 4
 
 fail=0
 t0=$(date +%s)

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Soak: CLIENTS good `tern fill` clients fill without pause for SECONDS
 # while hostile clients (tests/integration/hostile.c, every scenario, a
-# new card each run) attack the same `tern serve`, one after another.
+# new card each run) attack the same `tern fill --listen`, one after another.
 # Every good fill must verify and every hostile run pass; the server's
 # RSS under load must end within 10% of where it stood once warm, its open
 # fds once everyone has left within 10% of where they stood before anyone
@@ -41,7 +41,7 @@ ticks() { awk '{ print $14 + $15 }' "/proc/$spid/stat"; }
 
 # A fill's writes that failed unnoticed would end only at --fill-timeout:
 # far past the 10 s a hostile run allows for its answer under this load.
-start_server serve --fill-timeout 60000
+start_server fill --listen --fill-timeout 60000
 sleep 1
 fd0=$(fds)
 echo "soak over $prov: $clients clients for ${secs} s; server pid $spid, $fd0 fds before any client"

@@ -85,12 +85,12 @@ t_mr_chunk() {
 		--size 32M --chunk 1M --expect-chunks 32
 }
 
-# `tern serve` serving two `tern fill` clients one after the other.
+# `tern fill --listen` serving two `tern fill` clients one after the other.
 # shellcheck disable=SC2154 # $dir and $src come from lib.sh
 t_serve_fill() {
 	# shellcheck source=../integration/lib.sh
 	. "$it/lib.sh"
-	start_server serve
+	start_server fill --listen
 	fail=0
 	"$TERN" fill --provider $prov --card-file "$dir/card" --page-size 64K \
 		--pages 32 --seed 7 --count 2 || fail=1
@@ -102,7 +102,7 @@ t_serve_fill() {
 	[ $src -eq 0 ] || { echo "FAIL: server exited $src"; fail=1; }
 	grep -q "served 2 session(s), 3 fill(s)" "$dir/server.log" ||
 		{ echo "FAIL: expected 2 sessions, 3 fills"; fail=1; }
-	[ $fail -eq 0 ] && echo "PASS: tern serve + tern fill over $prov"
+	[ $fail -eq 0 ] && echo "PASS: tern fill --listen + tern fill over $prov"
 	return $fail
 }
 

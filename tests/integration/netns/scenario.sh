@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Two hosts for real: `tern serve --listen` on host A, clients on B and C,
+# Two hosts for real: `tern fill --listen` on host A, clients on B and C,
 # over tcp;ofi_rxm across veth links (lib.sh), with faults injected.
 # usage: scenario.sh clean|ipv6|lossy|linkdown|kill|vanish|hostile|rails
 # Every byte a client reports as delivered is verified by the client (tern
@@ -20,11 +20,12 @@ bad() {
 	fail=1
 }
 
-# start_server HOST LISTEN [ARGS...]: tern serve there; log in $work/server.log
+# start_server HOST LISTEN [ARGS...]: tern fill --listen LISTEN there; log in
+# $work/server.log
 start_server() {
 	h=$1 listen=$2
 	shift 2
-	bg_on "$h" "$work/server.log" "$TERN" serve --provider $prov \
+	bg_on "$h" "$work/server.log" "$TERN" fill --provider $prov \
 		--listen "$listen" "$@"
 	spid=$bgpid
 	wait_log "$work/server.log" "serving random-fill" 10 ||

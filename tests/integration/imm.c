@@ -17,6 +17,8 @@
 
 #include <tern/tern.h>
 
+#include "check.h"
+
 #define SKIP	77
 #define REGION	(1u << 20)
 #define PIECE	4096
@@ -24,20 +26,6 @@
 
 /* Internal (src/engine/engine.h): declare a peer gone. */
 int tern__peer_gone(struct tern_peer *peer);
-
-#define FAIL(...)                                                    \
-	do {                                                         \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__);                        \
-		fputc('\n', stderr);                                 \
-		exit(1);                                             \
-	} while (0)
-
-#define CHECK(cond, ...)                   \
-	do {                               \
-		if (!(cond))               \
-			FAIL(__VA_ARGS__); \
-	} while (0)
 
 struct side {
 	struct tern_ctx *ctx;
@@ -431,7 +419,7 @@ int main(int argc, char **argv)
 	else if (strcmp(what, "foreign") == 0)
 		ret = run_foreign(&w);
 	else
-		FAIL("unknown case %s", what);
+		CHECK(0, "unknown case %s", what);
 	world_close(&w);
 	if (ret == 0)
 		printf("PASS imm %s over %s\n", what, g_provider);

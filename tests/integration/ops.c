@@ -23,6 +23,8 @@
 
 #include "pipe.h"
 
+#include "check.h"
+
 #define SKIP 77
 #define MIB  (1u << 20)
 
@@ -32,20 +34,6 @@ struct opts {
 };
 
 static struct opts g_opts;
-
-#define FAIL(...)                                                    \
-	do {                                                         \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__);                        \
-		fputc('\n', stderr);                                 \
-		exit(1);                                             \
-	} while (0)
-
-#define CHECK(cond, ...)                   \
-	do {                               \
-		if (!(cond))               \
-			FAIL(__VA_ARGS__); \
-	} while (0)
 
 /* --- pipes ------------------------------------------------------------ */
 
@@ -1248,7 +1236,7 @@ int main(int argc, char **argv)
 	else if (strcmp(test, "small") == 0)
 		two_party(&ch, small_target, small_initiator);
 	else
-		FAIL("unknown test %s", test);
+		CHECK(0, "unknown test %s", test);
 	printf("PASS: %s over %s\n", test, g_opts.provider);
 	return 0;
 }

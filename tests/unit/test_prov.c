@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of src/prov/ itself: what the provider layer hands libfabric.
- * The engine's tests (test_loop.c) run over a fake of prov.h and cannot see
- * this; here the real prov code runs over endpoints and completion queues
+ * The engine's tests (test_loop_*.c) run over a fake of prov.h and cannot
+ * see this; here the real prov code runs over endpoints and completion queues
  * whose libfabric ops tables are fakes (its data-path calls are inline
  * wrappers over fid->ops), and every call is recorded.
  */

@@ -110,7 +110,7 @@ static void put_peer(struct tern_peer *peer)
 {
 	peer->inflight--;
 	if (peer->removed)
-		tern__peer_release(peer);
+		tern__peer_release_later(peer);
 }
 
 void tern__ctrl_close(struct tern_ctx *ctx, int held)

@@ -615,13 +615,15 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	tern__ctrl_close(ctx, 0);
 	scratch_close(ctx, held);
 	close_peers(ctx); /* any a last callback added */
+	tern__peer_release_due(ctx);
 	/* Nothing is in flight on a region any more; a region a last
 	 * callback left busy is closed anyway. */
 	while (ctx->mrs != NULL)
 		tern__mr_close(ctx->mrs);
 	for (unsigned int i = 0; i < ctx->nrails; i++)
 		rail_close(&ctx->rails[i]);
-	tern__ready_run(ctx);	/* what a last callback cancelled */
+	tern__ready_run(ctx); /* what a last callback cancelled */
+	tern__peer_release_due(ctx);
 	loop_handles_stop(ctx); /* anything a last callback started */
 	tern__local_close(ctx);
 	tern__nbi_fini(ctx);

@@ -249,6 +249,10 @@ struct tern_peer {
 	int removing; /* tern_peer_remove() is cancelling its operations */
 	int removed;
 	int gone; /* tern__peer_gone(): posts fail -TERN_EPEERGONE */
+	/* Removed, its last operation done inside a pass: freed at the end
+	 * of that pass (ctx->release), never inside dispatch. */
+	int release_queued;
+	struct tern_peer *release_next;
 	/* Who sends: peers added with one card share it (and their AV
 	 * entries). Never 0; unique in the ctx while any of them lives. */
 	uint32_t src_id;
@@ -454,6 +458,7 @@ struct tern_ctx {
 	uint8_t mr_chunk_shift;
 	uint8_t mr_chunk_user;	    /* set by TERN_MR_CHUNK: never widened */
 	struct tern_peer *peers;    /* live peers, for teardown accounting */
+	struct tern_peer *release;  /* removed peers to free after the pass */
 	struct tern_mr *scratch_mr; /* every rail's scratch; not in nmr */
 	uint64_t *scratch;
 	struct tern__reqq posted; /* handed to the provider */
@@ -657,6 +662,10 @@ void tern__bounce_absorbed(struct tern_ctx *ctx, const struct tern__slot *slot);
 void tern__bounce_match(struct tern_ctx *ctx);
 void tern__ctx_finish_close(struct tern_ctx *ctx);
 void tern__peer_release(struct tern_peer *peer);
+/* A removed peer whose last operation just finished (in a completion, a
+ * callback): freed by tern__peer_release_due() at the end of the pass. */
+void tern__peer_release_later(struct tern_peer *peer);
+void tern__peer_release_due(struct tern_ctx *ctx);
 /* Implicit operations (nbi.c): cancel a waiting tern_quiet() (ST_QUIET);
  * free a scope's epochs (a peer's, as it goes); the pools, at ctx close. */
 void tern__nbi_cancel(struct tern_ctx *ctx, struct tern_req *req, int status);

@@ -193,7 +193,7 @@ static void nbi_done(struct tern_req *req)
 		scope_advance(ctx, &ctx->nbi);
 	peer->inflight--;
 	if (tern_unlikely(peer->removed))
-		tern__peer_release(peer);
+		tern__peer_release_later(peer);
 }
 
 /* A pooled operation for @peer, or NULL (-ENOBUFS or -ENOMEM in *err). */

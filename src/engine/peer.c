@@ -223,7 +223,7 @@ void tern__peer_release(struct tern_peer *peer)
 {
 	struct tern_ctx *ctx = peer->ctx;
 
-	if (!peer->removed || peer->inflight != 0)
+	if (!peer->removed || peer->inflight != 0 || peer->release_queued)
 		return;
 	if (peer->prev != NULL)
 		peer->prev->next = peer->next;
@@ -281,6 +281,29 @@ int tern__peer_gone(struct tern_peer *peer)
 	return 0;
 }
 
+void tern__peer_release_later(struct tern_peer *peer)
+{
+	struct tern_ctx *ctx = peer->ctx;
+
+	if (!peer->removed || peer->inflight != 0 || peer->release_queued)
+		return;
+	peer->release_queued = 1;
+	peer->release_next = ctx->release;
+	ctx->release = peer;
+}
+
+void tern__peer_release_due(struct tern_ctx *ctx)
+{
+	struct tern_peer *p;
+
+	while ((p = ctx->release) != NULL) {
+		ctx->release = p->release_next;
+		p->release_queued = 0;
+		/* Unmaps, closes CUDA handles, removes AV entries. */
+		tern__peer_release(p);
+	}
+}
+
 int tern_peer_remove(struct tern_peer *peer)
 {
 	struct tern_ctx *ctx;
@@ -303,6 +326,10 @@ int tern_peer_remove(struct tern_peer *peer)
 	 * shm may never complete). */
 	tern__local_peer_release(ctx, peer);
 	peer->removed = 1;
-	tern__peer_release(peer);
+	/* From a callback (inside a pass): freed at the pass's end. */
+	if (ctx->depth > 0)
+		tern__peer_release_later(peer);
+	else
+		tern__peer_release(peer);
 	return 0;
 }

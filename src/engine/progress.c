@@ -67,7 +67,7 @@ static inline void finish_req(struct tern_req *req, int status)
 		tern__rp(req)->peer = NULL;
 		peer->inflight--;
 		if (tern_unlikely(peer->removed))
-			tern__peer_release(peer);
+			tern__peer_release_later(peer);
 	}
 }
 
@@ -469,6 +469,10 @@ int tern_progress(struct tern_ctx *ctx)
 		done += tern__ready_run(ctx);
 	if (ret >= 0 && ctx->nios != 0 && !ctx->close_pending)
 		done += tern__loop_poll_ios(ctx);
+	/* Removed peers whose last operation finished in this pass: freed
+	 * (mappings, CUDA handles, AV entries) here, not inside dispatch. */
+	if (tern_unlikely(ctx->release != NULL))
+		tern__peer_release_due(ctx);
 	if (tern__leave(ctx))
 		return -TERN_ECLOSED;
 	return ret < 0 ? ret : done;

@@ -137,4 +137,33 @@ int app_atomic_hello(struct tern_ctx *ctx, const void *card, size_t card_len,
 /* Tell the server this client is done (it forgets the peer). */
 int app_atomic_bye(struct tern_ctx *ctx, struct tern_peer *peer);
 
+/* A client of the server's page: one ctx, its peer, the page's descriptor;
+ * the first error (0 while none) and what it was. */
+struct app_atomic_client {
+	struct tern_ctx *ctx;
+	struct tern_peer *peer;
+	struct tern_mr_desc desc;
+	int lost; /* one timed out: the provider's, no more go */
+	int err;
+	char why[256];
+};
+
+/* One fetch-add (@cas 0: add @a) or compare-swap (@cas 1: @a compare, @b
+ * swap) at @off of the page, waited for (10 s): the old value, or 0 with
+ * c->err set. */
+uint64_t app_atomic_op(struct app_atomic_client *c, int cas, uint64_t off,
+		       uint64_t a, uint64_t b);
+
+/* A worker's run: @reps fetch-adds of the counter, 16 in flight, their old
+ * values into @old, then reps/10 rounds of taking the lock, proving no
+ * other holder, giving it back. 0, -EINTR (*stop), -TERN_EVERIFY or the
+ * error (c->why says it). */
+int app_atomic_work(struct app_atomic_client *c, uint64_t reps,
+		    volatile sig_atomic_t *stop, uint64_t *old);
+
+/* Every worker's old values (@n in all, sorted here) are each of
+ * before..before+n-1 once: 0, or -TERN_EVERIFY with @why. */
+int app_atomic_check(uint64_t *old, uint64_t n, uint64_t before, char *why,
+		     size_t whylen);
+
 #endif /* TERN_APP_H */

@@ -2,12 +2,18 @@
 /*
  * tern atomic: a server exposes one page of 64-bit words (a counter, a lock
  * word, a holders count) for remote atomics; clients learn its descriptor
- * with a HELLO and then work on it with fetch-add and compare-and-swap.
+ * with a HELLO and then work on it with fetch-add and compare-and-swap:
+ * fetch-adds whose old values must each come once, and a lock no two
+ * clients ever hold together. The CLI (tools/cmd_ping.c) spawns the
+ * client processes and prints.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "apps/app.h"
 #include "core/core.h"
@@ -231,4 +237,165 @@ out:
 	tern_peer_remove(peer);
 	app_msgbox_close(&mb);
 	return ret;
+}
+
+/* --- the client's work ------------------------------------------------- */
+
+/* The first error of @c, in words. */
+static void client_fail(struct app_atomic_client *c, int err, const char *fmt,
+			...) __attribute__((format(printf, 3, 4)));
+static void client_fail(struct app_atomic_client *c, int err, const char *fmt,
+			...)
+{
+	va_list ap;
+
+	if (c->err != 0)
+		return;
+	c->err = err;
+	va_start(ap, fmt);
+	vsnprintf(c->why, sizeof(c->why), fmt, ap);
+	va_end(ap);
+}
+
+/* A request that timed out is still the provider's: never freed nor
+ * reused, kept reachable (tern__keep). */
+static void req_lost(struct tern_req *req)
+{
+	tern__keep(req);
+}
+
+uint64_t app_atomic_op(struct app_atomic_client *c, int cas, uint64_t off,
+		       uint64_t a, uint64_t b)
+{
+	struct tern_req *req;
+	uint64_t value;
+	int ret;
+
+	if (c->lost || c->err != 0) {
+		client_fail(c, -ETIMEDOUT, "an earlier atomic never completed");
+		return 0;
+	}
+	req = malloc(sizeof(*req));
+	if (req == NULL) {
+		client_fail(c, -ENOMEM, "out of memory");
+		return 0;
+	}
+	tern_req_init(req, NULL, NULL);
+	ret = cas ? tern_atomic_cswap(c->peer, &c->desc, off, a, b, req)
+		  : tern_atomic_fetch_add(c->peer, &c->desc, off, a, req);
+	if (ret == 0)
+		ret = tern_wait(c->ctx, req, 10000);
+	if (ret == -ETIMEDOUT) {
+		c->lost = 1;
+		req_lost(req);
+		client_fail(c, ret, "%s: %s",
+			    cas ? "compare-swap" : "fetch-add",
+			    tern_strerror(ret));
+		return 0;
+	}
+	if (ret == 0)
+		ret = req->status;
+	if (ret != 0)
+		client_fail(c, ret, "%s: %s%s%s",
+			    cas ? "compare-swap" : "fetch-add",
+			    tern_strerror(ret), req->errmsg[0] ? ": " : "",
+			    req->errmsg);
+	value = req->value;
+	free(req);
+	return value;
+}
+
+#define WORK_WINDOW 16
+
+int app_atomic_work(struct app_atomic_client *c, uint64_t reps,
+		    volatile sig_atomic_t *stop, uint64_t *old)
+{
+	struct tern_req *req = calloc(WORK_WINDOW, sizeof(*req));
+	uint64_t posted = 0, done = 0, rounds = reps / 10 ? reps / 10 : 1;
+	uint64_t id = (uint64_t)getpid();
+	int err = 0;
+
+	if (req == NULL)
+		return -ENOMEM;
+	while (done < reps && err == 0) {
+		/* Ctrl-C: post no more; what is in flight completes below. */
+		if (*stop) {
+			err = -EINTR;
+			break;
+		}
+		while (posted < reps && posted - done < WORK_WINDOW) {
+			tern_req_init(&req[posted % WORK_WINDOW], NULL, NULL);
+			err = tern_atomic_fetch_add(c->peer, &c->desc,
+						    APP_ATOMIC_COUNTER, 1,
+						    &req[posted % WORK_WINDOW]);
+			if (err != 0)
+				break;
+			posted++;
+		}
+		if (err == 0)
+			err = tern_wait(c->ctx, &req[done % WORK_WINDOW],
+					10000);
+		if (err == 0)
+			err = req[done % WORK_WINDOW].status;
+		if (err != 0) {
+			client_fail(c, err, "fetch-add: %s %s",
+				    tern_strerror(err),
+				    req[done % WORK_WINDOW].errmsg);
+			break;
+		}
+		old[done] = req[done % WORK_WINDOW].value;
+		done++;
+	}
+	/* Nothing stays in flight on these requests when we leave. */
+	for (; done < posted; done++) {
+		if (tern_wait(c->ctx, &req[done % WORK_WINDOW], 10000) != 0) {
+			req_lost(req);
+			return -ETIMEDOUT;
+		}
+	}
+	free(req);
+	if (err != 0)
+		return err;
+	for (uint64_t r = 0; r < rounds && c->err == 0 && !*stop; r++) {
+		/* Take the lock, prove we are alone, give it back. */
+		while (app_atomic_op(c, 1, APP_ATOMIC_LOCK, 0, id) != 0 &&
+		       c->err == 0) {
+			if (*stop) /* no lock taken: nothing to undo */
+				return -EINTR;
+		}
+		if (c->err == 0 &&
+		    app_atomic_op(c, 0, APP_ATOMIC_HOLDERS, 1, 0) != 0)
+			client_fail(c, -TERN_EVERIFY,
+				    "two holders of the lock");
+		app_atomic_op(c, 0, APP_ATOMIC_HOLDERS, UINT64_MAX, 0);
+		if (c->err == 0 &&
+		    app_atomic_op(c, 1, APP_ATOMIC_LOCK, id, 0) != id)
+			client_fail(c, -TERN_EVERIFY, "lock stolen");
+	}
+	if (*stop)
+		return -EINTR;
+	return c->err;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int app_atomic_check(uint64_t *old, uint64_t n, uint64_t before, char *why,
+		     size_t whylen)
+{
+	qsort(old, n, sizeof(*old), cmp_u64);
+	for (uint64_t i = 0; i < n; i++) {
+		if (old[i] != before + i) {
+			snprintf(why, whylen,
+				 "old values are not each of %" PRIu64
+				 "..%" PRIu64 " once",
+				 before, before + n - 1);
+			return -TERN_EVERIFY;
+		}
+	}
+	return 0;
 }

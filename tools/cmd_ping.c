@@ -431,138 +431,36 @@ static void atomic_usage(const struct cli_parser *p, FILE *f)
 	fprintf(f, "\nDefaults: --clients 4, --reps 1000.\n");
 }
 
-static uint64_t one_atomic(struct tern_ctx *ctx, struct tern_peer *peer,
-			   const struct tern_mr_desc *d, int cas, uint64_t off,
-			   uint64_t a, uint64_t b, int *err)
+/* One worker process (tern atomic --worker-fd): its run (apps/atomic.c),
+ * its old values to @fd for the client to check. */
+static int atomic_worker(struct app_atomic_client *c, uint64_t reps, int fd)
 {
-	/* Static: one in flight at a time per process, and one that timed
-	 * out still belongs to the provider, so no later call reuses it. */
-	static struct tern_req req;
-	static int lost;
-	int ret;
-
-	if (lost) {
-		if (*err == 0)
-			*err = -ETIMEDOUT;
-		return 0;
-	}
-	tern_req_init(&req, NULL, NULL);
-	ret = cas ? tern_atomic_cswap(peer, d, off, a, b, &req)
-		  : tern_atomic_fetch_add(peer, d, off, a, &req);
-	if (ret == 0)
-		ret = tern_wait(ctx, &req, 10000);
-	if (ret == -ETIMEDOUT)
-		lost = 1;
-	if (ret == 0)
-		ret = req.status;
-	if (ret != 0 && *err == 0) {
-		*err = ret;
-		cli_err("atomic", "%s: %s%s%s",
-			cas ? "compare-swap" : "fetch-add", tern_strerror(ret),
-			req.errmsg[0] ? ": " : "", req.errmsg);
-	}
-	return req.value;
-}
-
-/* One worker process: R fetch-adds (old values to @fd), R/10 lock rounds. */
-static int atomic_worker(struct tern_ctx *ctx, struct tern_peer *peer,
-			 const struct tern_mr_desc *d, uint64_t reps, int fd)
-{
-	/* Static: one that never completes stays the provider's after we
-	 * return (one worker per process). */
-	static struct tern_req req[16];
-	uint64_t *old = calloc(reps, sizeof(*old)), id = (uint64_t)getpid();
-	uint64_t posted = 0, done = 0, rounds = reps / 10 ? reps / 10 : 1;
-	int err = 0;
+	uint64_t *old = calloc(reps, sizeof(*old));
+	int err;
 
 	if (old == NULL)
 		return 1;
-	while (done < reps && err == 0) {
-		/* Ctrl-C: post no more; what is in flight completes below. */
-		if (*stop_flag) {
-			err = -EINTR;
-			break;
-		}
-		while (posted < reps && posted - done < 16) {
-			tern_req_init(&req[posted % 16], NULL, NULL);
-			err = tern_atomic_fetch_add(peer, d, APP_ATOMIC_COUNTER,
-						    1, &req[posted % 16]);
-			if (err != 0)
-				break;
-			posted++;
-		}
-		if (err == 0)
-			err = tern_wait(ctx, &req[done % 16], 10000);
-		if (err == 0)
-			err = req[done % 16].status;
-		if (err != 0) {
-			cli_err("atomic", "fetch-add: %s %s",
-				tern_strerror(err), req[done % 16].errmsg);
-			break;
-		}
-		old[done] = req[done % 16].value;
-		done++;
-	}
-	/* Nothing stays in flight on these requests when we leave. */
-	for (; done < posted; done++) {
-		if (tern_wait(ctx, &req[done % 16], 10000) != 0) {
-			err = -ETIMEDOUT;
-			goto out;
-		}
-	}
-	if (err == -EINTR)
-		goto out;
-	for (uint64_t r = 0; r < rounds && err == 0 && !*stop_flag; r++) {
-		/* Take the lock, prove we are alone, give it back. */
-		while (one_atomic(ctx, peer, d, 1, APP_ATOMIC_LOCK, 0, id,
-				  &err) != 0 &&
-		       err == 0) {
-			if (*stop_flag) { /* no lock taken: nothing to undo */
-				err = -EINTR;
-				goto out;
-			}
-		}
-		if (err == 0 && one_atomic(ctx, peer, d, 0, APP_ATOMIC_HOLDERS,
-					   1, 0, &err) != 0) {
-			cli_err("atomic", "two holders of the lock");
-			err = -TERN_EVERIFY;
-		}
-		one_atomic(ctx, peer, d, 0, APP_ATOMIC_HOLDERS, UINT64_MAX, 0,
-			   &err);
-		if (err == 0 && one_atomic(ctx, peer, d, 1, APP_ATOMIC_LOCK, id,
-					   0, &err) != id) {
-			cli_err("atomic", "lock stolen");
-			err = -TERN_EVERIFY;
-		}
-	}
-	if (*stop_flag)
-		err = -EINTR;
+	err = app_atomic_work(c, reps, stop_flag, old);
+	if (err != 0 && err != -EINTR)
+		cli_err("atomic", "%s",
+			c->why[0] ? c->why : tern_strerror(err));
 	if (err == 0 && write(fd, old, reps * sizeof(*old)) !=
 				(ssize_t)(reps * sizeof(*old)))
 		err = -EIO;
-out:
 	free(old);
 	return err == 0 ? 0 : 1;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
 			 uint64_t reps)
 {
+	struct app_atomic_client c = { 0 };
 	uint8_t card[TERN_CARD_MAX];
-	struct tern_mr_desc d;
-	struct tern_peer *peer;
 	struct tern_ctx *ctx;
 	uint64_t *all, before, after;
 	size_t card_len;
 	char why[256];
-	int err = 0, failed = 0, boot_fd = -1;
+	int failed = 0, boot_fd = -1;
 	pid_t *pids;
 	int *fds;
 
@@ -589,15 +487,18 @@ static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
 			return 1;
 	}
 	tern_hex_encode(card, card_len, cardhex, sizeof(cardhex));
-	if (app_atomic_hello(ctx, card, card_len, &peer, &d, why,
+	if (app_atomic_hello(ctx, card, card_len, &c.peer, &c.desc, why,
 			     sizeof(why)) != 0) {
 		cli_err("atomic", "%s", why);
 		tern_ctx_close(ctx);
 		return 1;
 	}
-	before = one_atomic(ctx, peer, &d, 0, APP_ATOMIC_COUNTER, 0, 0, &err);
-	if (err != 0)
+	c.ctx = ctx;
+	before = app_atomic_op(&c, 0, APP_ATOMIC_COUNTER, 0, 0);
+	if (c.err != 0) {
+		cli_err("atomic", "%s", c.why);
 		goto out;
+	}
 	all = calloc(n * reps, sizeof(*all));
 	pids = calloc(n, sizeof(*pids));
 	fds = calloc(n, sizeof(*fds));
@@ -675,24 +576,18 @@ static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
 		free(fds);
 		goto out;
 	}
-	after = one_atomic(ctx, peer, &d, 0, APP_ATOMIC_COUNTER, 0, 0, &err);
-	if (!failed && err == 0) {
-		qsort(all, n * reps, sizeof(*all), cmp_u64);
-		for (uint64_t i = 0; i < n * reps; i++) {
-			if (all[i] != before + i) {
-				cli_err("atomic",
-					"old values are not each of "
-					"%" PRIu64 "..%" PRIu64 " once",
-					before, before + n * reps - 1);
-				failed = 1;
-				break;
-			}
-		}
+	after = app_atomic_op(&c, 0, APP_ATOMIC_COUNTER, 0, 0);
+	if (c.err != 0)
+		cli_err("atomic", "%s", c.why);
+	if (!failed && c.err == 0 &&
+	    app_atomic_check(all, n * reps, before, why, sizeof(why)) != 0) {
+		cli_err("atomic", "%s", why);
+		failed = 1;
 	}
 	printf("atomic: counter %" PRIu64 " -> %" PRIu64 " (+%" PRIu64
 	       ", expected +%" PRIu64 " = %" PRIu64 ")\n",
 	       before, after, after - before, n * reps, n * reps);
-	if (!failed && err == 0 && after - before == n * reps)
+	if (!failed && c.err == 0 && after - before == n * reps)
 		printf("atomic: OK: every old value unique, lock taken %" PRIu64
 		       " times with never two holders\n",
 		       n * (reps / 10 ? reps / 10 : 1));
@@ -702,12 +597,12 @@ static int atomic_client(struct net_opts *o, const char *hex, uint64_t n,
 	free(pids);
 	free(fds);
 out:
-	app_atomic_bye(ctx, peer);
-	tern_peer_remove(peer);
+	app_atomic_bye(ctx, c.peer);
+	tern_peer_remove(c.peer);
 	tern_ctx_close(ctx);
 	if (boot_fd >= 0)
 		close(boot_fd);
-	return failed || err ? 1 : 0;
+	return failed || c.err ? 1 : 0;
 }
 
 /* tern atomic --listen: serve the counter and the lock until Ctrl-C. */
@@ -784,9 +679,8 @@ int cmd_atomic(int argc, char **argv)
 		return 2;
 	}
 	if (worker) {
+		struct app_atomic_client ac = { 0 };
 		uint8_t card[TERN_CARD_MAX];
-		struct tern_mr_desc d;
-		struct tern_peer *peer;
 		struct tern_ctx *ctx;
 		size_t card_len;
 		char why[256];
@@ -801,13 +695,13 @@ int cmd_atomic(int argc, char **argv)
 			&ctx);
 		if (ret != 0)
 			return 1;
-		ret = app_atomic_hello(ctx, card, card_len, &peer, &d, why,
-				       sizeof(why));
+		ret = app_atomic_hello(ctx, card, card_len, &ac.peer, &ac.desc,
+				       why, sizeof(why));
 		if (ret == 0) {
-			ret = atomic_worker(ctx, peer, &d, reps,
-					    (int)worker_fd);
-			app_atomic_bye(ctx, peer);
-			tern_peer_remove(peer);
+			ac.ctx = ctx;
+			ret = atomic_worker(&ac, reps, (int)worker_fd);
+			app_atomic_bye(ctx, ac.peer);
+			tern_peer_remove(ac.peer);
 		} else {
 			cli_err("atomic", "%s", why);
 		}

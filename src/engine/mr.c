@@ -406,8 +406,10 @@ again:
 	return 0;
 }
 
+/* Host memory; @whole: tern's own buffer (never chunked nor shared). */
 static int reg_host(struct tern_ctx *ctx, void *buf, size_t len,
-		    uint64_t access, int cache, struct tern_mr **mr_p)
+		    uint64_t access, int cache, int whole,
+		    struct tern_mr **mr_p)
 {
 	struct tern_mr *mr;
 	int ret;
@@ -418,7 +420,8 @@ static int reg_host(struct tern_ctx *ctx, void *buf, size_t len,
 		    TERN_MR_PATH_HOST);
 	if (mr == NULL)
 		return -ENOMEM;
-	ret = reg_all(mr, cache && ctx->mr_cache);
+	mr->whole = (uint8_t)whole;
+	ret = reg_all(mr, cache && !whole && ctx->mr_cache);
 	if (ret != 0) {
 		free(mr);
 		return ret;
@@ -430,7 +433,7 @@ static int reg_host(struct tern_ctx *ctx, void *buf, size_t len,
 int tern_mr_reg(struct tern_ctx *ctx, void *buf, size_t len, uint64_t access,
 		struct tern_mr **mr_p)
 {
-	return reg_host(ctx, buf, len, access, 1, mr_p);
+	return reg_host(ctx, buf, len, access, 1, 0, mr_p);
 }
 
 /* tern's own buffers (bounce, control, atomics' scratch): small, posted
@@ -438,23 +441,7 @@ int tern_mr_reg(struct tern_ctx *ctx, void *buf, size_t len, uint64_t access,
 int tern__mr_reg_own(struct tern_ctx *ctx, void *buf, size_t len,
 		     uint64_t access, struct tern_mr **mr_p)
 {
-	struct tern_mr *mr;
-	int ret;
-
-	if (!args_ok(ctx, buf, len, access, mr_p))
-		return -EINVAL;
-	mr = mr_new(ctx, buf, len, access, TERN_MEM_HOST, -1,
-		    TERN_MR_PATH_HOST);
-	if (mr == NULL)
-		return -ENOMEM;
-	mr->whole = 1;
-	ret = reg_all(mr, 0);
-	if (ret != 0) {
-		free(mr);
-		return ret;
-	}
-	*mr_p = mr;
-	return 0;
+	return reg_host(ctx, buf, len, access, 0, 1, mr_p);
 }
 
 /* A staged region: a pinned host shadow of the same size is what the
@@ -598,7 +585,7 @@ int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
 		return -EINVAL;
 	if (attr->kind == TERN_MEM_HOST)
 		return reg_host(ctx, attr->buf, attr->len, attr->access,
-				!(attr->flags & TERN_MR_F_NOCACHE), mr_p);
+				!(attr->flags & TERN_MR_F_NOCACHE), 0, mr_p);
 	if (attr->kind != TERN_MEM_CUDA)
 		return -EINVAL;
 	cu = tern__cu_get(why, sizeof(why));

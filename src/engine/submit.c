@@ -193,6 +193,30 @@ static __attribute__((noinline)) int local_rma(
 	return tern__local_rma(peer->ctx, req, rdesc, roff);
 }
 
+/* prep_long() for an operation that keeps a copy of @rdesc until it
+ * completes (staged, striped or cut): the copy in *rd_p. */
+static int prep_desc(struct tern_req *req, uint8_t op, struct tern_peer *peer,
+		     struct tern_mr *mr, const void *buf, size_t len,
+		     const struct tern_mr_desc *rdesc, uint32_t imm,
+		     struct tern__desc **rd_p)
+{
+	struct tern_ctx *ctx = peer->ctx;
+	struct tern__desc *rd = tern__desc_get(ctx, rdesc);
+	int ret;
+
+	if (rd == NULL)
+		return -ENOMEM;
+	ret = prep_long(ctx, req, op, peer, mr, buf, len);
+	if (ret != 0) {
+		tern__desc_put(ctx, rd);
+		return ret;
+	}
+	tern__rp(req)->imm = imm;
+	tern__rp(req)->xflags |= TERN__XF_DESC;
+	*rd_p = rd;
+	return 0;
+}
+
 /* A write or read, any case: staged, striped, over several rails. */
 static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 					     struct tern_mr *mr,
@@ -216,16 +240,9 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 	if (ret != 0)
 		return ret;
 	if (tern_unlikely(mr != NULL && mr->smr != NULL)) {
-		rd = tern__desc_get(ctx, rdesc);
-		if (rd == NULL)
-			return -ENOMEM;
-		ret = prep_long(ctx, req, op, peer, mr, buf, len);
-		if (ret != 0) {
-			tern__desc_put(ctx, rd);
+		ret = prep_desc(req, op, peer, mr, buf, len, rdesc, imm, &rd);
+		if (ret != 0)
 			return ret;
-		}
-		tern__rp(req)->imm = imm;
-		tern__rp(req)->xflags |= TERN__XF_DESC;
 		tern__rp(req)->u.staged.roff = roff;
 		tern__rp(req)->u.staged.rd = rd;
 		tern__stage_submit(ctx, req);
@@ -262,18 +279,11 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 		 * with its keys. */
 		if (parts <= 1 && (lshift != 0 || rshift != 0))
 			goto plain;
-		rd = tern__desc_get(ctx, rdesc);
-		if (rd == NULL)
-			return -ENOMEM;
-		ret = prep_long(ctx, req, op, peer, mr, buf, len);
-		if (ret != 0) {
-			tern__desc_put(ctx, rd);
+		ret = prep_desc(req, op, peer, mr, buf, len, rdesc, imm, &rd);
+		if (ret != 0)
 			return ret;
-		}
 		tern__rp(req)->op = TERN__OP_PIECES;
 		tern__rp(req)->sop = op;
-		tern__rp(req)->imm = imm;
-		tern__rp(req)->xflags |= TERN__XF_DESC;
 		tern__rp(req)->npieces = (uint32_t)parts;
 		tern__rp(req)->next_piece = 0;
 		tern__rp(req)->inflight = 0;

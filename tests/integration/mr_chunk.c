@@ -571,6 +571,57 @@ static void nbi_cases(void)
 	printf("ok: %zu write_nbi crossing chunks, tern_quiet\n", n);
 }
 
+/* Step 10: a descriptor whose chunk fields lie (a caller's or a peer's
+ * bytes written into the struct) is refused before anything reads its
+ * keys or posts: more keys than it holds, a chunk size out of range, one
+ * chunk, 32-bit keys without chunks. Under ASan a read past keys[]
+ * would fail this test. */
+static void lying_desc_cases(void)
+{
+	struct tern_mr_desc bad[5];
+	struct tern_piece pc = { .loff = 0, .roff = 0, .len = 64 };
+	struct tern_req req;
+	int ret;
+
+	for (int i = 0; i < 5; i++)
+		bad[i] = bd;
+	/* 2^12-byte chunks over the whole region: far more than 64 keys. */
+	bad[0].flags = (bd.flags & ~TERN_MR_DESC_CHUNK_MASK) | (12U << 8) |
+		       TERN_MR_DESC_KEY32;
+	bad[1].flags = (bd.flags & ~TERN_MR_DESC_CHUNK_MASK) | (11U << 8);
+	bad[2].flags = (bd.flags & ~TERN_MR_DESC_CHUNK_MASK) | (63U << 8);
+	bad[3].flags = (bd.flags & ~TERN_MR_DESC_CHUNK_MASK) | (62U << 8);
+	bad[4].flags = (bd.flags & ~(TERN_MR_DESC_CHUNK_MASK)) |
+		       TERN_MR_DESC_KEY32;
+	for (int i = 0; i < 5; i++) {
+		tern_req_init(&req, NULL, NULL);
+		ret = tern_write(ab, amr, abuf, 64, &bad[i], size - 64, &req);
+		CHECK(ret == -TERN_EDESC, "lying descriptor %d, write: %s", i,
+		      tern_strerror(ret));
+		ret = tern_read(ab, amr, abuf, 64, &bad[i], size - 64, &req);
+		CHECK(ret == -TERN_EDESC, "lying descriptor %d, read: %s", i,
+		      tern_strerror(ret));
+		ret = tern_write_nbi(ab, amr, abuf, 64, &bad[i], 0);
+		CHECK(ret == -TERN_EDESC, "lying descriptor %d, write_nbi: %s",
+		      i, tern_strerror(ret));
+		ret = tern_write_pieces(ab, amr, &pc, 1, &bad[i], 1, 0, 0,
+					&req);
+		CHECK(ret == -TERN_EDESC, "lying descriptor %d, pieces: %s", i,
+		      tern_strerror(ret));
+		if (atomics) {
+			ret = tern_atomic_fetch_add(ab, &bad[i], size - 8, 1,
+						    &req);
+			CHECK(ret == -TERN_EDESC,
+			      "lying descriptor %d, fetch_add: %s", i,
+			      tern_strerror(ret));
+		}
+		CHECK(!req.done, "a refused operation completed");
+	}
+	printf("ok: 5 descriptors with lying chunk fields refused "
+	       "(-TERN_EDESC) by write, read, write_nbi, pieces%s\n",
+	       atomics ? ", fetch_add" : "");
+}
+
 /* Step 9: a message is one registration's. */
 static void msg_cases(void)
 {
@@ -733,6 +784,7 @@ int main(int argc, char **argv)
 	atomic_cases();
 	nbi_cases();
 	msg_cases();
+	lying_desc_cases();
 	CHECK(tern_mr_close(amr) == 0, "close a's region");
 	CHECK(tern_mr_close(bmr) == 0, "close b's region");
 out:

@@ -708,6 +708,21 @@ void tern__desc_pool_fini(struct tern_ctx *ctx);
 void tern__queue(struct tern_ctx *ctx, struct tern_req *req);
 /* Give back a descriptor copy from tern__desc_get(). */
 void tern__desc_put(struct tern_ctx *ctx, struct tern__desc *rd);
+/*
+ * The engine's own operations (a staged request's chunks, stage.c): what
+ * the public posting calls queue, entered from inside the engine, not
+ * through the API. A message (@op TERN__OP_SEND, _SEND_IMM, _RECV; @peer
+ * NULL for a receive), or a write or read (TERN__OP_WRITE, _WRITE_IMM,
+ * _READ) with @xflags (TERN__XF_DELIVER) added to what it carries.
+ * @return as the public call.
+ */
+int tern__submit_msg(struct tern_ctx *ctx, struct tern_peer *peer, uint8_t op,
+		     struct tern_mr *mr, void *buf, size_t len, uint32_t imm,
+		     struct tern_req *req);
+int tern__submit_rma(struct tern_peer *peer, struct tern_mr *mr, void *buf,
+		     size_t len, const struct tern_mr_desc *rdesc,
+		     uint64_t roff, uint8_t op, uint32_t imm, uint8_t xflags,
+		     struct tern_req *req);
 /* Clear a request's results and set what every operation carries. */
 void tern__req_fill(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 		    struct tern_peer *peer, struct tern_mr *mr, const void *buf,

@@ -244,7 +244,8 @@ static int chunk_copy(struct tern__stage_chunk *ch, int out, uint64_t len)
 
 static void net_done(struct tern_req *inner);
 
-/* Hand the chunk's operation on the shadow to tern. */
+/* Queue the chunk's operation on the shadow, inside the engine (never
+ * through the public calls: this runs from progress). */
 static int chunk_post(struct tern__stage_chunk *ch)
 {
 	struct tern_req *req = ch->parent, *in = &ch->req;
@@ -252,10 +253,9 @@ static int chunk_post(struct tern__stage_chunk *ch)
 	struct tern_mr *smr = tern__rp(req)->mr->smr;
 	char *h = shadow(req) + ch->off;
 	const struct tern_mr_desc *rd;
-	struct tern_piece p;
-	const struct tern_piece *pc = &p;
 	const struct tern_mr_desc *regions;
-	int ret;
+	struct tern_piece p;
+	uint8_t op;
 
 	tern_req_init(in, net_done, ch);
 	ch->phase = CH_NET;
@@ -265,38 +265,40 @@ static int chunk_post(struct tern__stage_chunk *ch)
 		rd = &tern__rp(req)->u.staged.rd->d;
 	else
 		rd = NULL;
-	switch (tern__rp(req)->op) {
+	op = tern__rp(req)->op;
+	switch (op) {
 	case TERN__OP_SEND:
-		return tern_send(peer, smr, h, ch->len, in);
 	case TERN__OP_SEND_IMM:
-		return tern_send_imm(peer, smr, h, ch->len, tern__rp(req)->imm,
-				     in);
 	case TERN__OP_RECV:
-		return tern_recv(tern__rp(req)->ctx, smr, h, ch->len, in);
+		return tern__submit_msg(
+			tern__rp(req)->ctx, op == TERN__OP_RECV ? NULL : peer,
+			op, smr, h, ch->len, tern__rp(req)->imm, in);
 	case TERN__OP_READ:
-		return tern_read(peer, smr, h, ch->len, rd, ch->roff, in);
 	case TERN__OP_WRITE:
-		return tern_write(peer, smr, h, ch->len, rd, ch->roff, in);
+		return tern__submit_rma(peer, smr, h, ch->len, rd, ch->roff, op,
+					0, 0, in);
 	case TERN__OP_WRITE_IMM:
 		if (ch->idx + 1 == tern__rp(req)->npieces)
-			return tern_write_imm(peer, smr, h, ch->len, rd,
-					      ch->roff, tern__rp(req)->imm, in);
+			return tern__submit_rma(peer, smr, h, ch->len, rd,
+						ch->roff, op,
+						tern__rp(req)->imm, 0, in);
 		/* The immediate goes with the last chunk, posted once the
 		 * others completed: they must have landed by then, on any
 		 * rail, so ask for delivery, not just transmission. */
-		ret = tern_write(peer, smr, h, ch->len, rd, ch->roff, in);
-		if (ret == 0)
-			tern__rp(in)->xflags |= TERN__XF_DELIVER;
-		return ret;
+		return tern__submit_rma(peer, smr, h, ch->len, rd, ch->roff,
+					TERN__OP_WRITE, 0, TERN__XF_DELIVER,
+					in);
 	case TERN__OP_PIECES:
 		p = tern__piece(tern__rp(req), ch->idx);
 		regions = tern__rp(req)->u.batch.regions;
 		if (tern__rp(req)->u.batch.with_imm)
-			return tern_write_imm(peer, smr, h, ch->len,
-					      &regions[pc->region], pc->roff,
-					      tern__rp(req)->imm, in);
-		return tern_write(peer, smr, h, ch->len, &regions[pc->region],
-				  pc->roff, in);
+			return tern__submit_rma(peer, smr, h, ch->len,
+						&regions[p.region], p.roff,
+						TERN__OP_WRITE_IMM,
+						tern__rp(req)->imm, 0, in);
+		return tern__submit_rma(peer, smr, h, ch->len,
+					&regions[p.region], p.roff,
+					TERN__OP_WRITE, 0, 0, in);
 	default:
 		return -EINVAL;
 	}

@@ -124,32 +124,40 @@ static int submit(struct tern_ctx *ctx, struct tern_req *req)
 	return 0;
 }
 
-int tern_send(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
-	      size_t len, struct tern_req *req)
+int tern__submit_msg(struct tern_ctx *ctx, struct tern_peer *peer, uint8_t op,
+		     struct tern_mr *mr, void *buf, size_t len, uint32_t imm,
+		     struct tern_req *req)
 {
 	int ret;
 
-	if (peer == NULL)
+	if (op != TERN__OP_RECV && peer == NULL)
 		return -EINVAL;
-	ret = prep(peer->ctx, req, TERN__OP_SEND, peer, mr, buf, len);
+	ret = prep(ctx, req, op, peer, mr, buf, len);
 	if (ret != 0)
 		return ret;
-	return submit(peer->ctx, req);
+	tern__rp(req)->imm = imm;
+	submit(ctx, req);
+	/* Untagged: a message may be waiting already. Its callback runs
+	 * from progress, as always. */
+	if (op == TERN__OP_RECV &&
+	    tern_unlikely(ctx->bounce != NULL && ctx->bounce->head != NULL))
+		tern__bounce_match(ctx);
+	return 0;
+}
+
+int tern_send(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
+	      size_t len, struct tern_req *req)
+{
+	if (peer == NULL)
+		return -EINVAL;
+	return tern__submit_msg(peer->ctx, peer, TERN__OP_SEND, mr,
+				(void *)(uintptr_t)buf, len, 0, req);
 }
 
 int tern_recv(struct tern_ctx *ctx, struct tern_mr *mr, void *buf, size_t len,
 	      struct tern_req *req)
 {
-	int ret = prep(ctx, req, TERN__OP_RECV, NULL, mr, buf, len);
-
-	if (ret != 0)
-		return ret;
-	submit(ctx, req);
-	/* Untagged: a message may be waiting already. Its callback runs
-	 * from progress, as always. */
-	if (tern_unlikely(ctx->bounce != NULL && ctx->bounce->head != NULL))
-		tern__bounce_match(ctx);
-	return 0;
+	return tern__submit_msg(ctx, NULL, TERN__OP_RECV, mr, buf, len, 0, req);
 }
 
 /* Check a remote range against a descriptor the peer sent us. */
@@ -372,15 +380,10 @@ int tern_write_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
 int tern_send_imm(struct tern_peer *peer, struct tern_mr *mr, const void *buf,
 		  size_t len, uint32_t imm, struct tern_req *req)
 {
-	int ret;
-
 	if (peer == NULL)
 		return -EINVAL;
-	ret = prep(peer->ctx, req, TERN__OP_SEND_IMM, peer, mr, buf, len);
-	if (ret != 0)
-		return ret;
-	tern__rp(req)->imm = imm;
-	return submit(peer->ctx, req);
+	return tern__submit_msg(peer->ctx, peer, TERN__OP_SEND_IMM, mr,
+				(void *)(uintptr_t)buf, len, imm, req);
 }
 
 int tern_read(struct tern_peer *peer, struct tern_mr *mr, void *buf, size_t len,
@@ -389,6 +392,19 @@ int tern_read(struct tern_peer *peer, struct tern_mr *mr, void *buf, size_t len,
 {
 	return rma_common(peer, mr, buf, len, rdesc, roff, TERN__OP_READ, 0,
 			  req);
+}
+
+int tern__submit_rma(struct tern_peer *peer, struct tern_mr *mr, void *buf,
+		     size_t len, const struct tern_mr_desc *rdesc,
+		     uint64_t roff, uint8_t op, uint32_t imm, uint8_t xflags,
+		     struct tern_req *req)
+{
+	int ret = rma_common(peer, mr, buf, len, rdesc, roff, op, imm, req);
+
+	/* Queued, not posted: progress posts it with these. */
+	if (ret == 0)
+		tern__rp(req)->xflags |= xflags;
+	return ret;
 }
 
 /* A batch's pieces: a table (tern_write_pieces()), or three arrays

@@ -418,9 +418,9 @@ static uint64_t inject_block(struct ip *p, int on, size_t size, uint64_t count)
 {
 	struct tern_rail *rail = &p->ctx->rails[0];
 
-	p->ctx->inject_max = on ? p->ctx->inject_size : 0;
+	p->ctx->inject_max = on ? p->ctx->caps.inject_size : 0;
 	rail->prov.rma_queue = on && p->o->inject == 2 &&
-			       strcmp(p->ctx->prov_name, "shm") == 0;
+			       strcmp(p->ctx->caps.prov_name, "shm") == 0;
 	return block(p, 0, size, count);
 }
 
@@ -666,7 +666,8 @@ static int initiator(const struct ip_opts *o, struct ip_shared *sh,
 	}
 	printf("inproc: provider %s, window %u, raw batch %u, %u ABBA pairs "
 	       "of blocks of about %" PRIu64 " bytes per size%s\n",
-	       p.ctx->prov_name, o->window, o->batch, o->pairs, o->block_bytes,
+	       p.ctx->caps.prov_name, o->window, o->batch, o->pairs,
+	       o->block_bytes,
 	       o->control ? ", with the tern/tern control" : "");
 	for (unsigned int k = 0; k < o->nsizes && ret == 0; k++)
 		ret = measure(

@@ -33,20 +33,20 @@
 
 unsigned int tern__bounce_count(const struct tern_ctx *ctx)
 {
-	size_t n = ctx->rx_size / 2;
+	size_t n = ctx->caps.rx_size / 2;
 
 	return (unsigned int)(n < TERN__BOUNCES ? n : TERN__BOUNCES);
 }
 
 static struct tern__slot *bounce_slot(struct tern_ctx *ctx, unsigned int i)
 {
-	return &ctx->rails[0].slots[ctx->tx_size + i];
+	return &ctx->rails[0].slots[ctx->caps.tx_size + i];
 }
 
 static unsigned int bounce_idx(struct tern_ctx *ctx,
 			       const struct tern__slot *slot)
 {
-	return (unsigned int)(slot - ctx->rails[0].slots - ctx->tx_size);
+	return (unsigned int)(slot - ctx->rails[0].slots - ctx->caps.tx_size);
 }
 
 static int repost(struct tern_ctx *ctx, unsigned int i)

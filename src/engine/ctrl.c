@@ -30,12 +30,12 @@
 
 unsigned int tern__ctrl_slots(const struct tern_ctx *ctx)
 {
-	return ctx->tagged ? TERN__CTRL_RECVS + TERN__CTRL_SENDS : 0;
+	return ctx->caps.tagged ? TERN__CTRL_RECVS + TERN__CTRL_SENDS : 0;
 }
 
 static struct tern__slot *ctrl_slot(struct tern_ctx *ctx, unsigned int i)
 {
-	return &ctx->rails[0].slots[ctx->tx_size + i];
+	return &ctx->rails[0].slots[ctx->caps.tx_size + i];
 }
 
 static uint8_t *ctrl_buf(struct tern_ctx *ctx, unsigned int i)
@@ -73,7 +73,7 @@ int tern__ctrl_open(struct tern_ctx *ctx)
 	struct tern__ctrl *c;
 	int ret;
 
-	if (!ctx->tagged)
+	if (!ctx->caps.tagged)
 		return 0;
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
@@ -259,7 +259,7 @@ void tern__ctrl_done(struct tern_ctx *ctx, const struct tern__cqe *cqe)
 {
 	struct tern__ctrl *c = ctx->ctrl;
 	unsigned int i = (unsigned int)(cqe->slot - ctx->rails[0].slots -
-					ctx->tx_size);
+					ctx->caps.tx_size);
 	struct tern__ctrl_msg m;
 
 	if (i >= TERN__CTRL_RECVS) {

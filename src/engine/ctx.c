@@ -125,27 +125,29 @@ static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 	if (ret != 0)
 		return ret;
 	r->addrlen = len;
-	r->tx_credits = ctx->tx_size;
-	r->rx_credits = ctx->rx_size;
+	r->tx_credits = ctx->caps.tx_size;
+	r->rx_credits = ctx->caps.rx_size;
 	/* Untagged messaging: rail 0's receive buffers have slots past the
 	 * tx credits' (bounce.c). */
-	if (!ctx->tagged && r->idx == 0)
+	if (!ctx->caps.tagged && r->idx == 0)
 		nbounce = tern__bounce_count(ctx);
 	/* Tagged, its control messages' (ctrl.c). */
 	if (r->idx == 0)
 		nctrl = tern__ctrl_slots(ctx);
-	r->slots = calloc(ctx->tx_size + nbounce + nctrl, sizeof(*r->slots));
-	r->free_slots = calloc(ctx->tx_size, sizeof(*r->free_slots));
+	r->slots = calloc(ctx->caps.tx_size + nbounce + nctrl,
+			  sizeof(*r->slots));
+	r->free_slots = calloc(ctx->caps.tx_size, sizeof(*r->free_slots));
 	if (r->slots == NULL || r->free_slots == NULL) {
 		ret = -ENOMEM;
 		goto err_close;
 	}
-	r->slots_span = (ctx->tx_size + nbounce + nctrl) * sizeof(*r->slots);
+	r->slots_span = (ctx->caps.tx_size + nbounce + nctrl) *
+			sizeof(*r->slots);
 	if (tern__prov_sync_rma(&r->prov)) {
 		/* One entry per credit (post.h, reap.c: tern__sync_push()). */
 		size_t cap = 1;
 
-		while (cap < ctx->tx_size)
+		while (cap < ctx->caps.tx_size)
 			cap <<= 1;
 		r->sync_ring = calloc(cap, sizeof(*r->sync_ring));
 		if (r->sync_ring == NULL) {
@@ -155,11 +157,11 @@ static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 		r->sync_mask = (uint32_t)(cap - 1);
 		r->sync_head = 0;
 	}
-	for (r->nfree = 0; r->nfree < ctx->tx_size; r->nfree++)
-		r->free_slots[r->nfree] = (uint32_t)(ctx->tx_size - 1 -
+	for (r->nfree = 0; r->nfree < ctx->caps.tx_size; r->nfree++)
+		r->free_slots[r->nfree] = (uint32_t)(ctx->caps.tx_size - 1 -
 						     r->nfree);
 	/* Untagged, rail 0's message buffers absorb remote CQ data too. */
-	if (ctx->rx_cq_data && nbounce == 0) {
+	if (ctx->caps.rx_cq_data && nbounce == 0) {
 		ret = post_sinks(r);
 		if (ret != 0)
 			goto err_close;
@@ -179,7 +181,7 @@ err_close:
  * results); not counted among the user's regions. */
 static int scratch_open(struct tern_ctx *ctx)
 {
-	size_t words = 3 * ctx->tx_size, bytes;
+	size_t words = 3 * ctx->caps.tx_size, bytes;
 	int ret;
 
 	bytes = words * ctx->nrails * sizeof(uint64_t);
@@ -245,8 +247,8 @@ static void mr_chunk(struct tern_ctx *ctx)
 	uint64_t sz = 0;
 
 	ctx->mr_chunk_shift = 0;
-	if (strcmp(ctx->prov_name, "efa") == 0 ||
-	    strncmp(ctx->prov_name, "verbs", 5) == 0)
+	if (strcmp(ctx->caps.prov_name, "efa") == 0 ||
+	    strncmp(ctx->caps.prov_name, "verbs", 5) == 0)
 		ctx->mr_chunk_shift = TERN__MR_CHUNK_NIC_SHIFT;
 	if (v == NULL)
 		return;
@@ -266,35 +268,14 @@ static void mr_chunk(struct tern_ctx *ctx)
 			   v, 1ULL << ctx->mr_chunk_shift);
 }
 
-static void decode_caps(struct tern_ctx *ctx, const struct tern__prov_caps *c)
+/* tern's own limits from the provider's caps (ctx->caps). */
+static void derive_limits(struct tern_ctx *ctx)
 {
-	ctx->mr_mode = c->mr_mode;
-	ctx->virt_addr = c->virt_addr;
-	ctx->prov_key = c->prov_key;
-	ctx->mr_endpoint = c->mr_endpoint;
-	ctx->rx_cq_data = c->rx_cq_data;
-	ctx->addr_str = c->addr_str;
-	ctx->addr_format = c->addr_format;
-	ctx->tx_size = c->tx_size;
-	ctx->rx_size = c->rx_size;
-	ctx->cq_data_size = c->cq_data_size;
-	ctx->inject_size = c->inject_size;
 	ctx->inject_max = tern__env_long("TERN_INJECT", TERN__INJECT_DEFAULT, 0,
 					 2) != 0
-				  ? c->inject_size
+				  ? ctx->caps.inject_size
 				  : 0;
-	ctx->max_msg_size = c->max_msg_size;
-	ctx->mr_key_size = c->mr_key_size;
-	ctx->link_speed = c->link_speed;
-	ctx->hmem = c->hmem;
-	ctx->tagged = c->tagged;
-	/* verbs;ofi_rxm: see tern__prov_caps() (ofiwg/libfabric#11828). */
-	ctx->close_linger_ms = c->linger_ms;
-	snprintf(ctx->prov_name, sizeof(ctx->prov_name), "%s", c->prov_name);
-	snprintf(ctx->fabric_name, sizeof(ctx->fabric_name), "%s",
-		 c->fabric_name);
-	snprintf(ctx->domain_name, sizeof(ctx->domain_name), "%s",
-		 c->domain_name);
+	ctx->max_msg_size = ctx->caps.max_msg_size;
 }
 
 /* The attr and the environment: what the caller asked for. */
@@ -334,8 +315,7 @@ static int ctx_config(struct tern_ctx *ctx, const struct tern_ctx_attr *attr)
 
 /* The provider and its domains: one per rail, chosen and described. */
 static int ctx_provider(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
-			struct tern__prov_rail **pr,
-			struct tern__prov_caps *caps)
+			struct tern__prov_rail **pr)
 {
 	char names[TERN_MAX_RAILS][TERN_TOPO_NAME_LEN];
 	const char *name_p[TERN_MAX_RAILS];
@@ -370,16 +350,17 @@ static int ctx_provider(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
 	ret = tern__prov_choose(&ctx->prov, &want, pr);
 	if (ret != 0)
 		return ret;
-	tern__prov_caps(&ctx->prov, pr, ctx->nrails, caps);
-	decode_caps(ctx, caps);
+	tern__prov_caps(&ctx->prov, pr, ctx->nrails, &ctx->caps);
+	derive_limits(ctx);
 	mr_chunk(ctx);
-	if (ctx->tx_size == 0 ||
-	    ctx->rx_size <=
-		    (size_t)(ctx->rx_cq_data ? TERN__SINKS : 0) +
-			    (size_t)(ctx->tagged ? TERN__CTRL_RECVS : 0) ||
-	    (!ctx->tagged && tern__bounce_count(ctx) == 0)) {
+	if (ctx->caps.tx_size == 0 ||
+	    ctx->caps.rx_size <=
+		    (size_t)(ctx->caps.rx_cq_data ? TERN__SINKS : 0) +
+			    (size_t)(ctx->caps.tagged ? TERN__CTRL_RECVS : 0) ||
+	    (!ctx->caps.tagged && tern__bounce_count(ctx) == 0)) {
 		tern__warn("provider %s reports queue sizes tx %zu rx %zu",
-			   ctx->prov_name, ctx->tx_size, ctx->rx_size);
+			   ctx->caps.prov_name, ctx->caps.tx_size,
+			   ctx->caps.rx_size);
 		return -TERN_ENOPROV;
 	}
 	return 0;
@@ -388,8 +369,7 @@ static int ctx_provider(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
 /* Open every rail's endpoint (the thread pinned near rail 0's NIC first,
  * where asked). @n_p: how many opened, for the caller to close on error. */
 static int ctx_rails(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
-		     struct tern__prov_rail *const *pr,
-		     const struct tern__prov_caps *caps, unsigned int *n_p)
+		     struct tern__prov_rail *const *pr, unsigned int *n_p)
 {
 	int ret;
 
@@ -399,13 +379,13 @@ static int ctx_rails(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
 		return ret;
 	if (attr->flags & TERN_CTX_PIN) {
 		/* Before any domain exists: its memory follows the thread. */
-		ret = tern__topo_pin_near(caps->domain0, ctx->pinned,
+		ret = tern__topo_pin_near(ctx->caps.domain0, ctx->pinned,
 					  sizeof(ctx->pinned));
 		if (ret == 0)
 			tern__info("pinned to %s", ctx->pinned);
 		else
 			tern__warn("could not pin the thread near %s: %s",
-				   ctx->domain_name, tern_strerror(ret));
+				   ctx->caps.domain_name, tern_strerror(ret));
 	}
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		ctx->rails[i].idx = i;
@@ -413,7 +393,7 @@ static int ctx_rails(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
 		if (ret != 0)
 			return ret;
 		*n_p = i + 1;
-		if (!ctx->addr_str &&
+		if (!ctx->caps.addr_str &&
 		    ctx->rails[i].addrlen != ctx->rails[0].addrlen) {
 			tern__warn("rail %u: %zu-byte address, rail 0 has %zu: "
 				   "one card cannot hold both",
@@ -439,7 +419,7 @@ static int ctx_services(struct tern_ctx *ctx)
 	ret = scratch_open(ctx);
 	if (ret != 0)
 		return ret;
-	if (!ctx->tagged) {
+	if (!ctx->caps.tagged) {
 		ret = tern__bounce_open(ctx);
 		if (ret != 0)
 			return ret;
@@ -471,7 +451,6 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 {
 	static const struct tern_ctx_attr defaults;
 	struct tern__prov_rail *pr[TERN_MAX_RAILS];
-	struct tern__prov_caps caps;
 	struct tern_ctx *ctx;
 	unsigned int nopen = 0;
 	int ret;
@@ -489,10 +468,10 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 	ret = tern__imm_init(&ctx->imm);
 	if (ret != 0)
 		goto err_free;
-	ret = ctx_provider(ctx, attr, pr, &caps);
+	ret = ctx_provider(ctx, attr, pr);
 	if (ret != 0)
 		goto err_info;
-	ret = ctx_rails(ctx, attr, pr, &caps, &nopen);
+	ret = ctx_rails(ctx, attr, pr, &nopen);
 	if (ret != 0)
 		goto err_rails;
 	ret = ctx_services(ctx);
@@ -502,10 +481,10 @@ int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
 		   "fabric %s, domain %s, %u rail(s), tx %zu rx %zu, mr_mode "
 		   "0x%llx",
 		   tern_fabric_version(), tern_fabric_api_version(),
-		   tern_fabric_build_version(), ctx->prov_name,
-		   ctx->fabric_name, ctx->domain_name, ctx->nrails,
-		   ctx->tx_size, ctx->rx_size,
-		   (unsigned long long)ctx->mr_mode);
+		   tern_fabric_build_version(), ctx->caps.prov_name,
+		   ctx->caps.fabric_name, ctx->caps.domain_name, ctx->nrails,
+		   ctx->caps.tx_size, ctx->caps.rx_size,
+		   (unsigned long long)ctx->caps.mr_mode);
 	*ctx_p = ctx;
 	return 0;
 
@@ -644,26 +623,26 @@ int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info)
 	if (ctx == NULL || info == NULL)
 		return -EINVAL;
 	*info = (struct tern_ctx_info){
-		.provider = ctx->prov_name,
-		.fabric = ctx->fabric_name,
-		.domain = ctx->domain_name,
+		.provider = ctx->caps.prov_name,
+		.fabric = ctx->caps.fabric_name,
+		.domain = ctx->caps.domain_name,
 		.rails = ctx->nrails,
-		.mr_mode = ctx->mr_mode,
-		.tx_size = ctx->tx_size,
-		.rx_size = ctx->rx_size,
-		.cq_data_size = ctx->cq_data_size,
-		.inject_size = ctx->inject_size,
+		.mr_mode = ctx->caps.mr_mode,
+		.tx_size = ctx->caps.tx_size,
+		.rx_size = ctx->caps.rx_size,
+		.cq_data_size = ctx->caps.cq_data_size,
+		.inject_size = ctx->caps.inject_size,
 		.max_msg_size = ctx->max_msg_size,
 		.max_rma_size = ctx->max_rma_size,
-		.tagged = ctx->tagged,
-		.mr_key_size = ctx->mr_key_size,
-		.rx_cq_data = ctx->rx_cq_data,
-		.link_speed = ctx->link_speed,
+		.tagged = ctx->caps.tagged,
+		.mr_key_size = ctx->caps.mr_key_size,
+		.rx_cq_data = ctx->caps.rx_cq_data,
+		.link_speed = ctx->caps.link_speed,
 		.atomic_fadd = ctx->atomic_fadd,
 		.atomic_cswap = ctx->atomic_cswap,
 		.wait_fd = ctx->can_wait,
 		.pinned = ctx->pinned,
-		.hmem = ctx->hmem,
+		.hmem = ctx->caps.hmem,
 		.stage_copies = ctx->stage_copies,
 		.stage_bytes = ctx->stage_bytes,
 	};

@@ -178,7 +178,7 @@ enum tern__state {
 	TERN__ST_DONE,
 };
 
-/* Receives posted per rail to absorb remote CQ data (ctx->rx_cq_data). */
+/* Receives posted per rail to absorb remote CQ data (ctx->caps.rx_cq_data). */
 #define TERN__SINKS 64
 
 /*
@@ -417,32 +417,20 @@ struct tern_ctx {
 	char pinned[160];      /* TERN_CTX_PIN: where the thread went */
 	int busy_poll;
 	int closing;
-	int close_linger_ms; /* progress this long before endpoints close */
-	/* What the provider demands, decoded once. */
-	uint64_t mr_mode;
-	int virt_addr;
-	int prov_key;
-	int mr_endpoint;
-	int rx_cq_data;
-	int addr_str; /* addresses are names of varying length */
-	uint64_t link_speed;
+	/* What the provider demands and offers (src/prov/, decoded once at
+	 * open): tern's own limits below derive from it. */
+	struct tern__prov_caps caps;
 	int atomic_fadd;
 	int atomic_cswap;
-	uint32_t addr_format;
-	size_t tx_size;
-	size_t rx_size;
-	size_t cq_data_size;
-	size_t inject_size;
 	/* Writes of at most this many bytes from host memory, without
 	 * delivery complete, are posted as copies the provider takes
 	 * (TERN__PF_INJECT) and complete from the progress pass that posts
 	 * them (post.h). 0: none ($TERN_INJECT=0). */
 	size_t inject_max;
-	uint64_t max_msg_size;
+	uint64_t max_msg_size; /* the largest tern_send(): the provider's, or
+				* the bounce buffers' (untagged) */
 	uint64_t max_rma_size; /* longer writes and reads are split */
-	int tagged;	       /* messages tagged; else bounce.c matches them */
 	struct tern__bounce *bounce; /* untagged: rail 0's receive buffers */
-	size_t mr_key_size;
 	uint64_t next_key;
 	unsigned long nmr;
 	unsigned long npeers;
@@ -506,16 +494,12 @@ struct tern_ctx {
 	struct tern_defer *defer_head, *defer_tail; /* next round */
 	struct tern_defer *drun_head, *drun_tail;   /* this round */
 	unsigned long nios;
-	int nevs, cur_ev; /* the epoll batch being dispatched */
-	void *evs;	  /* struct epoll_event[TERN__EVS] */
-	int hmem;	  /* every rail's provider reaches GPU memory itself */
+	int nevs, cur_ev;	   /* the epoll batch being dispatched */
+	void *evs;		   /* struct epoll_event[TERN__EVS] */
 	struct tern__stage *stage; /* src/engine/stage.c, made on first need */
 	struct tern__local *local; /* same-host path (local_*.c), or NULL */
 	uint64_t stage_copies;	   /* staging copies queued, ever */
 	uint64_t stage_bytes;
-	char prov_name[64];
-	char fabric_name[128];
-	char domain_name[128];
 	struct tern_rail rails[TERN_MAX_RAILS];
 	struct tern__tasks tasks;
 };
@@ -533,13 +517,13 @@ struct tern__cqe {
 };
 
 /* Bytes per address in this ctx's card: rail 0's, or for names
- * (ctx->addr_str, whose length varies: shm's "fi_shm://PID:0:N") the
+ * (ctx->caps.addr_str, whose length varies: shm's "fi_shm://PID:0:N") the
  * longest, shorter ones padded with NULs. */
 static inline size_t tern__card_addrlen(const struct tern_ctx *ctx)
 {
 	size_t len = ctx->rails[0].addrlen;
 
-	if (ctx->addr_str) {
+	if (ctx->caps.addr_str) {
 		for (unsigned int i = 1; i < ctx->nrails; i++)
 			len = TERN_MAX(len, ctx->rails[i].addrlen);
 	}

@@ -101,7 +101,7 @@ void tern__local_refuse(struct tern_ctx *ctx, pid_t pid, const char *why)
 	if (ctx->local->told++ == 0)
 		tern__warn("peer pid %d on this host: same-host path refused "
 			   "(%s); it goes over %s (said once per ctx)",
-			   (int)pid, why, ctx->prov_name);
+			   (int)pid, why, ctx->caps.prov_name);
 	else
 		tern__debug("peer pid %d: same-host path refused (%s)",
 			    (int)pid, why);

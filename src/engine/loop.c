@@ -600,8 +600,8 @@ static int work_waiting(const struct tern_ctx *ctx)
 		/* Untagged, receives wait in tern for a message, not for
 		 * a post (bounce.c). */
 		if ((r->txq.len != 0 && r->tx_credits != 0 && !r->tx_refused) ||
-		    (r->rxq.len != 0 && r->rx_credits != 0 && ctx->tagged &&
-		     !r->rx_refused))
+		    (r->rxq.len != 0 && r->rx_credits != 0 &&
+		     ctx->caps.tagged && !r->rx_refused))
 			return 1;
 	}
 	return 0;

@@ -126,17 +126,18 @@ static int reg_rail(struct tern_mr *mr, struct tern_rail *r, uint32_t c)
 	if (mr->nchunks <= 1)
 		return tern__prov_mr_reg(
 			&r->prov, r->idx, mr->buf, mr->len, mr->access,
-			ctx->prov_key ? 0 : ctx->next_key++,
+			ctx->caps.prov_key ? 0 : ctx->next_key++,
 			zcopy ? mr->device : -1, zcopy ? mr->dmabuf_fd : -1,
-			mr->dmabuf_off, ctx->mr_endpoint, &mr->pmr[r->idx],
+			mr->dmabuf_off, ctx->caps.mr_endpoint, &mr->pmr[r->idx],
 			&mr->desc[r->idx], &mr->key[r->idx]);
 	if (len - off > (1ULL << mr->chunk_shift))
 		len = off + (1ULL << mr->chunk_shift);
 	return tern__prov_mr_reg(
 		&r->prov, r->idx, (char *)mr->buf + off, len - off, mr->access,
-		ctx->prov_key ? 0 : ctx->next_key++, zcopy ? mr->device : -1,
-		zcopy ? mr->dmabuf_fd : -1, dmoff, ctx->mr_endpoint,
-		&mr->cpmr[i], &mr->cdesc[i], &mr->ckey[i]);
+		ctx->caps.prov_key ? 0 : ctx->next_key++,
+		zcopy ? mr->device : -1, zcopy ? mr->dmabuf_fd : -1, dmoff,
+		ctx->caps.mr_endpoint, &mr->cpmr[i], &mr->cdesc[i],
+		&mr->ckey[i]);
 }
 
 static void dereg(struct tern_mr *mr)
@@ -498,8 +499,8 @@ static int reg_staged(struct tern_mr *mr, const struct tern__cu *cu)
 	link_mr(ctx, mr);
 	tern__info("CUDA region of %zu bytes on device %d: staged through "
 		   "host memory (%s offers no HMEM%s)",
-		   mr->len, mr->device, ctx->prov_name,
-		   ctx->hmem ? "; staging was asked" : " on this ctx");
+		   mr->len, mr->device, ctx->caps.prov_name,
+		   ctx->caps.hmem ? "; staging was asked" : " on this ctx");
 	return 0;
 }
 
@@ -614,7 +615,7 @@ int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
 	if (ret != 0)
 		return ret;
 	mr = mr_new(ctx, attr->buf, attr->len, attr->access, TERN_MEM_CUDA, dev,
-		    ((ctx->hmem && !cu->fake) || cu->fake_hmem) &&
+		    ((ctx->caps.hmem && !cu->fake) || cu->fake_hmem) &&
 				    !(attr->flags & TERN_MR_F_STAGED)
 			    ? TERN_MR_PATH_ZCOPY
 			    : TERN_MR_PATH_STAGED);
@@ -713,7 +714,8 @@ int tern_mr_desc(const struct tern_mr *mr, struct tern_mr_desc *desc)
 	*desc = (struct tern_mr_desc){
 		.base = (uint64_t)(uintptr_t)mr->buf,
 		.len = mr->len,
-		.flags = (mr->ctx->virt_addr ? TERN_MR_DESC_VIRT_ADDR : 0) |
+		.flags = (mr->ctx->caps.virt_addr ? TERN_MR_DESC_VIRT_ADDR
+						  : 0) |
 			 ((mr->access & TERN_ACCESS_REMOTE_READ)
 				  ? TERN_MR_DESC_REMOTE_READ
 				  : 0) |

@@ -20,7 +20,7 @@ ssize_t tern_ctx_card(const struct tern_ctx *ctx, void *buf, size_t len)
 	card = (struct tern__card){
 		.nrails = ctx->nrails,
 		.addrlen = tern__card_addrlen(ctx),
-		.addr_format = ctx->addr_format,
+		.addr_format = ctx->caps.addr_format,
 		.addrs = addrs,
 		.local = tern__local_id(ctx),
 	};
@@ -33,7 +33,7 @@ ssize_t tern_ctx_card(const struct tern_ctx *ctx, void *buf, size_t len)
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		if ((i + 1) * card.addrlen > sizeof(addrs))
 			return -ENOSPC;
-		/* A shorter name (ctx->addr_str) is padded with NULs. */
+		/* A shorter name (ctx->caps.addr_str) is padded with NULs. */
 		memset(addrs + i * card.addrlen, 0, card.addrlen);
 		memcpy(addrs + i * card.addrlen, ctx->rails[i].addr,
 		       ctx->rails[i].addrlen);
@@ -52,7 +52,7 @@ static int card_check(const struct tern_ctx *ctx, const uint8_t *p, size_t len,
 		tern__warn("%s", why);
 		return ret;
 	}
-	if (card->addr_format == TERN__PROV_ADDR_STR && ctx->addr_str) {
+	if (card->addr_format == TERN__PROV_ADDR_STR && ctx->caps.addr_str) {
 		/* Names (shm: "fi_shm://PID:0:N") differ in length between
 		 * processes: any length goes, if every one ends in its NUL
 		 * within the card. */
@@ -84,19 +84,20 @@ static int card_check(const struct tern_ctx *ctx, const uint8_t *p, size_t len,
 					   "a %.*s name of this ctx's "
 					   "provider %s",
 					   i, a, (int)scheme, mine,
-					   ctx->prov_name);
+					   ctx->caps.prov_name);
 				return -TERN_ECARD;
 			}
 		}
 		return 0;
 	}
-	if (card->addr_format != ctx->addr_format ||
+	if (card->addr_format != ctx->caps.addr_format ||
 	    card->addrlen != ctx->rails[0].addrlen) {
 		tern__warn("card: made by another kind of provider (address "
 			   "format %u, %zu bytes; this ctx runs %s: format %u, "
 			   "%zu bytes)",
-			   card->addr_format, card->addrlen, ctx->prov_name,
-			   ctx->addr_format, ctx->rails[0].addrlen);
+			   card->addr_format, card->addrlen,
+			   ctx->caps.prov_name, ctx->caps.addr_format,
+			   ctx->rails[0].addrlen);
 		return -TERN_ECARD;
 	}
 	return 0;

@@ -391,7 +391,7 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 static inline void post_rail(struct tern_ctx *ctx, struct tern_rail *rail)
 {
 	/* Untagged, receives wait in tern (bounce.c), not the provider. */
-	if (rail->rxq.len != 0 && ctx->tagged)
+	if (rail->rxq.len != 0 && ctx->caps.tagged)
 		post_queue(ctx, rail, &rail->rxq, &rail->rx_credits,
 			   &rail->rx_refused);
 	if (rail->txq.len != 0)
@@ -606,7 +606,7 @@ void tern__loop_drain(struct tern_ctx *ctx)
 	}
 	/* verbs;ofi_rxm: the peer's last flow-control credit must be in,
 	 * and ours out, before the endpoints close (ctx.c, close_linger_ms). */
-	deadline = tern__now_ns() + (uint64_t)ctx->close_linger_ms * 1000000ULL;
+	deadline = tern__now_ns() + (uint64_t)ctx->caps.linger_ms * 1000000ULL;
 	while (tern__now_ns() < deadline) {
 		if (tern_progress(ctx) < 0)
 			break;

@@ -587,10 +587,10 @@ static int atomic_common(struct tern_peer *peer,
 	if (op == TERN__OP_FADD ? !ctx->atomic_fadd : !ctx->atomic_cswap) {
 		tern__warn("%s: provider %s fabric %s offers no 64-bit %s%s",
 			   op == TERN__OP_FADD ? "fetch-add" : "compare-swap",
-			   ctx->prov_name, ctx->fabric_name,
+			   ctx->caps.prov_name, ctx->caps.fabric_name,
 			   op == TERN__OP_FADD ? "fetch-and-add"
 					       : "compare-and-swap",
-			   strcmp(ctx->fabric_name, "efa-direct") == 0
+			   strcmp(ctx->caps.fabric_name, "efa-direct") == 0
 				   ? " (the efa fabric emulates them: "
 				     "attr.fabric = \"efa\", --fabric efa)"
 				   : "");

@@ -22,11 +22,11 @@ int setup(void **state)
 	}
 	e->ctx->nrails = 1;
 	e->ctx->post_batch = 4;
-	e->ctx->tx_size = 8;
-	e->ctx->rx_size = 8;
+	e->ctx->caps.tx_size = 8;
+	e->ctx->caps.rx_size = 8;
 	e->ctx->max_msg_size = 1ULL << 30;
 	e->ctx->max_rma_size = 1ULL << 30;
-	e->ctx->tagged = 1;
+	e->ctx->caps.tagged = 1;
 	e->ctx->nbi_max = 1u << 16;
 	if (tern__imm_init(&e->ctx->imm) != 0) {
 		free(e->ctx);

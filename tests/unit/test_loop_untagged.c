@@ -46,7 +46,7 @@ static struct tern__bounce *untagged(struct env *e)
 	assert_non_null(r->slots);
 	memset(r->slots + 8, 0, BOUNCES * sizeof(*r->slots));
 	r->slots_span = (8 + BOUNCES) * sizeof(*r->slots);
-	e->ctx->tagged = 0;
+	e->ctx->caps.tagged = 0;
 	e->ctx->bounce = b;
 	e->ctx->max_msg_size = BOUNCE_LEN;
 	assert_int_equal(tern__bounce_post_all(e->ctx), 0);

@@ -155,18 +155,26 @@ static struct fid_mr *reg(struct env *e, void *buf, size_t len, uint64_t access)
 
 static int (*violations)(void);
 
-static void direct(uint64_t rx_cq_data)
-{
+/* efa-direct's objects for the checks below: a and b know each other, c
+ * knows b, which never inserts c; src and dst are registered (ms, md),
+ * mro is 4 KiB of dst read-only. */
+struct dir {
 	struct env e;
 	struct node a, b, c;
-	struct fi_cq_data_entry ce;
-	struct fi_cq_err_entry ee;
-	struct fi_info *fi;
-	static char src[4 << 20], dst[4 << 20];
 	struct fid_mr *ms, *md, *mro;
-	size_t max_rdma = 0, len = sizeof(max_rdma);
-	int v0 = violations();
+	char *src, *dst;
 	uint64_t ctx2[4];
+};
+
+#define DIR_BUF (4 << 20)
+
+/* What efa-direct's infos say, and its objects opened. */
+static void direct_open(struct dir *d, uint64_t rx_cq_data)
+{
+	static char src[DIR_BUF], dst[DIR_BUF];
+	struct env *e = &d->e;
+	struct fi_info *fi;
+	size_t max_rdma = 0, len = sizeof(max_rdma);
 
 	/* Capabilities efa-direct lacks yield nothing. */
 	CHECK(getinfo("efa-direct", FI_MSG | FI_TAGGED, FI_CONTEXT2, &fi) ==
@@ -176,129 +184,164 @@ static void direct(uint64_t rx_cq_data)
 	/* FI_CONTEXT2 is required. */
 	CHECK(getinfo("efa-direct", FI_MSG | FI_RMA, 0, &fi) == -FI_ENODATA);
 
-	env_open(&e, "efa-direct", FI_MSG | FI_RMA, FI_CONTEXT2 | rx_cq_data);
-	CHECK(e.info->domain_attr->mr_mode & FI_MR_LOCAL);
-	CHECK(e.info->domain_attr->cq_data_size == 4);
-	CHECK(e.info->domain_attr->mr_key_size == 4);
-	CHECK(e.info->mode & FI_CONTEXT2);
-	CHECK(!!(e.info->mode & FI_RX_CQ_DATA) == !!rx_cq_data);
-	CHECK(e.info->addr_format == FI_ADDR_EFA);
-	CHECK(!(e.info->caps & (FI_TAGGED | FI_ATOMIC)));
-	CHECK(e.info->tx_attr->size == 4096 && e.info->rx_attr->size == 8192);
-	CHECK(!strcmp(e.info->domain_attr->name, "rdmap16s27-rdm"));
-	node_open(&e, &a);
-	node_open(&e, &b);
-	node_open(&e, &c);
-	insert(&a, &b);
-	insert(&b, &a);
-	insert(&c, &b); /* b never inserts c */
-	CHECK(fi_getopt(&a.ep->fid, FI_OPT_ENDPOINT,
+	env_open(e, "efa-direct", FI_MSG | FI_RMA, FI_CONTEXT2 | rx_cq_data);
+	CHECK(e->info->domain_attr->mr_mode & FI_MR_LOCAL);
+	CHECK(e->info->domain_attr->cq_data_size == 4);
+	CHECK(e->info->domain_attr->mr_key_size == 4);
+	CHECK(e->info->mode & FI_CONTEXT2);
+	CHECK(!!(e->info->mode & FI_RX_CQ_DATA) == !!rx_cq_data);
+	CHECK(e->info->addr_format == FI_ADDR_EFA);
+	CHECK(!(e->info->caps & (FI_TAGGED | FI_ATOMIC)));
+	CHECK(e->info->tx_attr->size == 4096 && e->info->rx_attr->size == 8192);
+	CHECK(!strcmp(e->info->domain_attr->name, "rdmap16s27-rdm"));
+	node_open(e, &d->a);
+	node_open(e, &d->b);
+	node_open(e, &d->c);
+	insert(&d->a, &d->b);
+	insert(&d->b, &d->a);
+	insert(&d->c, &d->b); /* b never inserts c */
+	CHECK(fi_getopt(&d->a.ep->fid, FI_OPT_ENDPOINT,
 			14 /* FI_OPT_MAX_RMA_SIZE */, &max_rdma, &len) == 0);
 	CHECK(max_rdma == 1 << 20);
 
-	ms = reg(&e, src, sizeof(src), FI_SEND | FI_WRITE | FI_READ);
-	md = reg(&e, dst, sizeof(dst),
-		 FI_RECV | FI_REMOTE_WRITE | FI_REMOTE_READ);
-	mro = reg(&e, dst + (2 << 20), 4096, FI_REMOTE_READ);
-	for (size_t i = 0; i < sizeof(src); i++)
+	d->src = src;
+	d->dst = dst;
+	d->ms = reg(e, src, DIR_BUF, FI_SEND | FI_WRITE | FI_READ);
+	d->md = reg(e, dst, DIR_BUF,
+		    FI_RECV | FI_REMOTE_WRITE | FI_REMOTE_READ);
+	d->mro = reg(e, dst + (2 << 20), 4096, FI_REMOTE_READ);
+	for (size_t i = 0; i < DIR_BUF; i++)
 		src[i] = (char)(i * 7 + 1);
+}
+
+/* Messages: one that lands, and each refusal (size, descriptor, tags,
+ * atomics, cancel). */
+static void direct_msg(struct dir *d)
+{
+	struct fi_cq_data_entry ce;
+	struct fi_cq_err_entry ee;
+	struct fi_atomic_attr aa;
+	void *ds = fi_mr_desc(d->ms), *dd = fi_mr_desc(d->md);
+	uint64_t *ctx2 = d->ctx2;
+	fi_addr_t p = d->a.peer;
 
 	/* send/recv of 100 bytes */
-	CHECK(fi_recv(b.ep, dst, 8192, fi_mr_desc(md), 0, ctx2) == 0);
-	CHECK(fi_send(a.ep, src, 100, fi_mr_desc(ms), a.peer, ctx2 + 1) == 0);
-	CHECK(wait_one(a.cq, &ce, &ee) && ce.op_context == ctx2 + 1);
-	CHECK(wait_one(b.cq, &ce, &ee) && ce.op_context == ctx2 &&
+	CHECK(fi_recv(d->b.ep, d->dst, 8192, dd, 0, ctx2) == 0);
+	CHECK(fi_send(d->a.ep, d->src, 100, ds, p, ctx2 + 1) == 0);
+	CHECK(wait_one(d->a.cq, &ce, &ee) && ce.op_context == ctx2 + 1);
+	CHECK(wait_one(d->b.cq, &ce, &ee) && ce.op_context == ctx2 &&
 	      ce.len == 100 && (ce.flags & FI_RECV));
-	CHECK(!memcmp(dst, src, 100));
+	CHECK(!memcmp(d->dst, d->src, 100));
 
 	/* oversize send refused */
-	CHECK(fi_send(a.ep, src, 8929, fi_mr_desc(ms), a.peer, NULL) ==
-	      -FI_EMSGSIZE);
+	CHECK(fi_send(d->a.ep, d->src, 8929, ds, p, NULL) == -FI_EMSGSIZE);
 	/* NULL desc refused under FI_MR_LOCAL */
-	CHECK(fi_send(a.ep, src, 100, NULL, a.peer, NULL) == -FI_EINVAL);
-	CHECK(fi_write(a.ep, src, 100, NULL, a.peer, (uintptr_t)dst,
-		       fi_mr_key(md), NULL) == -FI_EINVAL);
+	CHECK(fi_send(d->a.ep, d->src, 100, NULL, p, NULL) == -FI_EINVAL);
+	CHECK(fi_write(d->a.ep, d->src, 100, NULL, p, (uintptr_t)d->dst,
+		       fi_mr_key(d->md), NULL) == -FI_EINVAL);
 	/* tagged refused, atomics absent, cancel ENOSYS */
-	CHECK(fi_tsend(a.ep, src, 10, fi_mr_desc(ms), a.peer, 1, NULL) ==
-	      -FI_ENOSYS);
-	{
-		struct fi_atomic_attr aa;
+	CHECK(fi_tsend(d->a.ep, d->src, 10, ds, p, 1, NULL) == -FI_ENOSYS);
+	CHECK(fi_query_atomic(d->e.dom, FI_UINT64, FI_SUM, &aa, 0) != 0);
+	CHECK(fi_recv(d->b.ep, d->dst, 64, dd, 0, ctx2 + 2) == 0);
+	CHECK(fi_cancel(&d->b.ep->fid, ctx2 + 2) == -FI_ENOSYS);
+}
 
-		CHECK(fi_query_atomic(e.dom, FI_UINT64, FI_SUM, &aa, 0) != 0);
-	}
-	CHECK(fi_recv(b.ep, dst, 64, fi_mr_desc(md), 0, ctx2 + 2) == 0);
-	CHECK(fi_cancel(&b.ep->fid, ctx2 + 2) == -FI_ENOSYS);
+/* RMA: the right bytes, and each refusal (size, IOVs, access, AV). */
+static void direct_rma(struct dir *d)
+{
+	struct fi_cq_data_entry ce;
+	struct fi_cq_err_entry ee;
+	char *src = d->src, *dst = d->dst;
+	void *ds = fi_mr_desc(d->ms);
+	uint64_t kd = fi_mr_key(d->md), *ctx2 = d->ctx2;
+	fi_addr_t p = d->a.peer;
+	struct iovec iov[2] = { { src, 64 }, { src + 64, 64 } };
+	void *d2[2] = { ds, ds };
+	struct fi_rma_iov r = { (uintptr_t)dst, 128, kd };
+	struct fi_msg_rma m = { .msg_iov = iov,
+				.desc = d2,
+				.iov_count = 2,
+				.addr = p,
+				.rma_iov = &r,
+				.rma_iov_count = 1 };
 
 	/* write and read: the right bytes */
-	memset(dst, 0, sizeof(dst));
-	CHECK(fi_write(a.ep, src, 1 << 20, fi_mr_desc(ms), a.peer,
-		       (uintptr_t)dst, fi_mr_key(md), ctx2) == 0);
-	CHECK(wait_one(a.cq, &ce, &ee) && ce.op_context == ctx2);
+	memset(dst, 0, DIR_BUF);
+	CHECK(fi_write(d->a.ep, src, 1 << 20, ds, p, (uintptr_t)dst, kd,
+		       ctx2) == 0);
+	CHECK(wait_one(d->a.cq, &ce, &ee) && ce.op_context == ctx2);
 	CHECK(!memcmp(dst, src, 1 << 20));
 	memset(src, 0, 4096);
-	CHECK(fi_read(a.ep, src, 4096, fi_mr_desc(ms), a.peer, (uintptr_t)dst,
-		      fi_mr_key(md), ctx2) == 0);
-	CHECK(wait_one(a.cq, &ce, &ee) && !memcmp(src, dst, 4096));
+	CHECK(fi_read(d->a.ep, src, 4096, ds, p, (uintptr_t)dst, kd, ctx2) ==
+	      0);
+	CHECK(wait_one(d->a.cq, &ce, &ee) && !memcmp(src, dst, 4096));
 
 	/* oversize RMA refused; more than one IOV refused */
-	CHECK(fi_write(a.ep, src, (1 << 20) + 1, fi_mr_desc(ms), a.peer,
-		       (uintptr_t)dst, fi_mr_key(md), NULL) < 0);
-	{
-		struct iovec iov[2] = { { src, 64 }, { src + 64, 64 } };
-		void *d[2] = { fi_mr_desc(ms), fi_mr_desc(ms) };
-		struct fi_rma_iov r = { (uintptr_t)dst, 128, fi_mr_key(md) };
-		struct fi_msg_rma m = { .msg_iov = iov,
-					.desc = d,
-					.iov_count = 2,
-					.addr = a.peer,
-					.rma_iov = &r,
-					.rma_iov_count = 1 };
-
-		CHECK(fi_writemsg(a.ep, &m, 0) < 0);
-	}
+	CHECK(fi_write(d->a.ep, src, (1 << 20) + 1, ds, p, (uintptr_t)dst, kd,
+		       NULL) < 0);
+	CHECK(fi_writemsg(d->a.ep, &m, 0) < 0);
 	/* remote access checked: write into a read-only region fails */
-	CHECK(fi_write(a.ep, src, 64, fi_mr_desc(ms), a.peer,
-		       (uintptr_t)dst + (2 << 20), fi_mr_key(mro), ctx2) == 0);
-	CHECK(!wait_one(a.cq, &ce, &ee) && ee.err == FI_EACCES);
+	CHECK(fi_write(d->a.ep, src, 64, ds, p, (uintptr_t)dst + (2 << 20),
+		       fi_mr_key(d->mro), ctx2) == 0);
+	CHECK(!wait_one(d->a.cq, &ce, &ee) && ee.err == FI_EACCES);
 
 	/* RMA from c, which b's AV does not hold, completes in error */
-	CHECK(fi_write(c.ep, src, 64, fi_mr_desc(ms), c.peer, (uintptr_t)dst,
-		       fi_mr_key(md), ctx2 + 3) == 0);
-	CHECK(!wait_one(c.cq, &ce, &ee) && ee.op_context == ctx2 + 3);
+	CHECK(fi_write(d->c.ep, src, 64, ds, d->c.peer, (uintptr_t)dst, kd,
+		       ctx2 + 3) == 0);
+	CHECK(!wait_one(d->c.cq, &ce, &ee) && ee.op_context == ctx2 + 3);
+}
 
-	/* write with data: consumes the posted receive only with
-	 * FI_RX_CQ_DATA */
-	CHECK(fi_writedata(a.ep, src, 64, fi_mr_desc(ms), 0xabcd, a.peer,
-			   (uintptr_t)dst, fi_mr_key(md), ctx2) == 0);
-	CHECK(wait_one(a.cq, &ce, &ee));
-	CHECK(wait_one(b.cq, &ce, &ee) && ce.data == 0xabcd &&
+/* A write with data consumes the posted receive only with
+ * FI_RX_CQ_DATA. */
+static void direct_writedata(struct dir *d, uint64_t rx_cq_data)
+{
+	struct fi_cq_data_entry ce;
+	struct fi_cq_err_entry ee;
+	void *ds = fi_mr_desc(d->ms);
+	uint64_t kd = fi_mr_key(d->md), *ctx2 = d->ctx2;
+	uintptr_t dst = (uintptr_t)d->dst;
+	fi_addr_t p = d->a.peer;
+
+	CHECK(fi_writedata(d->a.ep, d->src, 64, ds, 0xabcd, p, dst, kd, ctx2) ==
+	      0);
+	CHECK(wait_one(d->a.cq, &ce, &ee));
+	CHECK(wait_one(d->b.cq, &ce, &ee) && ce.data == 0xabcd &&
 	      (ce.flags & FI_REMOTE_CQ_DATA));
 	if (rx_cq_data) {
 		/* the receive posted for the cancel test was used */
 		CHECK(ce.op_context == ctx2 + 2);
-		CHECK(fi_writedata(a.ep, src, 64, fi_mr_desc(ms), 1, a.peer,
-				   (uintptr_t)dst, fi_mr_key(md), ctx2) == 0);
-		CHECK(!wait_one(a.cq, &ce, &ee)); /* no receive left */
+		CHECK(fi_writedata(d->a.ep, d->src, 64, ds, 1, p, dst, kd,
+				   ctx2) == 0);
+		CHECK(!wait_one(d->a.cq, &ce, &ee)); /* no receive left */
 	} else {
 		CHECK(ce.op_context == NULL);
 		/* the receive is still there: a send lands in it */
-		CHECK(fi_send(a.ep, src, 10, fi_mr_desc(ms), a.peer, NULL) ==
-		      0);
-		CHECK(wait_one(a.cq, &ce, &ee));
-		CHECK(wait_one(b.cq, &ce, &ee) && ce.op_context == ctx2 + 2);
+		CHECK(fi_send(d->a.ep, d->src, 10, ds, p, NULL) == 0);
+		CHECK(wait_one(d->a.cq, &ce, &ee));
+		CHECK(wait_one(d->b.cq, &ce, &ee) && ce.op_context == ctx2 + 2);
 	}
+}
 
+static void direct(uint64_t rx_cq_data)
+{
+	struct dir d;
+	int v0 = violations();
+
+	direct_open(&d, rx_cq_data);
+	direct_msg(&d);
+	direct_rma(&d);
+	direct_writedata(&d, rx_cq_data);
 	/* 8 rule violations above: oversize send, 2 NULL descs, tagged
 	 * send, cancel, oversize RMA, 2-IOV RMA, RMA outside the target's AV
 	 * (+1 with FI_RX_CQ_DATA: write with data and no receive) */
 	CHECK(violations() - v0 == 8 + (rx_cq_data ? 1 : 0));
-	fi_close(&ms->fid);
-	fi_close(&md->fid);
-	fi_close(&mro->fid);
-	node_close(&a);
-	node_close(&b);
-	node_close(&c);
-	env_close(&e);
+	fi_close(&d.ms->fid);
+	fi_close(&d.md->fid);
+	fi_close(&d.mro->fid);
+	node_close(&d.a);
+	node_close(&d.b);
+	node_close(&d.c);
+	env_close(&d.e);
 }
 
 static void efa(void)

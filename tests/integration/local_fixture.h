@@ -19,8 +19,6 @@
 
 #include "check.h"
 
-#define FAIL(...) CHECK(0, __VA_ARGS__)
-
 #define RW                                             \
 	(TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_READ | \
 	 TERN_ACCESS_REMOTE_WRITE | TERN_ACCESS_REMOTE_ATOMIC)

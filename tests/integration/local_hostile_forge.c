@@ -32,6 +32,8 @@
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
 
+/* ---- spoof: a broker name bound by another uid ---------------------- */
+
 /* A process that never used tern, holding g_mem at a known pattern:
  * "check" answers whether g_mem is still that pattern, "bye" ends it. */
 static void victim_main(struct chan *c)
@@ -61,8 +63,6 @@ static int victim_untouched(struct chan *c)
 	get(c->in, &same, sizeof(same));
 	return same;
 }
-
-/* ---- spoof: a broker name bound by another uid ---------------------- */
 
 /* The forged cards' nonces: ours alone (the shm and tcp runs of this case
  * may bind their abstract names at the same time). */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* CHECK(cond, fmt, ...): on failure, print where and why, and exit 1. */
+/* CHECK(cond, fmt, ...): on failure, print where and why, and exit 1.
+ * FAIL(fmt, ...): the same, unconditionally. */
 #ifndef TERN_TEST_CHECK_H
 #define TERN_TEST_CHECK_H
 
@@ -15,5 +16,7 @@
 			exit(1);                                             \
 		}                                                            \
 	} while (0)
+
+#define FAIL(...) CHECK(0, __VA_ARGS__)
 
 #endif /* TERN_TEST_CHECK_H */

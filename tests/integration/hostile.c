@@ -446,6 +446,80 @@ static void run_ticket(struct state *st, const char *addr, const char *token,
 	/* fd stays open: it is the session's liveness channel. */
 }
 
+/* The card in hex in the file @path, decoded into @card (@cap bytes):
+ * its length, or 0 or less (said why where the file cannot be read). */
+static ssize_t read_card(const char *path, uint8_t *card, size_t cap)
+{
+	char hex[2 * TERN_CARD_MAX + 2];
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL || fgets(hex, sizeof(hex), f) == NULL) {
+		fprintf(stderr, "hostile: cannot read %s\n", path);
+		return 0;
+	}
+	fclose(f);
+	hex[strcspn(hex, "\n")] = '\0';
+	return tern_hex_decode(hex, card, cap);
+}
+
+/* Fills into unmapped memory, where the provider lets them be seen. */
+static void maybe_unmapped(struct state *st, const struct tern_ctx_attr *attr,
+			   const char *addr, const uint8_t *card,
+			   size_t card_len)
+{
+	/* Over tcp the client's provider refuses such writes after the
+	 * server's local completion: nothing the server can see. From
+	 * libfabric 1.18 shm refuses the post: the fill waits for
+	 * --fill-timeout, then the session ends and the writer is freed. */
+	if (addr == NULL && attr->provider != NULL &&
+	    strcmp(attr->provider, "shm") == 0 &&
+	    strncmp(tern_fabric_version(), "1.17", 4) == 0)
+		run_unmapped(st, attr, card, card_len);
+	else if (addr == NULL && attr->provider != NULL &&
+		 strcmp(attr->provider, "shm") == 0)
+		printf("# fills into unmapped memory: not run on libfabric "
+		       "%s, whose shm refuses such writes: they end at "
+		       "--fill-timeout (docs/testing.md)\n",
+		       tern_fabric_version());
+}
+
+/* After all that, a good fill verifies; then one that times out, after
+ * which the connection refuses to fill again. */
+static void run_last(struct state *st)
+{
+	struct fill_params good = {
+		.page_size = 3000,
+		.pages = 21,
+		.seed = 5489,
+	};
+	struct fill_report rep;
+	int ret;
+
+	ret = fill_conn_fill(st->conn, &good, &rep);
+	check(st, ret == 0 && rep.verified == 3000ULL * 21,
+	      "then a good fill (21 pages of 3000 bytes) verifies",
+	      ret ? rep.error : NULL);
+	/* A fill that times out leaves its writes and reply in flight: the
+	 * connection must refuse further fills instead of taking the late
+	 * reply for the next one. */
+	good.pages = 8;
+	good.page_size = 1 << 20;
+	good.timeout_ms = 1;
+	ret = fill_conn_fill(st->conn, &good, &rep);
+	check(st, ret != 0, "a fill with a 1 ms timeout fails",
+	      ret ? rep.error : "it did not");
+	good.timeout_ms = 10000;
+	ret = fill_conn_fill(st->conn, &good, &rep);
+	check(st, ret != 0 && strstr(rep.error, "reconnect") != NULL,
+	      "and the connection then refuses to fill again",
+	      ret ? rep.error : "it filled");
+	/* Let the late writes and reply of the timed-out fill arrive (the
+	 * regions stay registered until close), so the server finishes it;
+	 * hostile.sh then checks a new client is served. */
+	for (int i = 0; i < 300; i++)
+		tern_wait(st->ctx, NULL, 10);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -458,17 +532,10 @@ int main(int argc, char **argv)
 	};
 	const char *addr = NULL, *token = NULL;
 	struct tern_ctx_attr attr = { 0 };
-	struct fill_params good = {
-		.page_size = 3000,
-		.pages = 21,
-		.seed = 5489,
-	};
-	struct fill_report rep;
 	struct state st = { 0 };
 	uint8_t card[TERN_CARD_MAX];
-	char hex[2 * TERN_CARD_MAX + 2], why[256];
+	char why[256];
 	ssize_t card_len;
-	FILE *f;
 	int c, ret;
 
 	st.answer_ms = 1500;
@@ -492,14 +559,7 @@ int main(int argc, char **argv)
 				"CARD-FILE\n");
 		return 2;
 	}
-	f = fopen(argv[optind], "r");
-	if (f == NULL || fgets(hex, sizeof(hex), f) == NULL) {
-		fprintf(stderr, "hostile: cannot read %s\n", argv[optind]);
-		return 2;
-	}
-	fclose(f);
-	hex[strcspn(hex, "\n")] = '\0';
-	card_len = tern_hex_decode(hex, card, sizeof(card));
+	card_len = read_card(argv[optind], card, sizeof(card));
 	st.msg = malloc(FILL_MSG_MAX);
 	st.reply = malloc(FILL_MSG_MAX);
 	if (card_len <= 0 || st.msg == NULL || st.reply == NULL)
@@ -525,43 +585,8 @@ int main(int argc, char **argv)
 	run(&st);
 	run_silence(&st, card, (size_t)card_len);
 	run_per_client(&st);
-	/* Over tcp the client's provider refuses such writes after the
-	 * server's local completion: nothing the server can see. From
-	 * libfabric 1.18 shm refuses the post: the fill waits for
-	 * --fill-timeout, then the session ends and the writer is freed. */
-	if (addr == NULL && attr.provider != NULL &&
-	    strcmp(attr.provider, "shm") == 0 &&
-	    strncmp(tern_fabric_version(), "1.17", 4) == 0)
-		run_unmapped(&st, &attr, card, (size_t)card_len);
-	else if (addr == NULL && attr.provider != NULL &&
-		 strcmp(attr.provider, "shm") == 0)
-		printf("# fills into unmapped memory: not run on libfabric "
-		       "%s, whose shm refuses such writes: they end at "
-		       "--fill-timeout (docs/testing.md)\n",
-		       tern_fabric_version());
-	ret = fill_conn_fill(st.conn, &good, &rep);
-	check(&st, ret == 0 && rep.verified == 3000ULL * 21,
-	      "then a good fill (21 pages of 3000 bytes) verifies",
-	      ret ? rep.error : NULL);
-	/* A fill that times out leaves its writes and reply in flight: the
-	 * connection must refuse further fills instead of taking the late
-	 * reply for the next one. */
-	good.pages = 8;
-	good.page_size = 1 << 20;
-	good.timeout_ms = 1;
-	ret = fill_conn_fill(st.conn, &good, &rep);
-	check(&st, ret != 0, "a fill with a 1 ms timeout fails",
-	      ret ? rep.error : "it did not");
-	good.timeout_ms = 10000;
-	ret = fill_conn_fill(st.conn, &good, &rep);
-	check(&st, ret != 0 && strstr(rep.error, "reconnect") != NULL,
-	      "and the connection then refuses to fill again",
-	      ret ? rep.error : "it filled");
-	/* Let the late writes and reply of the timed-out fill arrive (the
-	 * regions stay registered until close), so the server finishes it;
-	 * hostile.sh then checks a new client is served. */
-	for (int i = 0; i < 300; i++)
-		tern_wait(st.ctx, NULL, 10);
+	maybe_unmapped(&st, &attr, addr, card, (size_t)card_len);
+	run_last(&st);
 	if (st.conn != NULL)
 		fill_conn_close(st.conn);
 	tern_ctx_close(st.ctx);

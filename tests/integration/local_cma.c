@@ -24,7 +24,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,18 +33,12 @@
 
 #include <tern/tern.h>
 
-#include "check.h"
+#include "local_fixture.h"
 
 #include "../../src/engine/local_int.h"
 
 #define REGION (4u << 20)
 #define PG     4096u
-#define RW                                             \
-	(TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_READ | \
-	 TERN_ACCESS_REMOTE_WRITE | TERN_ACCESS_REMOTE_ATOMIC)
-
-static const char *g_prov = "shm";
-static const char *g_node;
 
 /* The pair: @w writes into @t's region @tb (plain memory, cross-memory
  * attach) from its own @wb. */
@@ -56,37 +49,6 @@ struct pair {
 	struct tern_mr_desc d;
 	uint8_t *tb, *wb, *want;
 };
-
-static struct tern_ctx *open_ctx(void)
-{
-	struct tern_ctx_attr a = { .provider = g_prov,
-				   .node = g_node,
-				   .rails = 1 };
-	struct tern_ctx *ctx;
-	int ret = tern_ctx_open(&a, &ctx);
-
-	CHECK(ret == 0, "ctx open over %s: %s", g_prov, tern_strerror(ret));
-	return ctx;
-}
-
-static struct tern_peer *add(struct tern_ctx *ctx, struct tern_ctx *to)
-{
-	uint8_t card[TERN_CARD_MAX];
-	struct tern_peer *p;
-	ssize_t n = tern_ctx_card(to, card, sizeof(card));
-	int ret;
-
-	CHECK(n > 0, "card");
-	ret = tern_peer_add(ctx, card, (size_t)n, &p);
-	CHECK(ret == 0, "peer add: %s", tern_strerror(ret));
-	return p;
-}
-
-static void fill(uint8_t *p, size_t n, unsigned int seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 9));
-}
 
 static uint64_t calls(const struct pair *p)
 {
@@ -175,151 +137,185 @@ static void settle(const struct pair *p)
 	}
 }
 
-static int case_batch(void)
-{
-	enum { N = 64, MANY = 1500 };
-	static const size_t sizes[] = { 8, 4096, 1, 777 };
-	struct tern_req *r = calloc(MANY, sizeof(*r));
-	struct tern_piece pcs[16];
-	struct pair p;
-	uint64_t c0, copies0;
+enum { BATCH_N = 64, BATCH_MANY = 1500 };
 
-	CHECK(r != NULL, "alloc");
-	pair_open(&p);
-	/* 64 writes of mixed sizes at scattered offsets, queued before a
-	 * pass: one call. */
-	c0 = calls(&p);
-	copies0 = p.w->local->copies;
-	for (unsigned int k = 0; k < N; k++)
-		post(&p, 1, 0, k * 8192 + 3, k * 8192 + k % 7, sizes[k % 4] + k,
-		     &r[k]);
-	pump(&p, r, N);
-	for (unsigned int k = 0; k < N; k++)
+static const size_t batch_sizes[] = { 8, 4096, 1, 777 };
+
+/* 64 writes of mixed sizes at scattered offsets, queued before a
+ * pass: one call. */
+static void batch_writes(struct pair *p, struct tern_req *r)
+{
+	uint64_t c0 = calls(p), copies0 = p->w->local->copies;
+
+	for (unsigned int k = 0; k < BATCH_N; k++)
+		post(p, 1, 0, k * 8192 + 3, k * 8192 + k % 7,
+		     batch_sizes[k % 4] + k, &r[k]);
+	pump(p, r, BATCH_N);
+	for (unsigned int k = 0; k < BATCH_N; k++)
 		CHECK(r[k].status == 0, "write %u: %s", k,
 		      tern_strerror(r[k].status));
-	CHECK(memcmp(p.tb, p.want, REGION) == 0, "writes: bytes differ");
-	CHECK(p.w->local->copies - copies0 == N,
+	CHECK(memcmp(p->tb, p->want, REGION) == 0, "writes: bytes differ");
+	CHECK(p->w->local->copies - copies0 == BATCH_N,
 	      "%llu operations counted on the same-host path (want %d)",
-	      (unsigned long long)(p.w->local->copies - copies0), N);
-	CHECK(calls(&p) - c0 == 1, "%d writes took %llu system calls (want 1)",
-	      N, (unsigned long long)(calls(&p) - c0));
-	printf("batch: %d writes of 8 B to 4 KiB, one process_vm_writev\n", N);
+	      (unsigned long long)(p->w->local->copies - copies0), BATCH_N);
+	CHECK(calls(p) - c0 == 1, "%d writes took %llu system calls (want 1)",
+	      BATCH_N, (unsigned long long)(calls(p) - c0));
+	printf("batch: %d writes of 8 B to 4 KiB, one process_vm_writev\n",
+	       BATCH_N);
+}
 
-	/* 64 reads of what they wrote, into the upper half: one call. */
-	c0 = calls(&p);
-	memset(p.wb + REGION / 2, 0, REGION / 2);
-	for (unsigned int k = 0; k < N; k++)
-		post(&p, 0, 0, REGION / 2 + k * 8192 + 5, k * 8192 + k % 7,
-		     sizes[k % 4] + k, &r[k]);
-	pump(&p, r, N);
-	for (unsigned int k = 0; k < N; k++) {
+/* 64 reads of what they wrote, into the upper half: one call. */
+static void batch_reads(struct pair *p, struct tern_req *r)
+{
+	uint64_t c0 = calls(p);
+
+	memset(p->wb + REGION / 2, 0, REGION / 2);
+	for (unsigned int k = 0; k < BATCH_N; k++)
+		post(p, 0, 0, REGION / 2 + k * 8192 + 5, k * 8192 + k % 7,
+		     batch_sizes[k % 4] + k, &r[k]);
+	pump(p, r, BATCH_N);
+	for (unsigned int k = 0; k < BATCH_N; k++) {
 		CHECK(r[k].status == 0, "read %u: %s", k,
 		      tern_strerror(r[k].status));
-		CHECK(memcmp(p.wb + REGION / 2 + k * 8192 + 5,
-			     p.want + k * 8192 + k % 7, sizes[k % 4] + k) == 0,
+		CHECK(memcmp(p->wb + REGION / 2 + k * 8192 + 5,
+			     p->want + k * 8192 + k % 7,
+			     batch_sizes[k % 4] + k) == 0,
 		      "read %u: bytes differ", k);
 	}
-	CHECK(calls(&p) - c0 == 1, "%d reads took %llu system calls (want 1)",
-	      N, (unsigned long long)(calls(&p) - c0));
-	printf("batch: %d reads, one process_vm_readv\n", N);
+	CHECK(calls(p) - c0 == 1, "%d reads took %llu system calls (want 1)",
+	      BATCH_N, (unsigned long long)(calls(p) - c0));
+	printf("batch: %d reads, one process_vm_readv\n", BATCH_N);
+}
 
-	/* More than IOV_MAX: a call per IOV_MAX. */
-	c0 = calls(&p);
-	fill(p.wb, REGION / 2, 2);
-	for (unsigned int k = 0; k < MANY; k++)
-		post(&p, 1, 0, k * 8, REGION / 2 + k * 16, 8, &r[k]);
-	pump(&p, r, MANY);
-	for (unsigned int k = 0; k < MANY; k++)
-		CHECK(r[k].status == 0, "write %u of %d: %s", k, MANY,
+/* More than IOV_MAX: a call per IOV_MAX. */
+static void batch_many(struct pair *p, struct tern_req *r)
+{
+	uint64_t c0 = calls(p);
+
+	fill(p->wb, REGION / 2, 2);
+	for (unsigned int k = 0; k < BATCH_MANY; k++)
+		post(p, 1, 0, k * 8, REGION / 2 + k * 16, 8, &r[k]);
+	pump(p, r, BATCH_MANY);
+	for (unsigned int k = 0; k < BATCH_MANY; k++)
+		CHECK(r[k].status == 0, "write %u of %d: %s", k, BATCH_MANY,
 		      tern_strerror(r[k].status));
-	CHECK(memcmp(p.tb, p.want, REGION) == 0, "%d writes: bytes differ",
-	      MANY);
-	CHECK(calls(&p) - c0 == (MANY + LCMA_IOV - 1) / LCMA_IOV,
-	      "%d writes took %llu system calls (want %d: %d a call)", MANY,
-	      (unsigned long long)(calls(&p) - c0),
-	      (MANY + LCMA_IOV - 1) / LCMA_IOV, LCMA_IOV);
-	printf("batch: %d writes in %d calls (IOV_MAX %d)\n", MANY,
-	       (MANY + LCMA_IOV - 1) / LCMA_IOV, LCMA_IOV);
+	CHECK(memcmp(p->tb, p->want, REGION) == 0, "%d writes: bytes differ",
+	      BATCH_MANY);
+	CHECK(calls(p) - c0 == (BATCH_MANY + LCMA_IOV - 1) / LCMA_IOV,
+	      "%d writes took %llu system calls (want %d: %d a call)",
+	      BATCH_MANY, (unsigned long long)(calls(p) - c0),
+	      (BATCH_MANY + LCMA_IOV - 1) / LCMA_IOV, LCMA_IOV);
+	printf("batch: %d writes in %d calls (IOV_MAX %d)\n", BATCH_MANY,
+	       (BATCH_MANY + LCMA_IOV - 1) / LCMA_IOV, LCMA_IOV);
+}
 
-	/* Direction changes end a run, and runs keep queue order: W W W,
-	 * R R (of what the writes wrote), W W: three calls. */
-	c0 = calls(&p);
-	fill(p.wb, 4 * PG, 3);
-	post(&p, 1, 0, 0, 0, 100, &r[0]);
-	post(&p, 1, 0, 100, 1000, 100, &r[1]);
-	post(&p, 1, 0, 200, 2000, 100, &r[2]);
-	memset(p.wb + 2 * PG, 0, 2 * PG);
-	post(&p, 0, 0, 2 * PG, 0, 100, &r[3]);
-	post(&p, 0, 0, 2 * PG + 100, 2000, 100, &r[4]);
-	post(&p, 1, 0, 300, 3000, 100, &r[5]);
-	post(&p, 1, 0, 400, 0, 100, &r[6]); /* after the read of it */
-	pump(&p, r, 7);
+/* Direction changes end a run, and runs keep queue order: W W W,
+ * R R (of what the writes wrote), W W: three calls. */
+static void batch_mixed(struct pair *p, struct tern_req *r)
+{
+	uint64_t c0 = calls(p);
+
+	fill(p->wb, 4 * PG, 3);
+	post(p, 1, 0, 0, 0, 100, &r[0]);
+	post(p, 1, 0, 100, 1000, 100, &r[1]);
+	post(p, 1, 0, 200, 2000, 100, &r[2]);
+	memset(p->wb + 2 * PG, 0, 2 * PG);
+	post(p, 0, 0, 2 * PG, 0, 100, &r[3]);
+	post(p, 0, 0, 2 * PG + 100, 2000, 100, &r[4]);
+	post(p, 1, 0, 300, 3000, 100, &r[5]);
+	post(p, 1, 0, 400, 0, 100, &r[6]); /* after the read of it */
+	pump(p, r, 7);
 	for (unsigned int k = 0; k < 7; k++)
 		CHECK(r[k].status == 0, "mixed %u: %s", k,
 		      tern_strerror(r[k].status));
-	CHECK(memcmp(p.wb + 2 * PG, p.wb, 100) == 0 &&
-		      memcmp(p.wb + 2 * PG + 100, p.wb + 200, 100) == 0,
+	CHECK(memcmp(p->wb + 2 * PG, p->wb, 100) == 0 &&
+		      memcmp(p->wb + 2 * PG + 100, p->wb + 200, 100) == 0,
 	      "a read after a write in the queue did not see its bytes");
-	CHECK(memcmp(p.tb, p.want, REGION) == 0, "mixed: bytes differ");
-	CHECK(calls(&p) - c0 == 3,
+	CHECK(memcmp(p->tb, p->want, REGION) == 0, "mixed: bytes differ");
+	CHECK(calls(p) - c0 == 3,
 	      "W W W R R W W took %llu system calls (want 3)",
-	      (unsigned long long)(calls(&p) - c0));
+	      (unsigned long long)(calls(p) - c0));
 	printf("batch: a change of direction ends a run, queue order kept\n");
+}
 
-	/* Writes with immediate inside a run: each counts, one call. */
-	c0 = calls(&p);
-	fill(p.wb, N * PG, 4);
-	for (unsigned int k = 0; k < N; k++)
-		post(&p, 1, k % 2 ? 55 : 0, k * PG, k * PG + 11, 64 + k, &r[k]);
-	pump(&p, r, N);
-	for (unsigned int k = 0; k < N; k++)
+/* Writes with immediate inside a run: each counts, one call. */
+static void batch_imm(struct pair *p, struct tern_req *r)
+{
+	uint64_t c0 = calls(p);
+
+	fill(p->wb, BATCH_N * PG, 4);
+	for (unsigned int k = 0; k < BATCH_N; k++)
+		post(p, 1, k % 2 ? 55 : 0, k * PG, k * PG + 11, 64 + k, &r[k]);
+	pump(p, r, BATCH_N);
+	for (unsigned int k = 0; k < BATCH_N; k++)
 		CHECK(r[k].status == 0, "write (imm) %u: %s", k,
 		      tern_strerror(r[k].status));
-	settle(&p);
-	CHECK(tern_imm_count(p.t, 55) == N / 2,
+	settle(p);
+	CHECK(tern_imm_count(p->t, 55) == BATCH_N / 2,
 	      "%llu immediates counted (want %d)",
-	      (unsigned long long)tern_imm_count(p.t, 55), N / 2);
-	CHECK(memcmp(p.tb, p.want, REGION) == 0, "imm: bytes differ");
-	CHECK(calls(&p) - c0 == 1,
-	      "%d writes, half with immediate, took %llu calls (want 1)", N,
-	      (unsigned long long)(calls(&p) - c0));
+	      (unsigned long long)tern_imm_count(p->t, 55), BATCH_N / 2);
+	CHECK(memcmp(p->tb, p->want, REGION) == 0, "imm: bytes differ");
+	CHECK(calls(p) - c0 == 1,
+	      "%d writes, half with immediate, took %llu calls (want 1)",
+	      BATCH_N, (unsigned long long)(calls(p) - c0));
 	printf("batch: writes with immediate in a run, counted, one call\n");
+}
 
-	/* A batch of pieces, with immediates: one call; read back: one. */
-	fill(p.wb, 16 * PG, 5);
+/* A batch of pieces, with immediates: one call; read back: one. */
+static void batch_pieces(struct pair *p, struct tern_req *r)
+{
+	struct tern_piece pcs[16];
+	uint64_t c0;
+
+	fill(p->wb, 16 * PG, 5);
 	for (unsigned int k = 0; k < 16; k++) {
 		pcs[k] = (struct tern_piece){ .loff = k * PG,
 					      .roff = (15 - k) * PG * 2 + 9,
 					      .len = 100 + k * 200 };
-		memcpy(p.want + pcs[k].roff, p.wb + pcs[k].loff, pcs[k].len);
+		memcpy(p->want + pcs[k].roff, p->wb + pcs[k].loff, pcs[k].len);
 	}
-	c0 = calls(&p);
+	c0 = calls(p);
 	tern_req_init(&r[0], NULL, NULL);
-	CHECK(tern_write_pieces(p.wt, p.wmr, pcs, 16, &p.d, 1, TERN_PIECES_IMM,
-				56, &r[0]) == 0,
+	CHECK(tern_write_pieces(p->wt, p->wmr, pcs, 16, &p->d, 1,
+				TERN_PIECES_IMM, 56, &r[0]) == 0,
 	      "write pieces");
-	pump(&p, r, 1);
+	pump(p, r, 1);
 	CHECK(r[0].status == 0, "pieces: %s", tern_strerror(r[0].status));
-	settle(&p);
-	CHECK(tern_imm_count(p.t, 56) == 16, "pieces: %llu immediates",
-	      (unsigned long long)tern_imm_count(p.t, 56));
-	CHECK(memcmp(p.tb, p.want, REGION) == 0, "pieces: bytes differ");
+	settle(p);
+	CHECK(tern_imm_count(p->t, 56) == 16, "pieces: %llu immediates",
+	      (unsigned long long)tern_imm_count(p->t, 56));
+	CHECK(memcmp(p->tb, p->want, REGION) == 0, "pieces: bytes differ");
 	for (unsigned int k = 0; k < 16; k++)
 		pcs[k].loff += 32 * PG;
 	tern_req_init(&r[0], NULL, NULL);
-	CHECK(tern_read_pieces(p.wt, p.wmr, pcs, 16, &p.d, 1, &r[0]) == 0,
+	CHECK(tern_read_pieces(p->wt, p->wmr, pcs, 16, &p->d, 1, &r[0]) == 0,
 	      "read pieces");
-	pump(&p, r, 1);
+	pump(p, r, 1);
 	CHECK(r[0].status == 0, "read pieces: %s", tern_strerror(r[0].status));
 	for (unsigned int k = 0; k < 16; k++)
-		CHECK(memcmp(p.wb + pcs[k].loff, p.want + pcs[k].roff,
+		CHECK(memcmp(p->wb + pcs[k].loff, p->want + pcs[k].roff,
 			     pcs[k].len) == 0,
 		      "read piece %u: bytes differ", k);
-	CHECK(calls(&p) - c0 == 2,
+	CHECK(calls(p) - c0 == 2,
 	      "a batch of 16 pieces written and one read took %llu calls "
 	      "(want 2)",
-	      (unsigned long long)(calls(&p) - c0));
+	      (unsigned long long)(calls(p) - c0));
 	printf("batch: 16 pieces in one call each way\n");
+}
+
+static int case_batch(void)
+{
+	struct tern_req *r = calloc(BATCH_MANY, sizeof(*r));
+	struct pair p;
+
+	CHECK(r != NULL, "alloc");
+	pair_open(&p);
+	batch_writes(&p, r);
+	batch_reads(&p, r);
+	batch_many(&p, r);
+	batch_mixed(&p, r);
+	batch_imm(&p, r);
+	batch_pieces(&p, r);
 	pair_close(&p);
 	free(r);
 	return 0;
@@ -463,24 +459,9 @@ static int cma_works(void)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "provider", required_argument, NULL, 'p' },
-		{ "node", required_argument, NULL, 'n' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *what;
-	int c, ret = 1;
+	const char *what = local_args(argc, argv, "local_cma");
+	int ret = 1;
 
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		if (c == 'p')
-			g_prov = optarg;
-		else if (c == 'n')
-			g_node = optarg;
-		else
-			return 2;
-	}
-	CHECK(optind < argc, "usage: local_cma --provider P [--node A] CASE");
-	what = argv[optind];
 	if (!cma_works()) {
 		printf("SKIP: cross-memory attach refused here (%s)\n",
 		       strerror(errno));

@@ -684,6 +684,52 @@ static void *region(void)
 	return p;
 }
 
+/* Without TERN_MR_CHUNK, the whole region in one registration is
+ * refused (-TERN_EPROV). */
+static void refused_case(void)
+{
+	int ret = tern_mr_reg(a, abuf, size, RIGHT, &amr);
+
+	CHECK(ret == -TERN_EPROV,
+	      "registering %llu bytes without chunks: %s, want "
+	      "-TERN_EPROV",
+	      (unsigned long long)size, tern_strerror(ret));
+	printf("ok: %llu bytes in one registration refused "
+	       "(-TERN_EPROV)\n",
+	       (unsigned long long)size);
+}
+
+/* Step 1: the regions and their descriptors (@expect_chunks each). */
+static void reg_regions(const struct tern_ctx_info *info,
+			uint64_t expect_chunks)
+{
+	uint64_t access = RIGHT;
+	int ret;
+
+	CHECK(size >= 18 * chunk, "--size: 18 chunks at least (%llu bytes)",
+	      (unsigned long long)(18 * chunk));
+	bbuf = region();
+	want = region();
+	atomics = info->atomic_fadd;
+	if (atomics)
+		access |= TERN_ACCESS_REMOTE_ATOMIC;
+	ret = tern_mr_reg(a, abuf, size, access, &amr);
+	CHECK(ret == 0, "register %llu bytes on a: %s",
+	      (unsigned long long)size, tern_strerror(ret));
+	ret = tern_mr_reg(b, bbuf, size, access, &bmr);
+	CHECK(ret == 0, "register %llu bytes on b: %s",
+	      (unsigned long long)size, tern_strerror(ret));
+	tern_mr_desc(amr, &ad);
+	tern_mr_desc(bmr, &bd);
+	check_desc(&ad, "a's region", expect_chunks, info->rails);
+	check_desc(&bd, "b's region", expect_chunks, info->rails);
+	printf("ok: %llu bytes registered in %llu chunks of %llu bytes, %u "
+	       "rail(s), flags 0x%x\n",
+	       (unsigned long long)size,
+	       (unsigned long long)((size + chunk - 1) / chunk),
+	       (unsigned long long)chunk, info->rails, bd.flags);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -697,8 +743,7 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	uint64_t expect_chunks = 0;
-	int refused = 0, violations = -1, c, ret;
-	uint64_t access = RIGHT;
+	int refused = 0, violations = -1, c;
 	struct tern_ctx_info info;
 	char *end;
 
@@ -739,39 +784,10 @@ int main(int argc, char **argv)
 	abuf = region();
 
 	if (refused) {
-		ret = tern_mr_reg(a, abuf, size, access, &amr);
-		CHECK(ret == -TERN_EPROV,
-		      "registering %llu bytes without chunks: %s, want "
-		      "-TERN_EPROV",
-		      (unsigned long long)size, tern_strerror(ret));
-		printf("ok: %llu bytes in one registration refused "
-		       "(-TERN_EPROV)\n",
-		       (unsigned long long)size);
+		refused_case();
 		goto out;
 	}
-	CHECK(size >= 18 * chunk, "--size: 18 chunks at least (%llu bytes)",
-	      (unsigned long long)(18 * chunk));
-	bbuf = region();
-	want = region();
-	/* Step 1: the regions and their descriptors. */
-	atomics = info.atomic_fadd;
-	if (atomics)
-		access |= TERN_ACCESS_REMOTE_ATOMIC;
-	ret = tern_mr_reg(a, abuf, size, access, &amr);
-	CHECK(ret == 0, "register %llu bytes on a: %s",
-	      (unsigned long long)size, tern_strerror(ret));
-	ret = tern_mr_reg(b, bbuf, size, access, &bmr);
-	CHECK(ret == 0, "register %llu bytes on b: %s",
-	      (unsigned long long)size, tern_strerror(ret));
-	tern_mr_desc(amr, &ad);
-	tern_mr_desc(bmr, &bd);
-	check_desc(&ad, "a's region", expect_chunks, info.rails);
-	check_desc(&bd, "b's region", expect_chunks, info.rails);
-	printf("ok: %llu bytes registered in %llu chunks of %llu bytes, %u "
-	       "rail(s), flags 0x%x\n",
-	       (unsigned long long)size,
-	       (unsigned long long)((size + chunk - 1) / chunk),
-	       (unsigned long long)chunk, info.rails, bd.flags);
+	reg_regions(&info, expect_chunks);
 	/* Step 2. */
 	check_pack(&bd);
 	check_small();

@@ -227,85 +227,72 @@ static void close_busy(uint8_t *src, uint8_t *dst, struct tern_mr *dmr,
 	      tern_strerror(ret));
 }
 
-int main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "provider", required_argument, NULL, 'p' },
-		{ "node", required_argument, NULL, 'n' },
-		{ "cycles", required_argument, NULL, 'c' },
-		{ "leak", no_argument, NULL, 'l' },
-		{ 0 },
-	};
-	struct tern_mr **kept = NULL, *dmr;
-	uint64_t *t, start, middle, end, t0;
-	long cycles = 10000, rss0 = 0, rss1, tenth;
-	int c, leak = 0, fds0 = 0, fds1, grew, fat;
-	uint8_t *space, *src, *dst;
-	size_t nkept = 0;
+/* One run: @cycles register/close cycles (@leak: every other region left
+ * open, in @kept), each cycle's time in @t; RSS and open fds after cycle
+ * FIRST and at the end. */
+struct churn {
+	long cycles;
+	int leak;
+	uint64_t *t;
+	struct tern_mr **kept;
+	size_t nkept;
+	uint8_t *space;
+	long rss0, rss1;
+	int fds0, fds1;
+};
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c == 'p')
-			prov = optarg;
-		else if (c == 'n')
-			node = optarg;
-		else if (c == 'c')
-			cycles = strtol(optarg, NULL, 10);
-		else if (c == 'l')
-			leak = 1;
-		else
-			return 2;
-	}
-	CHECK(prov != NULL && cycles >= 10 * FIRST,
-	      "usage: mr_churn --provider PROV [--node ADDR] [--cycles N >= "
-	      "%d] [--leak]",
-	      10 * FIRST);
-	tenth = cycles / 10;
-	a = open_ctx();
-	b = open_ctx();
-	ab = peer_of(a, b);
-	(void)peer_of(b, a); /* b lets a write to it (same host) */
-	src = map(XFER, 0);
-	dst = map(XFER, 0);
-	dmr = NULL;
-	c = tern_mr_reg(b, dst, XFER, RW, &dmr);
-	CHECK(c == 0, "register the target: %s", tern_strerror(c));
-	close_busy(src, dst, dmr, 0x21);
+/* The cycles: 1 MiB to 1 GiB of untouched address space each. */
+static void churn_run(struct churn *ch)
+{
+	uint64_t t0;
+	int c;
 
 	/* Written up front: the array's pages are not what RSS measures. */
-	t = calloc((size_t)cycles, sizeof(*t));
-	kept = calloc((size_t)cycles, sizeof(*kept));
-	CHECK(t != NULL && kept != NULL, "calloc");
-	memset(t, 1, (size_t)cycles * sizeof(*t));
-	memset(kept, 1, (size_t)cycles * sizeof(*kept));
-	space = map(SPAN, MAP_NORESERVE);
+	ch->t = calloc((size_t)ch->cycles, sizeof(*ch->t));
+	ch->kept = calloc((size_t)ch->cycles, sizeof(*ch->kept));
+	CHECK(ch->t != NULL && ch->kept != NULL, "calloc");
+	memset(ch->t, 1, (size_t)ch->cycles * sizeof(*ch->t));
+	memset(ch->kept, 1, (size_t)ch->cycles * sizeof(*ch->kept));
+	ch->space = map(SPAN, MAP_NORESERVE);
 	t0 = now_ns();
-	for (long i = 0; i < cycles; i++) {
+	for (long i = 0; i < ch->cycles; i++) {
 		size_t len = MIB << (i % 11);
-		uint8_t *p = space + (size_t)(i % 1024) * MIB;
+		uint8_t *p = ch->space + (size_t)(i % 1024) * MIB;
 		struct tern_mr *mr = NULL;
 		uint64_t c0 = now_ns();
 
 		c = tern_mr_reg(a, p, len, RWR, &mr);
 		CHECK(c == 0, "cycle %ld: register %zu bytes: %s", i, len,
 		      tern_strerror(c));
-		if (leak && i % 2 == 1)
-			kept[nkept++] = mr;
+		if (ch->leak && i % 2 == 1)
+			ch->kept[ch->nkept++] = mr;
 		else
 			c = tern_mr_close(mr);
-		t[i] = now_ns() - c0;
+		ch->t[i] = now_ns() - c0;
 		CHECK(c == 0, "cycle %ld: close: %s", i, tern_strerror(c));
 		if (i + 1 == FIRST) {
-			rss0 = rss_bytes();
-			fds0 = open_fds();
+			ch->rss0 = rss_bytes();
+			ch->fds0 = open_fds();
 		}
 	}
-	rss1 = rss_bytes();
-	fds1 = open_fds();
-	printf("mr_churn %s: %ld cycles in %.1f ms\n", prov, cycles,
+	ch->rss1 = rss_bytes();
+	ch->fds1 = open_fds();
+	printf("mr_churn %s: %ld cycles in %.1f ms\n", prov, ch->cycles,
 	       (double)(now_ns() - t0) / 1e6);
-	start = median(t, (size_t)tenth);
-	middle = median(t + (cycles - tenth) / 2, (size_t)tenth);
-	end = median(t + cycles - tenth, (size_t)tenth);
+}
+
+/* A cycle's cost flat from start to end, RSS and fds flat; with --leak,
+ * one of them must have grown. */
+static void churn_judge(struct churn *ch)
+{
+	long cycles = ch->cycles, tenth = cycles / 10;
+	long rss0 = ch->rss0, rss1 = ch->rss1;
+	int fds0 = ch->fds0, fds1 = ch->fds1, grew, fat;
+	uint64_t start, middle, end;
+
+	start = median(ch->t, (size_t)tenth);
+	middle = median(ch->t + (cycles - tenth) / 2, (size_t)tenth);
+	end = median(ch->t + cycles - tenth, (size_t)tenth);
 	printf("  per cycle (median of a tenth): start %.3f us, middle %.3f "
 	       "us, end %.3f us\n",
 	       (double)start / 1e3, (double)middle / 1e3, (double)end / 1e3);
@@ -317,17 +304,17 @@ int main(int argc, char **argv)
 	if (!RSS_CHECKED)
 		printf("  RSS not checked: AddressSanitizer keeps freed memory "
 		       "in quarantine\n");
-	if (leak) {
+	if (ch->leak) {
 		/* Leaking half the regions must not pass unseen. */
 		CHECK(grew || fat || fds1 != fds0,
 		      "--leak: %zu regions left open, and neither time, RSS "
 		      "nor fds grew: the checks cannot fail",
-		      nkept);
+		      ch->nkept);
 		printf("mr_churn %s --leak: caught:%s%s%s\n", prov,
 		       grew ? " time grew" : "", fat ? " RSS grew" : "",
 		       fds1 != fds0 ? " fds grew" : "");
-		for (size_t i = 0; i < nkept; i++)
-			tern_mr_close(kept[i]);
+		for (size_t i = 0; i < ch->nkept; i++)
+			tern_mr_close(ch->kept[i]);
 	} else {
 		CHECK(!grew,
 		      "a cycle grew from %.3f us to %.3f us (more than %dx "
@@ -340,16 +327,61 @@ int main(int argc, char **argv)
 		      "open fds: %d after cycle %d, %d at the end", fds0, FIRST,
 		      fds1);
 	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "provider", required_argument, NULL, 'p' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "cycles", required_argument, NULL, 'c' },
+		{ "leak", no_argument, NULL, 'l' },
+		{ 0 },
+	};
+	struct churn ch = { .cycles = 10000 };
+	struct tern_mr *dmr;
+	uint8_t *src, *dst;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'p')
+			prov = optarg;
+		else if (c == 'n')
+			node = optarg;
+		else if (c == 'c')
+			ch.cycles = strtol(optarg, NULL, 10);
+		else if (c == 'l')
+			ch.leak = 1;
+		else
+			return 2;
+	}
+	CHECK(prov != NULL && ch.cycles >= 10 * FIRST,
+	      "usage: mr_churn --provider PROV [--node ADDR] [--cycles N >= "
+	      "%d] [--leak]",
+	      10 * FIRST);
+	a = open_ctx();
+	b = open_ctx();
+	ab = peer_of(a, b);
+	(void)peer_of(b, a); /* b lets a write to it (same host) */
+	src = map(XFER, 0);
+	dst = map(XFER, 0);
+	dmr = NULL;
+	c = tern_mr_reg(b, dst, XFER, RW, &dmr);
+	CHECK(c == 0, "register the target: %s", tern_strerror(c));
+	close_busy(src, dst, dmr, 0x21);
+
+	churn_run(&ch);
+	churn_judge(&ch);
 	/* Closing with a write in flight, after the churn. */
 	close_busy(src, dst, dmr, 0x43);
 
 	CHECK(tern_mr_close(dmr) == 0, "close the target");
 	CHECK(tern_ctx_close(a) == 0 && tern_ctx_close(b) == 0, "close");
-	munmap(space, SPAN);
+	munmap(ch.space, SPAN);
 	munmap(src, XFER);
 	munmap(dst, XFER);
-	free(t);
-	free(kept);
-	printf("mr_churn %s%s: ok\n", prov, leak ? " --leak" : "");
+	free(ch.t);
+	free(ch.kept);
+	printf("mr_churn %s%s: ok\n", prov, ch.leak ? " --leak" : "");
 	return 0;
 }

@@ -107,6 +107,65 @@ static void fake_stats(struct tern__cu_fake_stats *s)
 		tern__cu_fake_stats(s);
 }
 
+/* @dmr (its descriptor into @d), of NALLOC allocations alike or
+ * @unlike, between the fake driver's counts @s0 and @s1: zero-copy; one
+ * registration, or one per allocation (the whole's dmabuf refused). */
+static void check_chunks(struct tern_mr *dmr, struct tern_mr_desc *d,
+			 int unlike, const struct tern__cu_fake_stats *s0,
+			 const struct tern__cu_fake_stats *s1)
+{
+	unsigned int shift;
+
+	CHECK(tern_mr_path(dmr) == TERN_MR_PATH_ZCOPY, "not zero-copy: %s",
+	      tern_mr_path_str(tern_mr_path(dmr)));
+	CHECK(tern_mr_desc(dmr, d) == 0, "desc");
+	shift = TERN_MR_DESC_CHUNK_SHIFT(d->flags);
+	if (unlike) {
+		CHECK((1ULL << shift) == g_gran,
+		      "unlike allocations: chunks of %llu bytes, want %zu",
+		      shift ? 1ULL << shift : 0ULL, g_gran);
+		if (g_cu->fake)
+			CHECK(s1->dmabufs_refused > s0->dmabufs_refused,
+			      "the whole range's dmabuf was never refused");
+	} else {
+		CHECK(shift == 0, "alike allocations: chunked (%u)", shift);
+		if (g_cu->fake)
+			CHECK(s1->dmabufs_refused == s0->dmabufs_refused &&
+				      s1->dmabufs > s0->dmabufs,
+			      "alike allocations: %llu refused, %llu dmabufs",
+			      (unsigned long long)(s1->dmabufs_refused -
+						   s0->dmabufs_refused),
+			      (unsigned long long)(s1->dmabufs - s0->dmabufs));
+	}
+	printf("ok: %d %s allocations of %zu bytes: one region, %s\n", NALLOC,
+	       unlike ? "unlike" : "alike", g_gran,
+	       shift ? "one registration per allocation" : "one registration");
+}
+
+/* Unlike allocations from inside one: their boundaries fall every
+ * 4 KiB from its start at best, too many chunks for a descriptor:
+ * not zero-copy, staged through host memory instead. */
+static void reg_inside(struct tern_ctx *a, struct tern_mr_attr *at,
+		       const struct vmm *v)
+{
+	struct tern_mr *dmr;
+	int ret;
+
+	at->buf = (char *)(uintptr_t)v->base + g_gran / 2 + 4096;
+	at->len = 5 * g_gran;
+	ret = tern_mr_regattr(a, at, &dmr);
+	CHECK(ret == 0 || ret == -TERN_ENOTSUP,
+	      "unlike allocations from inside one: %s", tern_strerror(ret));
+	if (ret == 0) {
+		CHECK(tern_mr_path(dmr) == TERN_MR_PATH_STAGED,
+		      "unlike allocations from inside one: %s",
+		      tern_mr_path_str(tern_mr_path(dmr)));
+		CHECK(tern_mr_close(dmr) == 0, "close");
+	}
+	printf("ok: unlike allocations from inside one: %s\n",
+	       ret == 0 ? "staged" : tern_strerror(ret));
+}
+
 /* Register the whole range, move bytes across every boundary both ways. */
 static void run(struct tern_ctx *a, struct tern_ctx *b, struct tern_peer *ab,
 		int unlike)
@@ -117,7 +176,6 @@ static void run(struct tern_ctx *a, struct tern_ctx *b, struct tern_peer *ab,
 	struct tern_mr_desc dd, bd;
 	size_t n = NALLOC * g_gran;
 	uint8_t *src = malloc(n), *dst = malloc(n), *remote;
-	unsigned int shift;
 	struct tern_req r;
 	struct vmm v;
 	int ret;
@@ -136,30 +194,7 @@ static void run(struct tern_ctx *a, struct tern_ctx *b, struct tern_peer *ab,
 	CHECK(ret == 0, "register %zu bytes of %d %s allocations: %s", v.len,
 	      NALLOC, unlike ? "unlike" : "alike", tern_strerror(ret));
 	fake_stats(&s1);
-	CHECK(tern_mr_path(dmr) == TERN_MR_PATH_ZCOPY, "not zero-copy: %s",
-	      tern_mr_path_str(tern_mr_path(dmr)));
-	CHECK(tern_mr_desc(dmr, &dd) == 0, "desc");
-	shift = TERN_MR_DESC_CHUNK_SHIFT(dd.flags);
-	if (unlike) {
-		CHECK((1ULL << shift) == g_gran,
-		      "unlike allocations: chunks of %llu bytes, want %zu",
-		      shift ? 1ULL << shift : 0ULL, g_gran);
-		if (g_cu->fake)
-			CHECK(s1.dmabufs_refused > s0.dmabufs_refused,
-			      "the whole range's dmabuf was never refused");
-	} else {
-		CHECK(shift == 0, "alike allocations: chunked (%u)", shift);
-		if (g_cu->fake)
-			CHECK(s1.dmabufs_refused == s0.dmabufs_refused &&
-				      s1.dmabufs > s0.dmabufs,
-			      "alike allocations: %llu refused, %llu dmabufs",
-			      (unsigned long long)(s1.dmabufs_refused -
-						   s0.dmabufs_refused),
-			      (unsigned long long)(s1.dmabufs - s0.dmabufs));
-	}
-	printf("ok: %d %s allocations of %zu bytes: one region, %s\n", NALLOC,
-	       unlike ? "unlike" : "alike", g_gran,
-	       shift ? "one registration per allocation" : "one registration");
+	check_chunks(dmr, &dd, unlike, &s0, &s1);
 
 	/* Out of the range: every boundary crossed, odd ends. */
 	CHECK(tern_mr_reg(b, remote, n,
@@ -216,25 +251,8 @@ static void run(struct tern_ctx *a, struct tern_ctx *b, struct tern_peer *ab,
 	CHECK(tern_mr_close(hmr) == 0 && tern_mr_close(bmr) == 0 &&
 		      tern_mr_close(dmr) == 0,
 	      "close");
-	/* Unlike allocations from inside one: their boundaries fall every
-	 * 4 KiB from its start at best, too many chunks for a descriptor:
-	 * not zero-copy, staged through host memory instead. */
-	if (unlike) {
-		at.buf = (char *)(uintptr_t)v.base + g_gran / 2 + 4096;
-		at.len = 5 * g_gran;
-		ret = tern_mr_regattr(a, &at, &dmr);
-		CHECK(ret == 0 || ret == -TERN_ENOTSUP,
-		      "unlike allocations from inside one: %s",
-		      tern_strerror(ret));
-		if (ret == 0) {
-			CHECK(tern_mr_path(dmr) == TERN_MR_PATH_STAGED,
-			      "unlike allocations from inside one: %s",
-			      tern_mr_path_str(tern_mr_path(dmr)));
-			CHECK(tern_mr_close(dmr) == 0, "close");
-		}
-		printf("ok: unlike allocations from inside one: %s\n",
-		       ret == 0 ? "staged" : tern_strerror(ret));
-	}
+	if (unlike)
+		reg_inside(a, &at, &v);
 	vmm_free(&v);
 	free(src);
 	free(dst);

@@ -131,57 +131,83 @@ static size_t len_of(unsigned int i)
 	return lens[i % 8];
 }
 
-static int run_data(void)
-{
-	struct tern_ctx *a = open_ctx(), *b = open_ctx();
-	uint8_t card[TERN_CARD_MAX], *src = alloc(REGION), *dst = alloc(REGION);
-	uint8_t *back = alloc(REGION);
+/* run_data's two ctxs: a writes from src (and reads into back) through
+ * peer, to b's region dst (its descriptor d); b adds a back. */
+struct data {
+	struct tern_ctx *a, *b;
+	uint8_t *src, *dst, *back;
 	struct tern_mr *smr, *dmr, *bmr;
 	struct tern_mr_desc d;
 	struct tern_peer *peer, *back_peer;
-	struct tern_req q;
-	uint64_t off = 0, nobufs = 0;
-	ssize_t clen = tern_ctx_card(b, card, sizeof(card));
-	unsigned int i;
+};
 
-	CHECK(clen > 0 && tern_peer_add(a, card, (size_t)clen, &peer) == 0,
+static void data_open(struct data *x)
+{
+	uint8_t card[TERN_CARD_MAX];
+	ssize_t clen;
+
+	x->a = open_ctx();
+	x->b = open_ctx();
+	x->src = alloc(REGION);
+	x->dst = alloc(REGION);
+	x->back = alloc(REGION);
+	clen = tern_ctx_card(x->b, card, sizeof(card));
+	CHECK(clen > 0 &&
+		      tern_peer_add(x->a, card, (size_t)clen, &x->peer) == 0,
 	      "peer_add");
 	/* The owner of memory lets a same-host peer in once it has added
 	 * that peer's card in turn (docs/local.md). */
-	clen = tern_ctx_card(a, card, sizeof(card));
-	CHECK(clen > 0 && tern_peer_add(b, card, (size_t)clen, &back_peer) == 0,
+	clen = tern_ctx_card(x->a, card, sizeof(card));
+	CHECK(clen > 0 && tern_peer_add(x->b, card, (size_t)clen,
+					&x->back_peer) == 0,
 	      "peer_add back");
-	CHECK(tern_mr_reg(a, src, REGION, TERN_ACCESS_LOCAL, &smr) == 0,
+	CHECK(tern_mr_reg(x->a, x->src, REGION, TERN_ACCESS_LOCAL, &x->smr) ==
+		      0,
 	      "reg src");
-	CHECK(tern_mr_reg(a, back, REGION, TERN_ACCESS_LOCAL, &bmr) == 0,
+	CHECK(tern_mr_reg(x->a, x->back, REGION, TERN_ACCESS_LOCAL, &x->bmr) ==
+		      0,
 	      "reg back");
-	CHECK(tern_mr_reg(b, dst, REGION,
+	CHECK(tern_mr_reg(x->b, x->dst, REGION,
 			  TERN_ACCESS_REMOTE_WRITE | TERN_ACCESS_REMOTE_READ |
 				  TERN_ACCESS_REMOTE_ATOMIC,
-			  &dmr) == 0,
+			  &x->dmr) == 0,
 	      "reg dst");
-	CHECK(tern_mr_desc(dmr, &d) == 0, "desc");
+	CHECK(tern_mr_desc(x->dmr, &x->d) == 0, "desc");
 	for (uint64_t k = 0; k < REGION; k++)
-		src[k] = pat(k, 1);
-	wait_path(a, b, peer);
+		x->src[k] = pat(k, 1);
+	wait_path(x->a, x->b, x->peer);
 	printf("path: %s, memory: %s\n",
-	       tern_peer_path(peer) == TERN_PATH_LOCAL ? "same host" : "fabric",
+	       tern_peer_path(x->peer) == TERN_PATH_LOCAL ? "same host"
+							  : "fabric",
 	       shared_mem ? "shared" : "host");
+}
 
-	/* Writes to distinct places: [off, off + len) of both. */
+/* Writes to distinct places: [off, off + len) of both; then writes with
+ * immediate; one quiet of the peer, after which every byte is there. */
+static void data_writes(struct data *x)
+{
+	struct tern_ctx *a = x->a, *b = x->b;
+	struct tern_peer *peer = x->peer;
+	uint8_t *src = x->src, *dst = x->dst;
+	uint64_t off = 0, nobufs = 0;
+	struct tern_req q;
+	unsigned int i;
+
 	for (i = 0; i < NWRITE; i++) {
 		size_t len = len_of(i);
 
 		if (off + len > REGION - 8 * NIMM)
 			off = 0; /* wraps: the same bytes again */
-		POST(a, b, tern_write_nbi(peer, smr, src + off, len, &d, off));
+		POST(a, b,
+		     tern_write_nbi(peer, x->smr, src + off, len, &x->d, off));
 		off += len + (i % 3);
 	}
 	for (i = 0; i < NIMM; i++) {
 		uint64_t o = REGION - 8 * NIMM + 8 * (uint64_t)i;
 
 		POST(a, b,
-		     tern_write_imm_nbi(peer, smr, src + o, 8, &d, o, IMM));
+		     tern_write_imm_nbi(peer, x->smr, src + o, 8, &x->d, o,
+					IMM));
 	}
 	tern_req_init(&q, NULL, NULL);
 	CHECK(tern_quiet(a, peer, &q) == 0, "quiet");
@@ -219,13 +245,21 @@ static int run_data(void)
 	       "there, the immediate counted %d times (%" PRIu64
 	       " posts waited for room)\n",
 	       NWRITE, NIMM, NIMM, nobufs);
+}
 
-	/* Reads of it all back, 64 KiB each, one quiet for the ctx. */
+/* Reads of it all back, 64 KiB each, one quiet for the ctx. */
+static void data_reads(struct data *x)
+{
+	struct tern_ctx *a = x->a, *b = x->b;
+	uint64_t off, nobufs = 0;
+	struct tern_req q;
+
 	for (uint64_t k = 0; k < REGION; k++)
-		dst[k] = pat(k, 2);
+		x->dst[k] = pat(k, 2);
 	for (off = 0; off < REGION; off += 65536)
 		POST(a, b,
-		     tern_read_nbi(peer, bmr, back + off, 65536, &d, off));
+		     tern_read_nbi(x->peer, x->bmr, x->back + off, 65536, &x->d,
+				   off));
 	tern_req_init(&q, NULL, NULL);
 	CHECK(tern_quiet(a, NULL, &q) == 0, "quiet ctx");
 	drive(a, b, &q, 60000, "the quiet of the reads");
@@ -234,44 +268,57 @@ static int run_data(void)
 	CHECK(q.status == 0 && q.len == NWRITE + NIMM + REGION / 65536,
 	      "read quiet: %s, %zu operations", tern_strerror(q.status), q.len);
 	for (uint64_t k = 0; k < REGION; k++)
-		CHECK(back[k] == pat(k, 2), "read: byte at %" PRIu64, k);
+		CHECK(x->back[k] == pat(k, 2), "read: byte at %" PRIu64, k);
 	printf("ok: %u reads of 64 KiB, one quiet for the ctx: every byte\n",
 	       REGION / 65536);
+}
 
-	/* Atomic adds, where the provider has them. */
-	{
-		uint64_t *word = (uint64_t *)(void *)dst;
-		int r;
+/* Atomic adds, where the provider has them. */
+static void data_adds(struct data *x)
+{
+	struct tern_ctx *a = x->a, *b = x->b;
+	uint64_t *word = (uint64_t *)(void *)x->dst, nobufs = 0;
+	struct tern_req q;
+	int r;
 
-		*word = 5;
-		r = tern_atomic_add_nbi(peer, &d, 0, 3);
-		if (r == -TERN_ENOTSUP) {
-			printf("ok: no 64-bit atomics here: "
-			       "tern_atomic_add_nbi() says -TERN_ENOTSUP\n");
-		} else {
-			CHECK(r == 0, "atomic_add_nbi: %s", tern_strerror(r));
-			for (i = 1; i < 100; i++)
-				POST(a, b, tern_atomic_add_nbi(peer, &d, 0, 3));
-			tern_req_init(&q, NULL, NULL);
-			CHECK(tern_quiet(a, peer, &q) == 0, "quiet");
-			drive(a, b, &q, 30000, "the quiet of the adds");
-			/* The peer's quiet covers the reads too: the ctx's
-			 * quiet did not end the peer's epoch. */
-			CHECK(q.status == 0 && q.len == 100 + REGION / 65536,
-			      "adds: %s, %zu", tern_strerror(q.status), q.len);
-			CHECK(*word == 5 + 300, "the word is %" PRIu64, *word);
-			printf("ok: 100 atomic adds, the word is 305\n");
-		}
+	*word = 5;
+	r = tern_atomic_add_nbi(x->peer, &x->d, 0, 3);
+	if (r == -TERN_ENOTSUP) {
+		printf("ok: no 64-bit atomics here: "
+		       "tern_atomic_add_nbi() says -TERN_ENOTSUP\n");
+		return;
 	}
-	tern_peer_remove(peer);
-	tern_peer_remove(back_peer);
-	tern_mr_close(smr);
-	tern_mr_close(bmr);
-	tern_mr_close(dmr);
-	CHECK(tern_ctx_close(a) == 0 && tern_ctx_close(b) == 0, "close");
-	tern_mem_free(shared_mem ? TERN_MEM_SHARED : TERN_MEM_HOST, src);
-	tern_mem_free(shared_mem ? TERN_MEM_SHARED : TERN_MEM_HOST, dst);
-	tern_mem_free(shared_mem ? TERN_MEM_SHARED : TERN_MEM_HOST, back);
+	CHECK(r == 0, "atomic_add_nbi: %s", tern_strerror(r));
+	for (unsigned int i = 1; i < 100; i++)
+		POST(a, b, tern_atomic_add_nbi(x->peer, &x->d, 0, 3));
+	tern_req_init(&q, NULL, NULL);
+	CHECK(tern_quiet(a, x->peer, &q) == 0, "quiet");
+	drive(a, b, &q, 30000, "the quiet of the adds");
+	/* The peer's quiet covers the reads too: the ctx's quiet did not
+	 * end the peer's epoch. */
+	CHECK(q.status == 0 && q.len == 100 + REGION / 65536, "adds: %s, %zu",
+	      tern_strerror(q.status), q.len);
+	CHECK(*word == 5 + 300, "the word is %" PRIu64, *word);
+	printf("ok: 100 atomic adds, the word is 305\n");
+}
+
+static int run_data(void)
+{
+	struct data x;
+
+	data_open(&x);
+	data_writes(&x);
+	data_reads(&x);
+	data_adds(&x);
+	tern_peer_remove(x.peer);
+	tern_peer_remove(x.back_peer);
+	tern_mr_close(x.smr);
+	tern_mr_close(x.bmr);
+	tern_mr_close(x.dmr);
+	CHECK(tern_ctx_close(x.a) == 0 && tern_ctx_close(x.b) == 0, "close");
+	tern_mem_free(shared_mem ? TERN_MEM_SHARED : TERN_MEM_HOST, x.src);
+	tern_mem_free(shared_mem ? TERN_MEM_SHARED : TERN_MEM_HOST, x.dst);
+	tern_mem_free(shared_mem ? TERN_MEM_SHARED : TERN_MEM_HOST, x.back);
 	return 0;
 }
 

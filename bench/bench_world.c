@@ -391,6 +391,115 @@ static int a2a_setup(struct a2a *a, char *why, size_t whylen)
 	return ret;
 }
 
+/* Rank 0: what the all-to-all runs, on stdout and opening the JSON. */
+static void a2a_header(struct a2a *a, FILE *json)
+{
+	const struct bench_world_opts *o = a->o;
+	struct tern_ctx_info ci;
+
+	tern_ctx_query(a->ctx, &ci);
+	printf("bench: world %s, %d ranks, provider %s, %s, window %u, "
+	       "%" PRIu64 " writes per pair per size%s\n",
+	       tern_world_kind(a->w), a->n, ci.provider,
+	       o->verify ? "writes with immediate" : "writes", o->window,
+	       o->iters, o->verify ? ", verified" : "");
+	if (json)
+		fprintf(json,
+			"{\"world\":{\"kind\":\"%s\",\"ranks\":%d},"
+			"\"provider\":",
+			tern_world_kind(a->w), a->n);
+	if (json)
+		app_json_string(json, ci.provider, 256);
+	if (json)
+		fprintf(json,
+			",\"op\":\"%s\",\"window\":%u,\"iters\":"
+			"%" PRIu64 ",\"results\":[",
+			o->verify ? "writedata" : "write", o->window, o->iters);
+}
+
+/* Size @si's N-1 steps: this rank's writes to each peer in turn, timed
+ * into @row (kB/s per target), and, verifying, the writes it expects. */
+static int a2a_steps(struct a2a *a, size_t si, uint32_t *row, char *why,
+		     size_t whylen)
+{
+	const struct bench_world_opts *o = a->o;
+	uint64_t size = o->sizes[si];
+	struct tern_req ex;
+	int ret = 0;
+
+	/* This size's source: the pattern for each target. */
+	for (int p = 0; p < a->n; p++)
+		for (uint64_t i = 0; i < size; i++)
+			a->src[(uint64_t)p * a->slot + i] = pat(a->rank, p,
+								size, i);
+	memset(row, 0, sizeof(*row) * (size_t)a->n);
+	for (int k = 1; ret == 0 && k < a->n; k++) {
+		int p = (a->rank + k) % a->n;
+
+		tern_req_init(&ex, NULL, NULL);
+		if (o->verify)
+			ret = tern_imm_expect(a->ctx, A2A_IMM(si, k),
+					      o->warmup + o->iters, &ex);
+		if (ret == 0)
+			ret = tern_world_fence(a->w);
+		if (ret != 0) {
+			whyf(why, whylen, "step %d: %s", k, tern_strerror(ret));
+			break;
+		}
+		ret = a2a_pair(a, si, k, p, &row[p], why, whylen);
+		if (ret == 0 && o->verify)
+			ret = wait_req(a->ctx, &ex, why, whylen, "writes from",
+				       (a->rank - k + a->n) % a->n);
+		if (ret != 0 && o->verify && !ex.done) {
+			tern_req_cancel(a->ctx, &ex);
+			tern_wait(a->ctx, &ex, 1000);
+		}
+	}
+	return ret;
+}
+
+/* Size @si's results: this rank's verdict on what it was written, its
+ * row through the world; rank 0 gathers the matrix into @m and reports
+ * it. *failed set on a verification failure. */
+static int a2a_results(struct a2a *a, size_t si, uint32_t *row, uint32_t *m,
+		       FILE *json, int *failed, char *why, size_t whylen)
+{
+	uint64_t size = a->o->sizes[si], bad = 0;
+	char name[32];
+	int ret, vfail;
+
+	vfail = a->o->verify ? a2a_check(a, size, &bad) != 0 : 0;
+	if (vfail) {
+		fprintf(stderr,
+			"bench: rank %d: %" PRIu64 " writer(s)' bytes "
+			"differ at size %" PRIu64 "\n",
+			a->rank, bad, size);
+		*failed = 1;
+	}
+	row[a->rank] = vfail ? 1 : 0; /* the diagonal carries the
+					 verdict */
+	snprintf(name, sizeof(name), "bench.row.%zu", si);
+	ret = tern_world_put(a->w, name, row, sizeof(*row) * (size_t)a->n);
+	if (ret == 0)
+		ret = tern_world_fence(a->w);
+	if (ret == 0 && a->rank == 0) {
+		int ok = 1;
+
+		ret = gather(a->w, name, m, a->n, why, whylen);
+		for (int r = 0; ret == 0 && r < a->n; r++) {
+			ok &= m[(size_t)r * a->n + r] == 0;
+			m[(size_t)r * a->n + r] = 0;
+		}
+		if (ret == 0)
+			a2a_report(a, si, m, ok, json, si == 0);
+		*failed |= !ok;
+	}
+	if (ret != 0 && why[0] == '\0')
+		whyf(why, whylen, "results of size %" PRIu64 ": %s", size,
+		     tern_strerror(ret));
+	return ret;
+}
+
 int bench_world_a2a(struct tern_ctx *ctx, struct tern_world *w,
 		    const struct bench_world_opts *o, FILE *json, char *why,
 		    size_t whylen)
@@ -414,97 +523,13 @@ int bench_world_a2a(struct tern_ctx *ctx, struct tern_world *w,
 	m = calloc((size_t)a.n * a.n, sizeof(*m));
 	if (ret == 0 && (row == NULL || m == NULL))
 		ret = -ENOMEM;
-	if (ret == 0 && a.rank == 0) {
-		struct tern_ctx_info ci;
-
-		tern_ctx_query(ctx, &ci);
-		printf("bench: world %s, %d ranks, provider %s, %s, window %u, "
-		       "%" PRIu64 " writes per pair per size%s\n",
-		       tern_world_kind(w), a.n, ci.provider,
-		       o->verify ? "writes with immediate" : "writes",
-		       o->window, o->iters, o->verify ? ", verified" : "");
-		if (json)
-			fprintf(json,
-				"{\"world\":{\"kind\":\"%s\",\"ranks\":%d},"
-				"\"provider\":",
-				tern_world_kind(w), a.n);
-		if (json)
-			app_json_string(json, ci.provider, 256);
-		if (json)
-			fprintf(json,
-				",\"op\":\"%s\",\"window\":%u,\"iters\":"
-				"%" PRIu64 ",\"results\":[",
-				o->verify ? "writedata" : "write", o->window,
-				o->iters);
-	}
+	if (ret == 0 && a.rank == 0)
+		a2a_header(&a, json);
 	for (size_t si = 0; ret == 0 && si < o->nsizes; si++) {
-		uint64_t size = o->sizes[si], bad = 0;
-		struct tern_req ex;
-		char name[32];
-		int vfail;
-
-		/* This size's source: the pattern for each target. */
-		for (int p = 0; p < a.n; p++)
-			for (uint64_t i = 0; i < size; i++)
-				a.src[(uint64_t)p * a.slot + i] = pat(a.rank, p,
-								      size, i);
-		memset(row, 0, sizeof(*row) * (size_t)a.n);
-		for (int k = 1; ret == 0 && k < a.n; k++) {
-			int p = (a.rank + k) % a.n;
-
-			tern_req_init(&ex, NULL, NULL);
-			if (o->verify)
-				ret = tern_imm_expect(ctx, A2A_IMM(si, k),
-						      o->warmup + o->iters,
-						      &ex);
-			if (ret == 0)
-				ret = tern_world_fence(w);
-			if (ret != 0) {
-				whyf(why, whylen, "step %d: %s", k,
-				     tern_strerror(ret));
-				break;
-			}
-			ret = a2a_pair(&a, si, k, p, &row[p], why, whylen);
-			if (ret == 0 && o->verify)
-				ret = wait_req(ctx, &ex, why, whylen,
-					       "writes from",
-					       (a.rank - k + a.n) % a.n);
-			if (ret != 0 && o->verify && !ex.done) {
-				tern_req_cancel(ctx, &ex);
-				tern_wait(ctx, &ex, 1000);
-			}
-		}
+		ret = a2a_steps(&a, si, row, why, whylen);
 		if (ret != 0)
 			break;
-		vfail = o->verify ? a2a_check(&a, size, &bad) != 0 : 0;
-		if (vfail) {
-			fprintf(stderr,
-				"bench: rank %d: %" PRIu64 " writer(s)' bytes "
-				"differ at size %" PRIu64 "\n",
-				a.rank, bad, size);
-			failed = 1;
-		}
-		row[a.rank] = vfail ? 1 : 0; /* the diagonal carries the
-						verdict */
-		snprintf(name, sizeof(name), "bench.row.%zu", si);
-		ret = tern_world_put(w, name, row, sizeof(*row) * (size_t)a.n);
-		if (ret == 0)
-			ret = tern_world_fence(w);
-		if (ret == 0 && a.rank == 0) {
-			int ok = 1;
-
-			ret = gather(w, name, m, a.n, why, whylen);
-			for (int r = 0; ret == 0 && r < a.n; r++) {
-				ok &= m[(size_t)r * a.n + r] == 0;
-				m[(size_t)r * a.n + r] = 0;
-			}
-			if (ret == 0)
-				a2a_report(&a, si, m, ok, json, si == 0);
-			failed |= !ok;
-		}
-		if (ret != 0 && why[0] == '\0')
-			whyf(why, whylen, "results of size %" PRIu64 ": %s",
-			     size, tern_strerror(ret));
+		ret = a2a_results(&a, si, row, m, json, &failed, why, whylen);
 	}
 	/* Nobody leaves before rank 0 has read every row: an etcd world's
 	 * values go with their rank's lease. */
@@ -573,172 +598,216 @@ static void on_ping(struct tern_req *req)
 		g->err = ret;
 }
 
+/* One rank's side of the latency matrix. */
+struct ping_run {
+	struct tern_ctx *ctx;
+	struct tern_world *w;
+	const struct bench_world_opts *o;
+	int rank, n;
+	struct tern_mr_desc *descs; /* every rank's buffer */
+	uint32_t *row, *m;	    /* this rank's p50s; rank 0's matrix */
+	uint64_t *lat;		    /* a step's timed round trips */
+	struct tern_mr *mr;
+	uint8_t *buf; /* 8 bytes per rank: where each writes to us */
+};
+
+/* The buffers, this rank's registered and published, every other's
+ * looked up. */
+static int ping_setup(struct ping_run *run, char *why, size_t whylen)
+{
+	const struct bench_world_opts *o = run->o;
+	int n = run->n, ret;
+
+	run->buf = aligned_alloc(4096, ((size_t)n * 8 + 4095) & ~(size_t)4095);
+	run->descs = calloc((size_t)n, sizeof(*run->descs));
+	run->row = calloc((size_t)n, sizeof(*run->row));
+	run->m = calloc((size_t)n * n, sizeof(*run->m));
+	run->lat = calloc(o->iters ? o->iters : 1, sizeof(*run->lat));
+	if (!run->buf || !run->descs || !run->row || !run->m || !run->lat)
+		return -ENOMEM;
+	memset(run->buf, 0, (size_t)n * 8);
+	ret = tern_mr_reg(run->ctx, run->buf, (size_t)n * 8,
+			  TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_WRITE,
+			  &run->mr);
+	if (ret == 0) {
+		struct tern_mr_desc d;
+
+		tern_mr_desc(run->mr, &d);
+		ret = tern_world_publish(run->w, "ping.buf", &d);
+	}
+	if (ret == 0)
+		ret = tern_world_fence(run->w);
+	for (int r = 0; ret == 0 && r < n; r++)
+		if (r != run->rank)
+			ret = tern_world_lookup(run->w, r, "ping.buf",
+						&run->descs[r]);
+	if (ret != 0)
+		whyf(why, whylen, "setting up: %s", tern_strerror(ret));
+	return ret;
+}
+
+/* Step @k: this rank pings (rank + k) mod N, timing each round trip,
+ * while it answers (rank - k) mod N's pings; the median into the row. */
+static int ping_step(struct ping_run *run, int k, char *why, size_t whylen)
+{
+	const struct bench_world_opts *o = run->o;
+	struct tern_ctx *ctx = run->ctx;
+	struct tern_world *w = run->w;
+	int rank = run->rank, n = run->n, ret;
+	uint64_t total = o->warmup + o->iters;
+	struct tern_mr_desc *descs = run->descs;
+	uint32_t *row = run->row;
+	uint64_t *lat = run->lat;
+	struct tern_mr *mr = run->mr;
+	uint8_t *buf = run->buf;
+	int p = (rank + k) % n, q = (rank - k + n) % n;
+	struct pinger g = { .ctx = ctx,
+			    .mr = mr,
+			    .buf = buf,
+			    .desc = &descs[q],
+			    .roff = (uint64_t)rank * 8,
+			    .k = (uint32_t)k,
+			    .left = total };
+	struct tern_peer *pp;
+	struct tern_req ping, pong;
+
+	ret = tern_world_peer(w, q, &g.to);
+	if (ret == 0)
+		ret = tern_world_peer(w, p, &pp);
+	if (ret != 0) {
+		whyf(why, whylen, "step %d: %s", k, tern_strerror(ret));
+		return ret;
+	}
+	tern_req_init(&g.ex, on_ping, &g);
+	for (int i = 0; i < PONG_RING; i++)
+		tern_req_init(&g.reply[i], on_reply, &g);
+	tern_req_init(&ping, NULL, NULL);
+	tern_req_init(&pong, NULL, NULL);
+	ret = tern_imm_expect(ctx, PING_IMM(k), 1, &g.ex);
+	if (ret == 0)
+		ret = tern_world_fence(w);
+	for (uint64_t i = 0; ret == 0 && i < total; i++) {
+		uint64_t t0;
+
+		ret = tern_imm_expect(ctx, PONG_IMM(k), 1, &pong);
+		t0 = tern__now_ns();
+		if (ret == 0)
+			ret = tern_write_imm(pp, mr, buf, 8, &descs[p],
+					     (uint64_t)rank * 8, PING_IMM(k),
+					     &ping);
+		if (ret == 0)
+			ret = wait_req(ctx, &pong, why, whylen, "pong from", p);
+		if (ret == 0 && i >= o->warmup)
+			lat[i - o->warmup] = (tern__now_ns() - t0) / 2;
+		if (ret == 0)
+			ret = wait_req(ctx, &ping, why, whylen, "ping to", p);
+		if (ret == 0 && g.err)
+			ret = g.err;
+	}
+	/* Answer the rank that pings us until it is done. */
+	while (ret == 0 && g.err == 0 && (g.left > 0 || g.acked < g.sent)) {
+		ret = tern_wait(ctx, NULL, WORLD_WAIT_MS);
+		if (ret == -ETIMEDOUT)
+			whyf(why, whylen,
+			     "rank %d stopped pinging "
+			     "(%" PRIu64 " left)",
+			     q, g.left);
+	}
+	if (ret == 0 && g.err)
+		ret = g.err;
+	if (ret == 0) {
+		qsort(lat, o->iters, sizeof(*lat), cmp_u64);
+		row[p] = (uint32_t)lat[o->iters / 2];
+	} else if (why[0] == '\0') {
+		whyf(why, whylen, "step %d: %s", k, tern_strerror(ret));
+	}
+	if (ret != 0 && !g.ex.done) {
+		tern_req_cancel(ctx, &g.ex);
+		tern_wait(ctx, &g.ex, 1000);
+	}
+	return ret;
+}
+
+/* Rank 0: the matrix gathered in run->m, on stdout and as JSON. */
+static void ping_report(struct ping_run *run, FILE *json)
+{
+	const uint32_t *m = run->m;
+	int n = run->n;
+	struct mstats s;
+
+	matrix_stats(m, n, &s);
+	printf("\nhalf round trip p50, us, row = pinger, column = "
+	       "target\n");
+	print_matrix(stdout, m, n, 1000.0, " %8.2f");
+	printf("min %.2f, median %.2f, max %.2f us; slowest pair %d "
+	       "-> %d\n",
+	       s.min / 1000.0, s.med / 1000.0, s.max / 1000.0, s.max_i,
+	       s.max_j);
+	if (json) {
+		fprintf(json,
+			"{\"world\":{\"kind\":\"%s\",\"ranks\":%d},"
+			"\"unit\":\"us\",\"p50\":",
+			tern_world_kind(run->w), n);
+		json_matrix(json, m, n, 1000.0);
+		fprintf(json,
+			",\"min\":%.3f,\"median\":%.3f,\"max\":%.3f,"
+			"\"slowest\":[%d,%d]}\n",
+			s.min / 1000.0, s.med / 1000.0, s.max / 1000.0, s.max_i,
+			s.max_j);
+	}
+}
+
 int bench_world_ping(struct tern_ctx *ctx, struct tern_world *w,
 		     const struct bench_world_opts *o, FILE *json, char *why,
 		     size_t whylen)
 {
-	int rank = tern_world_rank(w), n = tern_world_size(w), ret = 0;
-	uint64_t total = o->warmup + o->iters;
-	struct tern_mr_desc *descs = NULL;
-	uint32_t *row = NULL, *m = NULL;
-	uint64_t *lat = NULL;
-	struct tern_mr *mr = NULL;
-	uint8_t *buf = NULL;
+	struct ping_run run = { .ctx = ctx,
+				.w = w,
+				.o = o,
+				.rank = tern_world_rank(w),
+				.n = tern_world_size(w) };
+	int ret;
 
 	why[0] = '\0';
-	if (n < 2 || n > BENCH_WORLD_MAX_RANKS) {
+	if (run.n < 2 || run.n > BENCH_WORLD_MAX_RANKS) {
 		whyf(why, whylen,
 		     "a world of %d ranks: the matrix needs 2 to "
 		     "%d",
-		     n, BENCH_WORLD_MAX_RANKS);
+		     run.n, BENCH_WORLD_MAX_RANKS);
 		return -EINVAL;
 	}
-	buf = aligned_alloc(4096, ((size_t)n * 8 + 4095) & ~(size_t)4095);
-	descs = calloc((size_t)n, sizeof(*descs));
-	row = calloc((size_t)n, sizeof(*row));
-	m = calloc((size_t)n * n, sizeof(*m));
-	lat = calloc(o->iters ? o->iters : 1, sizeof(*lat));
-	if (!buf || !descs || !row || !m || !lat) {
-		ret = -ENOMEM;
+	ret = ping_setup(&run, why, whylen);
+	if (ret != 0)
 		goto out;
-	}
-	memset(buf, 0, (size_t)n * 8);
-	ret = tern_mr_reg(ctx, buf, (size_t)n * 8,
-			  TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_WRITE, &mr);
-	if (ret == 0) {
-		struct tern_mr_desc d;
-
-		tern_mr_desc(mr, &d);
-		ret = tern_world_publish(w, "ping.buf", &d);
-	}
-	if (ret == 0)
-		ret = tern_world_fence(w);
-	for (int r = 0; ret == 0 && r < n; r++)
-		if (r != rank)
-			ret = tern_world_lookup(w, r, "ping.buf", &descs[r]);
-	if (ret != 0) {
-		whyf(why, whylen, "setting up: %s", tern_strerror(ret));
-		goto out;
-	}
-	if (rank == 0) {
+	if (run.rank == 0) {
 		struct tern_ctx_info ci;
 
 		tern_ctx_query(ctx, &ci);
 		printf("ping: world %s, %d ranks, provider %s, 8 B writes with "
 		       "immediate, %" PRIu64 " round trips per pair\n",
-		       tern_world_kind(w), n, ci.provider, o->iters);
+		       tern_world_kind(w), run.n, ci.provider, o->iters);
 	}
-	for (int k = 1; ret == 0 && k < n; k++) {
-		int p = (rank + k) % n, q = (rank - k + n) % n;
-		struct pinger g = { .ctx = ctx,
-				    .mr = mr,
-				    .buf = buf,
-				    .desc = &descs[q],
-				    .roff = (uint64_t)rank * 8,
-				    .k = (uint32_t)k,
-				    .left = total };
-		struct tern_peer *pp;
-		struct tern_req ping, pong;
-
-		ret = tern_world_peer(w, q, &g.to);
-		if (ret == 0)
-			ret = tern_world_peer(w, p, &pp);
-		if (ret != 0) {
-			whyf(why, whylen, "step %d: %s", k, tern_strerror(ret));
-			break;
-		}
-		tern_req_init(&g.ex, on_ping, &g);
-		for (int i = 0; i < PONG_RING; i++)
-			tern_req_init(&g.reply[i], on_reply, &g);
-		tern_req_init(&ping, NULL, NULL);
-		tern_req_init(&pong, NULL, NULL);
-		ret = tern_imm_expect(ctx, PING_IMM(k), 1, &g.ex);
-		if (ret == 0)
-			ret = tern_world_fence(w);
-		for (uint64_t i = 0; ret == 0 && i < total; i++) {
-			uint64_t t0;
-
-			ret = tern_imm_expect(ctx, PONG_IMM(k), 1, &pong);
-			t0 = tern__now_ns();
-			if (ret == 0)
-				ret = tern_write_imm(pp, mr, buf, 8, &descs[p],
-						     (uint64_t)rank * 8,
-						     PING_IMM(k), &ping);
-			if (ret == 0)
-				ret = wait_req(ctx, &pong, why, whylen,
-					       "pong from", p);
-			if (ret == 0 && i >= o->warmup)
-				lat[i - o->warmup] = (tern__now_ns() - t0) / 2;
-			if (ret == 0)
-				ret = wait_req(ctx, &ping, why, whylen,
-					       "ping to", p);
-			if (ret == 0 && g.err)
-				ret = g.err;
-		}
-		/* Answer the rank that pings us until it is done. */
-		while (ret == 0 && g.err == 0 &&
-		       (g.left > 0 || g.acked < g.sent)) {
-			ret = tern_wait(ctx, NULL, WORLD_WAIT_MS);
-			if (ret == -ETIMEDOUT)
-				whyf(why, whylen,
-				     "rank %d stopped pinging "
-				     "(%" PRIu64 " left)",
-				     q, g.left);
-		}
-		if (ret == 0 && g.err)
-			ret = g.err;
-		if (ret == 0) {
-			qsort(lat, o->iters, sizeof(*lat), cmp_u64);
-			row[p] = (uint32_t)lat[o->iters / 2];
-		} else if (why[0] == '\0') {
-			whyf(why, whylen, "step %d: %s", k, tern_strerror(ret));
-		}
-		if (ret != 0 && !g.ex.done) {
-			tern_req_cancel(ctx, &g.ex);
-			tern_wait(ctx, &g.ex, 1000);
-		}
-	}
+	for (int k = 1; ret == 0 && k < run.n; k++)
+		ret = ping_step(&run, k, why, whylen);
 	if (ret == 0)
-		ret = tern_world_put(w, "ping.row", row,
-				     sizeof(*row) * (size_t)n);
+		ret = tern_world_put(w, "ping.row", run.row,
+				     sizeof(*run.row) * (size_t)run.n);
 	if (ret == 0)
 		ret = tern_world_fence(w);
-	if (ret == 0 && rank == 0)
-		ret = gather(w, "ping.row", m, n, why, whylen);
-	if (ret == 0 && rank == 0) {
-		struct mstats s;
-
-		matrix_stats(m, n, &s);
-		printf("\nhalf round trip p50, us, row = pinger, column = "
-		       "target\n");
-		print_matrix(stdout, m, n, 1000.0, " %8.2f");
-		printf("min %.2f, median %.2f, max %.2f us; slowest pair %d "
-		       "-> %d\n",
-		       s.min / 1000.0, s.med / 1000.0, s.max / 1000.0, s.max_i,
-		       s.max_j);
-		if (json) {
-			fprintf(json,
-				"{\"world\":{\"kind\":\"%s\",\"ranks\":%d},"
-				"\"unit\":\"us\",\"p50\":",
-				tern_world_kind(w), n);
-			json_matrix(json, m, n, 1000.0);
-			fprintf(json,
-				",\"min\":%.3f,\"median\":%.3f,\"max\":%.3f,"
-				"\"slowest\":[%d,%d]}\n",
-				s.min / 1000.0, s.med / 1000.0, s.max / 1000.0,
-				s.max_i, s.max_j);
-		}
-	}
+	if (ret == 0 && run.rank == 0)
+		ret = gather(w, "ping.row", run.m, run.n, why, whylen);
+	if (ret == 0 && run.rank == 0)
+		ping_report(&run, json);
 	if (ret == 0)
 		ret = tern_world_fence(w); /* rank 0 has read every row */
 	if (ret != 0 && why[0] == '\0')
 		whyf(why, whylen, "%s", tern_strerror(ret));
 out:
-	tern_mr_close(mr);
-	free(buf);
-	free(descs);
-	free(row);
-	free(m);
-	free(lat);
+	tern_mr_close(run.mr);
+	free(run.buf);
+	free(run.descs);
+	free(run.row);
+	free(run.m);
+	free(run.lat);
 	return ret;
 }

@@ -789,19 +789,96 @@ static int run_sizes(struct runner *r, struct bench_report *rep,
 	return ret;
 }
 
+/* The window (each entry's request initialised once, all of them free),
+ * the implicit model's quiet, the batch model's request; what could not
+ * be had is left NULL. */
+static void runner_alloc(struct runner *r)
+{
+	const struct bench_opts *o = r->o;
+
+	r->w = calloc(o->window, sizeof(*r->w));
+	r->quiet = malloc(sizeof(*r->quiet));
+	if (r->quiet != NULL)
+		tern_req_init(r->quiet, NULL, NULL);
+	if (o->model == BENCH_BATCH) {
+		size_t len = sizeof(*r->batch) +
+			     o->window * sizeof(struct tern_piece);
+
+		r->batch = calloc(1, len);
+		if (r->batch != NULL)
+			tern_req_init(&r->batch->req, NULL, NULL);
+	}
+	/* Once: a completed request is posted again as it is (every post
+	 * clears its results), as a user's loop would. */
+	for (size_t i = 0; r->w != NULL && i < o->window; i++) {
+		tern_req_init(&r->w[i].req, bop_done, NULL);
+		r->w[i].run = r;
+		r->w[i].next_free = r->free_bops;
+		r->free_bops = &r->w[i];
+	}
+}
+
+/* The local buffer of @max_size bytes of memory @name: allocated,
+ * filled, registered (how long that took into @rep). */
+static int runner_buffer(struct runner *r, struct bench_report *rep,
+			 uint64_t max_size, const char *name, char *why,
+			 size_t whylen)
+{
+	const struct bench_opts *o = r->o;
+	int cuda = o->mem.kind == TERN_MEM_CUDA;
+	void *buf = NULL;
+	uint64_t t0;
+	int ret;
+
+	ret = bench_mem_alloc(bench_mem_alloc_kind(&o->mem), o->mem.device,
+			      max_size, &buf);
+	if (ret != 0) {
+		snprintf(why, whylen, "allocating %" PRIu64 " bytes of %s: %s",
+			 max_size, name, tern_strerror(ret));
+		return ret;
+	}
+	r->buf = buf;
+	/* Sources carry the pattern; a read's sink starts as zeros, so that
+	 * only the reads can put the pattern there. */
+	ret = bench_mem_fill(o->mem.kind, r->buf, max_size, o->op != BENCH_READ,
+			     o->seed);
+	if (ret != 0) {
+		snprintf(why, whylen, "filling %s memory: %s", name,
+			 tern_strerror(ret));
+		return ret;
+	}
+	t0 = tern__now_ns();
+	ret = tern_mr_regattr(
+		r->ctx,
+		&(struct tern_mr_attr){ .buf = r->buf,
+					.len = max_size,
+					.access = TERN_ACCESS_LOCAL,
+					.kind = o->mem.kind,
+					.device = cuda ? o->mem.device : -1 },
+		&r->mr);
+	rep->ctx.mr_reg_ms = (double)(tern__now_ns() - t0) / 1e6;
+	rep->ctx.mr_bytes = max_size;
+	if (ret != 0) {
+		snprintf(why, whylen, "registering %" PRIu64 " bytes of %s: %s",
+			 max_size, name, tern_strerror(ret));
+		return ret;
+	}
+	snprintf(rep->ctx.path_local, sizeof(rep->ctx.path_local), "%s",
+		 tern_mr_path_str(tern_mr_path(r->mr)));
+	return 0;
+}
+
 int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	      const struct bench_opts *o, struct bench_report *rep, char *why,
 	      size_t whylen)
 {
 	struct runner r = { .ctx = ctx, .o = o };
-	int cuda = o->mem.kind == TERN_MEM_CUDA;
 	enum tern_mr_path path = TERN_MR_PATH_HOST;
 	char name[BENCH_MEM_NAME];
 	struct tern_mr *chkmr = NULL;
 	struct app_msgbox mb;
-	uint64_t max_size = 8, t0;
+	uint64_t max_size = 8;
 	uint8_t *chk = NULL;
-	void *buf = NULL;
 	int ret;
 
 	memset(rep, 0, sizeof(*rep));
@@ -826,26 +903,7 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 		return ret;
 	r.mb = &mb;
 	bench_mem_name(&o->mem, name, sizeof(name));
-	r.w = calloc(o->window, sizeof(*r.w));
-	r.quiet = malloc(sizeof(*r.quiet));
-	if (r.quiet != NULL)
-		tern_req_init(r.quiet, NULL, NULL);
-	if (o->model == BENCH_BATCH) {
-		size_t len = sizeof(*r.batch) +
-			     o->window * sizeof(struct tern_piece);
-
-		r.batch = calloc(1, len);
-		if (r.batch != NULL)
-			tern_req_init(&r.batch->req, NULL, NULL);
-	}
-	/* Once: a completed request is posted again as it is (every post
-	 * clears its results), as a user's loop would. */
-	for (size_t i = 0; r.w != NULL && i < o->window; i++) {
-		tern_req_init(&r.w[i].req, bop_done, NULL);
-		r.w[i].run = &r;
-		r.w[i].next_free = r.free_bops;
-		r.free_bops = &r.w[i];
-	}
+	runner_alloc(&r);
 	chk = bench_alloc_aligned(max_size);
 	if (o->verify)
 		r.pattern = bench_alloc_aligned(max_size);
@@ -857,41 +915,9 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 	}
 	if (o->verify)
 		bench_mt_fill(r.pattern, max_size, o->seed);
-	ret = bench_mem_alloc(bench_mem_alloc_kind(&o->mem), o->mem.device,
-			      max_size, &buf);
-	if (ret != 0) {
-		snprintf(why, whylen, "allocating %" PRIu64 " bytes of %s: %s",
-			 max_size, name, tern_strerror(ret));
+	ret = runner_buffer(&r, rep, max_size, name, why, whylen);
+	if (ret != 0)
 		goto out;
-	}
-	r.buf = buf;
-	/* Sources carry the pattern; a read's sink starts as zeros, so that
-	 * only the reads can put the pattern there. */
-	ret = bench_mem_fill(o->mem.kind, r.buf, max_size, o->op != BENCH_READ,
-			     o->seed);
-	if (ret != 0) {
-		snprintf(why, whylen, "filling %s memory: %s", name,
-			 tern_strerror(ret));
-		goto out;
-	}
-	t0 = tern__now_ns();
-	ret = tern_mr_regattr(
-		ctx,
-		&(struct tern_mr_attr){ .buf = r.buf,
-					.len = max_size,
-					.access = TERN_ACCESS_LOCAL,
-					.kind = o->mem.kind,
-					.device = cuda ? o->mem.device : -1 },
-		&r.mr);
-	rep->ctx.mr_reg_ms = (double)(tern__now_ns() - t0) / 1e6;
-	rep->ctx.mr_bytes = max_size;
-	if (ret != 0) {
-		snprintf(why, whylen, "registering %" PRIu64 " bytes of %s: %s",
-			 max_size, name, tern_strerror(ret));
-		goto out;
-	}
-	snprintf(rep->ctx.path_local, sizeof(rep->ctx.path_local), "%s",
-		 tern_mr_path_str(tern_mr_path(r.mr)));
 	ret = tern_mr_reg(ctx, chk, max_size, TERN_ACCESS_LOCAL, &chkmr);
 	if (ret == 0)
 		ret = tern_peer_add(ctx, card, card_len, &r.peer);

@@ -11,10 +11,10 @@
  *   --op pingpong  send/receive round trips, like fi_rdm_pingpong
  *
  * Deliberately standalone: no tern code, so nothing of tern's is measured.
+ * The command line is raw_opts.c's (raw.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <sched.h>
@@ -37,10 +37,9 @@
 #include <rdma/fi_tagged.h>
 
 #include "../common.h"
+#include "raw.h"
 
 #define RAW_FI_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
-#define RAW_MAX_SIZES  32
-#define RAW_MAX_SIZE   (1ull << 30)
 #define RAW_NAME_MAX   256 /* endpoint name bytes */
 
 /* Completions per fi_cq_read, and empty reads between looks at the pipe. */
@@ -56,26 +55,6 @@
 /* Bytes on the pipes after the start-up exchange. */
 #define RAW_MSG_READY 'R' /* target: receive posted for the next size */
 #define RAW_MSG_DONE  'D' /* either side: finished */
-
-enum raw_op {
-	RAW_OP_WRITE,
-	RAW_OP_PINGPONG,
-};
-
-struct raw_opts {
-	const char *prov; /* libfabric's name: "shm" or "tcp;ofi_rxm" */
-	const char *node; /* NULL for shm */
-	enum raw_op op;
-	size_t sizes[RAW_MAX_SIZES];
-	unsigned int nsizes;
-	size_t window;
-	size_t batch;
-	long iters;  /* < 0: by size and op */
-	long warmup; /* < 0: 10% of iters, at least 10 */
-	int tagged;  /* pingpong with tagged messages, as tern sends them */
-	long target_pause; /* write target: pauses after each empty read */
-	int no_handshake;  /* write: no message each way before the writes */
-};
 
 /* What each side tells the other through its pipe once its endpoint is up. */
 struct raw_hello {
@@ -904,196 +883,6 @@ static int run(struct raw *r)
 	return ret;
 }
 
-/* --- options -------------------------------------------------------------- */
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: raw --provider shm|tcp|efa|verbs [--node ADDR] "
-		   "--op write|pingpong\n"
-		   "           [--sizes 8,4K,64K,1M,16M] [--window 64] "
-		   "[--iters N] [--warmup N]\n"
-		   "           [--batch 16] [--tagged] [--target-pause N] "
-		   "[--no-handshake]\n"
-		   "  --target-pause N  the write target spins N pause "
-		   "instructions after each\n"
-		   "                    empty completion read (default 0: "
-		   "a tight loop)\n"
-		   "  --no-handshake    write: no message each way over the "
-		   "fabric before the\n"
-		   "                    writes (tern bench's control exchange "
-		   "sends them)\n");
-}
-
-static int parse_size(const char *s, size_t *size_p)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || end == s || *s == '-')
-		return -1;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end != '\0' || v == 0 || v > RAW_MAX_SIZE)
-		return -1;
-	*size_p = (size_t)v;
-	return 0;
-}
-
-static int parse_sizes(const char *arg, struct raw_opts *o)
-{
-	char buf[512], *tok, *save = NULL;
-
-	if (strlen(arg) >= sizeof(buf))
-		return -1;
-	strcpy(buf, arg);
-	o->nsizes = 0;
-	for (tok = strtok_r(buf, ",", &save); tok != NULL;
-	     tok = strtok_r(NULL, ",", &save)) {
-		if (o->nsizes == RAW_MAX_SIZES ||
-		    parse_size(tok, &o->sizes[o->nsizes]) != 0)
-			return -1;
-		o->nsizes++;
-	}
-	return o->nsizes > 0 ? 0 : -1;
-}
-
-static int parse_long(const char *s, long min, long *v_p)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v < min)
-		return -1;
-	*v_p = v;
-	return 0;
-}
-
-static int parse_opts(int argc, char **argv, struct raw_opts *o)
-{
-	static const struct option longopts[] = {
-		{ "provider", required_argument, NULL, 'p' },
-		{ "node", required_argument, NULL, 'n' },
-		{ "op", required_argument, NULL, 'o' },
-		{ "sizes", required_argument, NULL, 's' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "iters", required_argument, NULL, 'i' },
-		{ "warmup", required_argument, NULL, 'u' },
-		{ "batch", required_argument, NULL, 'b' },
-		{ "tagged", no_argument, NULL, 't' },
-		{ "target-pause", required_argument, NULL, 'T' },
-		{ "no-handshake", no_argument, NULL, 'N' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *sizes = NULL, *op = NULL;
-	long v;
-	int c;
-
-	*o = (struct raw_opts){
-		.window = 64, .batch = 16, .iters = -1, .warmup = -1
-	};
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			/* The names tern takes, mapped as tern maps them
-			 * (efa and verbs: no device here, untested). */
-			if (strcmp(optarg, "shm") == 0 ||
-			    strcmp(optarg, "efa") == 0)
-				o->prov = optarg;
-			else if (strcmp(optarg, "tcp") == 0)
-				o->prov = "tcp;ofi_rxm";
-			else if (strcmp(optarg, "verbs") == 0)
-				o->prov = "verbs;ofi_rxm";
-			else
-				goto bad;
-			break;
-		case 'n':
-			o->node = optarg;
-			break;
-		case 'o':
-			op = optarg;
-			break;
-		case 's':
-			sizes = optarg;
-			break;
-		case 'w':
-			if (parse_long(optarg, 1, &v) != 0 || v > 65536)
-				goto bad;
-			o->window = (size_t)v;
-			break;
-		case 't':
-			o->tagged = 1;
-			break;
-		case 'N':
-			o->no_handshake = 1;
-			break;
-		case 'T':
-			if (parse_long(optarg, 0, &o->target_pause) != 0 ||
-			    o->target_pause > 1000000)
-				goto bad;
-			break;
-		case 'b':
-			if (parse_long(optarg, 1, &v) != 0 || v > 65536)
-				goto bad;
-			o->batch = (size_t)v;
-			break;
-		case 'i':
-			if (parse_long(optarg, 1, &o->iters) != 0)
-				goto bad;
-			break;
-		case 'u':
-			if (parse_long(optarg, 0, &o->warmup) != 0)
-				goto bad;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			goto bad;
-		}
-	}
-	if (optind != argc || o->prov == NULL || op == NULL)
-		goto bad;
-	if (strcmp(op, "write") == 0)
-		o->op = RAW_OP_WRITE;
-	else if (strcmp(op, "pingpong") == 0)
-		o->op = RAW_OP_PINGPONG;
-	else
-		goto bad;
-	if (sizes == NULL)
-		sizes = o->op == RAW_OP_WRITE ? "8,4K,64K,1M,16M" : "8,64,4K";
-	if (parse_sizes(sizes, o) != 0)
-		goto bad;
-	/* shm addresses by process, not by network node. */
-	if (strcmp(o->prov, "shm") == 0)
-		o->node = NULL;
-	return 0;
-bad:
-	usage(stderr);
-	return -1;
-}
-
 /* --- main ----------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -1103,7 +892,7 @@ int main(int argc, char **argv)
 	int to_child[2], to_parent[2], status, ret;
 	pid_t pid;
 
-	if (parse_opts(argc, argv, &o) != 0)
+	if (raw_parse_opts(argc, argv, &o) != 0)
 		return 1;
 	/* A peer that is gone shows up as EPIPE, not as a signal. */
 	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {

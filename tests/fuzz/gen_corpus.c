@@ -352,7 +352,8 @@ static void put_seq(struct gen *g, const char *name, const struct seq *q)
 	put_file(g, "fuzz_fill_session", name, q->b, (ssize_t)q->n);
 }
 
-static void gen_session(struct gen *g)
+/* Sessions within the server's limits, at them, and fills at once. */
+static void gen_session_limits(struct gen *g)
 {
 	struct seq q = { .n = 0 };
 
@@ -396,6 +397,12 @@ static void gen_session(struct gen *g)
 	op(&q, FS_PUMP, 0, 0, 0);
 	fill(&q, 1, 0, 1, 1, 0, 5);
 	put_seq(g, "batched-fills", &q);
+}
+
+/* What the server refuses: CONNECTs, FILLs, regions it cannot write. */
+static void gen_session_refusals(struct gen *g)
+{
+	struct seq q = { .n = 0 };
 
 	/* CONNECTs the server refuses or never answers. */
 	q.n = 0;
@@ -436,6 +443,13 @@ static void gen_session(struct gen *g)
 	fill(&q, 0, 0, 0, 2, 0, 2);
 	connect(&q, 0, 0, FS_CARD_OWN);
 	put_seq(g, "unmapped", &q);
+}
+
+/* Messages no client should send: a server's, garbage, resends, another
+ * client's session id. */
+static void gen_session_strangers(struct gen *g)
+{
+	struct seq q = { .n = 0 };
 
 	/* A server's messages, garbage, a header of every type. */
 	q.n = 0;
@@ -469,6 +483,12 @@ static void gen_session(struct gen *g)
 	bye(&q, 2, 0, 0);
 	bye(&q, 0, 0, 1);
 	put_seq(g, "foreign-id", &q);
+}
+
+/* Sessions idle too long, and fills and replies that wait in line. */
+static void gen_session_timing(struct gen *g)
+{
+	struct seq q = { .n = 0 };
 
 	/* Sessions idle too long end; their ids are then unknown. */
 	q.n = 0;
@@ -504,6 +524,15 @@ static void gen_session(struct gen *g)
 		op(&q, FS_PUMP, 0, 0, 0);
 	}
 	put_seq(g, "reply-flood", &q);
+}
+
+/* fuzz_fill_session's seeds: sequences of its operations. */
+static void gen_session(struct gen *g)
+{
+	gen_session_limits(g);
+	gen_session_refusals(g);
+	gen_session_strangers(g);
+	gen_session_timing(g);
 }
 
 /* Control messages (docs/protocol.md): an abort of a low and a high imm. */

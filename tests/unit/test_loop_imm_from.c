@@ -123,19 +123,18 @@ static void sources_off(struct env *e)
 	e->peer.next = NULL;
 }
 
-/* An expectation from A does not count B's writes of the same imm. */
-static void test_imm_from_peer(void **state)
+/* Sources on (A is e->peer, B @b): B's arrivals do not count toward an
+ * expectation from A; those left over are anyone's. */
+static void from_peer_counts(struct env *e, struct tern_peer *b)
 {
-	struct env *e = *state;
-	struct tern_peer b;
-	struct tracked x, y, z;
+	struct tracked x, y;
 
 	track_init(&x);
 	/* No source in the CQ: unsupported. */
 	assert_int_equal(
 		tern_imm_expect_from(e->ctx, &e->peer, 9, 1, -1, &x.req),
 		-TERN_ENOTSUP);
-	sources_on(e, &b);
+	sources_on(e, b);
 	assert_int_equal(
 		tern_imm_expect_from(e->ctx, &e->peer, 9, 2, -1, &x.req), 0);
 	assert_int_equal(e->peer.inflight, 1);
@@ -164,6 +163,12 @@ static void test_imm_from_peer(void **state)
 	assert_int_equal(tern_progress(e->ctx), 1);
 	assert_int_equal(y.req.status, 0);
 	assert_int_equal(e->ctx->imm.used, 0);
+}
+
+/* Which expectation claims which arrival. */
+static void from_peer_one_each(struct env *e, struct tern_peer *b)
+{
+	struct tracked x, y, z;
 
 	/* One per (peer, imm); any-peer and from-a-peer never mixed. */
 	track_init(&x);
@@ -175,8 +180,7 @@ static void test_imm_from_peer(void **state)
 		tern_imm_expect_from(e->ctx, &e->peer, 10, 1, -1, &z.req),
 		-EBUSY);
 	assert_int_equal(tern_imm_expect(e->ctx, 10, 1, &z.req), -EBUSY);
-	assert_int_equal(tern_imm_expect_from(e->ctx, &b, 10, 1, -1, &y.req),
-			 0);
+	assert_int_equal(tern_imm_expect_from(e->ctx, b, 10, 1, -1, &y.req), 0);
 	/* An unknown source counts for neither. */
 	cq_imm_from(PEER_ADDR + 5, 10);
 	cq_imm_from(TERN__PROV_ADDR_NONE, 10);
@@ -210,6 +214,12 @@ static void test_imm_from_peer(void **state)
 	assert_int_equal(tern_progress(e->ctx), 1);
 	assert_int_equal(z.req.status, 0);
 	assert_int_equal(e->ctx->imm.used, 0);
+}
+
+/* Expectations from a peer that is gone. */
+static void from_peer_gone(struct env *e)
+{
+	struct tracked x, y;
 
 	/* A peer gone: its expectations fail, later ones are refused, and
 	 * any-peer ones stand. */
@@ -235,6 +245,12 @@ static void test_imm_from_peer(void **state)
 	assert_int_equal(tern_req_cancel(e->ctx, &y.req), 0);
 	assert_int_equal(tern_progress(e->ctx), 1);
 	e->peer.gone = 0;
+}
+
+/* Arrivals of a source no peer has any more. */
+static void from_peer_source_forgotten(struct env *e)
+{
+	struct tracked z;
 
 	/* The last peer of a source goes: its arrivals count as unknown. */
 	cq_imm_from(PEER_ADDR + 1, 14);
@@ -247,6 +263,18 @@ static void test_imm_from_peer(void **state)
 	assert_int_equal(z.req.status, 0);
 	/* What is left: imm 12 from B (1), imm 10 unknown (1)... */
 	assert_int_equal(tern_imm_count(e->ctx, 12), 1);
+}
+
+/* An expectation from A does not count B's writes of the same imm. */
+static void test_imm_from_peer(void **state)
+{
+	struct env *e = *state;
+	struct tern_peer b;
+
+	from_peer_counts(e, &b);
+	from_peer_one_each(e, &b);
+	from_peer_gone(e);
+	from_peer_source_forgotten(e);
 	sources_off(e);
 }
 

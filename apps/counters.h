@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * RDMA NIC counters from sysfs, for `tern counters` (apps/counters.c):
+ * RDMA NIC counters from sysfs, for `tern counters` (apps/counters*.c):
  * the devices under <root>/sys/class/infiniband, a snapshot of every
  * counter file they expose, the difference of two snapshots, and what each
  * counter means, printed as text or JSON.
@@ -29,7 +29,7 @@ enum ctr_group {
 	CTR_PORT_HW,  /* ports/N/hw_counters/ */
 };
 
-/* What one counter means, from the table in apps/counters.c. */
+/* What one counter means, from the table in apps/counters_desc.c. */
 struct ctr_desc {
 	const char *driver; /* "efa", "mlx5"; NULL: IB standard (counters/) */
 	const char *name;
@@ -94,6 +94,9 @@ void ctr_snap_cleanup(struct ctr_snap *snap);
  * @driver ("efa", "mlx5_core", ...), or NULL. */
 const struct ctr_desc *ctr_describe(const char *driver, enum ctr_group group,
 				    const char *name, size_t *rank_p);
+/* The description table's name for kernel driver @driver ("efa" for efa,
+ * "mlx5" for mlx5_core), or NULL when the table has none of its counters. */
+const char *ctr_table_of(const char *driver);
 
 /* The counter of @cur at the same device, port, group and name in @prev,
  * or NULL. */

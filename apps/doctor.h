@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `tern doctor` (apps/doctor.c): checks of this machine for what makes
+ * `tern doctor` (apps/doctor*.c): checks of this machine for what makes
  * RDMA fail or silently slow, each a finding (ok, warn or fail) with one
  * sentence of why and, where there is something to do, the fix.
  *

@@ -430,18 +430,14 @@ static int verify(struct fill_conn *c, const struct fill_params *p,
 	return ret;
 }
 
-int fill_conn_fill(struct fill_conn *c, const struct fill_params *p,
-		   struct fill_report *rep)
+/* Whether fill @p can be asked on @c: the connection is sound, and the
+ * pages fit its regions (*total_p of that size) and the server's limits.
+ * @return 0, or an error with rep->error set. */
+static int fill_check(const struct fill_conn *c, const struct fill_params *p,
+		      uint64_t *total_p, struct fill_report *rep)
 {
-	struct fill_request r;
-	struct fill_result res;
-	uint64_t total, t0, deadline;
-	int timeout = p->timeout_ms > 0 ? p->timeout_ms : 30000;
-	int have_result = 0, ret;
-	uint32_t *idx;
-	ssize_t n;
+	uint64_t total;
 
-	memset(rep, 0, sizeof(*rep));
 	if (c->broken) {
 		snprintf(rep->error, sizeof(rep->error),
 			 "this connection failed earlier (a late reply could "
@@ -463,6 +459,111 @@ int fill_conn_fill(struct fill_conn *c, const struct fill_params *p,
 			 c->limits.max_pages, c->limits.max_bytes);
 		return -EINVAL;
 	}
+	*total_p = total;
+	return 0;
+}
+
+/* Wait for fill @id, asked with a timeout of @timeout ms ending at
+ * @deadline: done when every immediate is counted and the server's RESULT
+ * is in; an ERROR ends it early. @return 0, or an error with rep->error
+ * set. */
+static int fill_wait(struct fill_conn *c, const struct fill_params *p,
+		     uint32_t id, uint64_t deadline, int timeout,
+		     struct fill_report *rep)
+{
+	struct fill_result res;
+	int have_result = 0, ret;
+	ssize_t n;
+
+	while (!c->ireq.done || !have_result) {
+		int left = (int)((deadline -
+				  TERN_MIN(deadline, tern__now_ns())) /
+				 1000000);
+
+		/* Past the deadline, no further look: a wait that overslept
+		 * it (a starved guest's timer) must not let a late fill pass
+		 * for one that met it. */
+		if (tern__now_ns() >= deadline)
+			n = -ETIMEDOUT;
+		else if (have_result)
+			n = wait_live(c, &c->ireq, left);
+		else
+			n = fill_conn_recv_raw(c, RBUF(c), FILL_MSG_MAX, left);
+		if (n == -ETIMEDOUT) {
+			snprintf(rep->error, sizeof(rep->error),
+				 "timed out after %d ms: %" PRIu64 " of %u "
+				 "writes landed%s",
+				 timeout,
+				 c->ireq.done ? p->pages
+					      : tern_imm_count(c->ctx, id),
+				 p->pages,
+				 have_result ? "" : ", no reply from server");
+			return -ETIMEDOUT;
+		}
+		if (n < 0) {
+			ret = (int)n;
+			snprintf(rep->error, sizeof(rep->error), "%s",
+				 tern_strerror(ret));
+			return ret;
+		}
+		if (have_result)
+			continue;
+		if (fill_result_decode(RBUF(c), (size_t)n, &res) != 0 ||
+		    res.id != id)
+			return bad_reply(RBUF(c), (size_t)n, rep->error,
+					 sizeof(rep->error));
+		if (res.status != 0) {
+			snprintf(rep->error, sizeof(rep->error),
+				 "server's writes failed: %s",
+				 tern_strerror(res.status));
+			return res.status;
+		}
+		have_result = 1;
+		rep->server_write_ns = res.write_ns;
+	}
+	return 0;
+}
+
+/* Fill @id failed midway with @ret. @return the error to report. */
+static int fill_abandon(struct fill_conn *c, const struct fill_params *p,
+			uint32_t id, int ret, struct fill_report *rep)
+{
+	/* Unless the server refused (it wrote nothing and answered), writes
+	 * or replies of this fill may still arrive: never reuse the
+	 * connection for another fill. */
+	c->broken = ret != -TERN_EREFUSED;
+	if (c->gone) {
+		snprintf(rep->error, sizeof(rep->error),
+			 "peer gone: %s; %" PRIu64 " of %u writes had landed",
+			 c->gone_why,
+			 c->ireq.done ? p->pages : tern_imm_count(c->ctx, id),
+			 p->pages);
+		ret = -TERN_EPEERGONE;
+	}
+	/* Completed from the next progress pass: wait for it before the
+	 * request is used for the next fill. */
+	if (tern_req_cancel(c->ctx, &c->ireq) >= 0)
+		tern_wait(c->ctx, &c->ireq, 0);
+	/* Pages may have been written: restore the canary everywhere. */
+	for (int i = 0; i < FILL_REGIONS; i++)
+		memset(c->region[i], CANARY, FILL_REGION_SIZE);
+	return ret;
+}
+
+int fill_conn_fill(struct fill_conn *c, const struct fill_params *p,
+		   struct fill_report *rep)
+{
+	struct fill_request r;
+	uint64_t total, t0;
+	int timeout = p->timeout_ms > 0 ? p->timeout_ms : 30000;
+	uint32_t *idx;
+	ssize_t n;
+	int ret;
+
+	memset(rep, 0, sizeof(*rep));
+	ret = fill_check(c, p, &total, rep);
+	if (ret != 0)
+		return ret;
 	idx = malloc(sizeof(*idx) * p->pages);
 	if (idx == NULL)
 		return -ENOMEM;
@@ -494,63 +595,12 @@ int fill_conn_fill(struct fill_conn *c, const struct fill_params *p,
 	if (ret != 0) {
 		snprintf(rep->error, sizeof(rep->error), "sending FILL: %s",
 			 tern_strerror(ret));
-		goto out_cancel;
+		goto out_abandon;
 	}
-	deadline = t0 + (uint64_t)timeout * 1000000ULL;
-	/* Done when every immediate is counted and the server's RESULT is in;
-	 * an ERROR ends it early. */
-	while (!c->ireq.done || !have_result) {
-		int left = (int)((deadline -
-				  TERN_MIN(deadline, tern__now_ns())) /
-				 1000000);
-
-		/* Past the deadline, no further look: a wait that overslept
-		 * it (a starved guest's timer) must not let a late fill pass
-		 * for one that met it. */
-		if (tern__now_ns() >= deadline) {
-			n = -ETIMEDOUT;
-		} else if (have_result) {
-			ret = wait_live(c, &c->ireq, left);
-			n = ret;
-		} else {
-			n = fill_conn_recv_raw(c, RBUF(c), FILL_MSG_MAX, left);
-		}
-		if (n == -ETIMEDOUT) {
-			snprintf(rep->error, sizeof(rep->error),
-				 "timed out after %d ms: %" PRIu64 " of %u "
-				 "writes landed%s",
-				 timeout,
-				 c->ireq.done ? p->pages
-					      : tern_imm_count(c->ctx, r.id),
-				 p->pages,
-				 have_result ? "" : ", no reply from server");
-			ret = -ETIMEDOUT;
-			goto out_cancel;
-		}
-		if (n < 0) {
-			ret = (int)n;
-			snprintf(rep->error, sizeof(rep->error), "%s",
-				 tern_strerror(ret));
-			goto out_cancel;
-		}
-		if (have_result)
-			continue;
-		if (fill_result_decode(RBUF(c), (size_t)n, &res) != 0 ||
-		    res.id != r.id) {
-			ret = bad_reply(RBUF(c), (size_t)n, rep->error,
-					sizeof(rep->error));
-			goto out_cancel;
-		}
-		if (res.status != 0) {
-			snprintf(rep->error, sizeof(rep->error),
-				 "server's writes failed: %s",
-				 tern_strerror(res.status));
-			ret = res.status;
-			goto out_cancel;
-		}
-		have_result = 1;
-		rep->server_write_ns = res.write_ns;
-	}
+	ret = fill_wait(c, p, r.id, t0 + (uint64_t)timeout * 1000000ULL,
+			timeout, rep);
+	if (ret != 0)
+		goto out_abandon;
 	if (c->ireq.status != 0) {
 		ret = c->ireq.status;
 		goto out;
@@ -559,26 +609,8 @@ int fill_conn_fill(struct fill_conn *c, const struct fill_params *p,
 	ret = verify(c, p, idx, rep);
 	goto out;
 
-out_cancel:
-	/* Unless the server refused (it wrote nothing and answered), writes
-	 * or replies of this fill may still arrive: never reuse the
-	 * connection for another fill. */
-	c->broken = ret != -TERN_EREFUSED;
-	if (c->gone) {
-		snprintf(rep->error, sizeof(rep->error),
-			 "peer gone: %s; %" PRIu64 " of %u writes had landed",
-			 c->gone_why,
-			 c->ireq.done ? p->pages : tern_imm_count(c->ctx, r.id),
-			 p->pages);
-		ret = -TERN_EPEERGONE;
-	}
-	/* Completed from the next progress pass: wait for it before the
-	 * request is used for the next fill. */
-	if (tern_req_cancel(c->ctx, &c->ireq) >= 0)
-		tern_wait(c->ctx, &c->ireq, 0);
-	/* Pages may have been written: restore the canary everywhere. */
-	for (int i = 0; i < FILL_REGIONS; i++)
-		memset(c->region[i], CANARY, FILL_REGION_SIZE);
+out_abandon:
+	ret = fill_abandon(c, p, r.id, ret, rep);
 out:
 	free(idx);
 	return ret;

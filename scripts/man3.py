@@ -5,7 +5,8 @@
 usage: scripts/man3.py INCLUDE-DIR OUT-DIR VERSION
 
 Writes into OUT-DIR (emptied of *.3 first):
-- one page per TERN_API function, e.g. tern_write.3: its prototype, the
+- one page per TERN_API function (and static inline one: the attr
+  structs' *_init), e.g. tern_write.3: its prototype, the
   /** */ comment right above it (functions declared one after another
   with no blank line share the comment above the first, and a page);
 - one page per header, e.g. tern_req.3 for <tern/req.h>: the header's
@@ -26,6 +27,17 @@ def die(msg):
 
 
 # ---- the header, cut into chunks -----------------------------------------
+
+def is_inline(decl):
+    """A static inline function of the header (its body follows)."""
+    return re.match(r'static\s+inline\b', decl) is not None
+
+
+def is_function(decl):
+    """What gets a page: a TERN_API declaration or a static inline
+    function."""
+    return 'TERN_API' in decl or is_inline(decl)
+
 
 def chunks(text):
     """Comments, preprocessor lines and declarations, in order, each as
@@ -83,6 +95,9 @@ def chunks(text):
                     depth += 1
                 elif c == '}':
                     depth -= 1
+                    # a static inline function ends with its body
+                    if depth == 0 and is_inline(text[i:j]):
+                        break
                 elif c == ';' and depth == 0:
                     break
                 j += 1
@@ -224,8 +239,11 @@ def split_doc(lines):
 # ---- prototypes ---------------------------------------------------------
 
 def proto(decl):
-    """(return type, name, [(type, param)]) of a TERN_API declaration."""
+    """(return type, name, [(type, param)]) of a TERN_API declaration or
+    a static inline function (its body dropped)."""
     d = re.sub(r'/\*.*?\*/', '', decl, flags=re.S)
+    if is_inline(d):
+        d = re.sub(r'^static\s+inline\s+', '', d.split('{', 1)[0])
     d = ' '.join(d.replace('TERN_API', '').split()).rstrip(';').strip()
     m = re.match(r'(.*?)\b(tern_\w+)\s*\((.*)\)$', d)
     if not m:
@@ -326,7 +344,7 @@ class Header:
             if skip_depth:
                 self.last_type = False
                 continue
-            if 'TERN_API' in txt:
+            if is_function(txt):
                 if attached and attached[0] == 'doc':
                     self.groups.append([comment_lines(attached[1]), [txt]])
                 elif prev_fn and not blank and attached is None:

@@ -81,24 +81,74 @@ typedef void (*tern_boot_cb)(struct tern_boot_server *srv,
 			     const struct tern_boot_info *info,
 			     const char *text, void *data);
 
+/**
+ * What to serve (tern_boot_server_open()). Start with
+ * tern_boot_server_attr_init(), then set what you need.
+ *
+ * @p field_mask says which fields the caller filled: tern reads a field
+ * only when its TERN_BOOT_SERVER_ATTR_FIELD_* bit is set, and takes the
+ * field's default when it is not: 0 or NULL, with the meaning said at
+ * the field. A bit this library does not know is refused: -EINVAL, the
+ * log names the bit. field_mask 0 reads every field of tern 0.1 (all
+ * those below), as before field_mask (docs/api.md, "Attribute structs").
+ */
 struct tern_boot_server_attr {
-	const char *listen;	 /**< "HOST:PORT", "[IPV6]:PORT", ":PORT" */
+	/** TERN_BOOT_SERVER_ATTR_FIELD_* bits: the fields set below. */
+	uint64_t field_mask;
+	/** "HOST:PORT", "[IPV6]:PORT", ":PORT"; required */
+	const char *listen;
 	const char *token;	 /**< clients must present it; NULL: any */
 	int handshake_ms;	 /**< a hello must arrive by then; 0 = 5000 */
 	int max_conns;		 /**< connections at once; 0 = 1024 */
 	tern_boot_cb on_hello;	 /**< a client passed the handshake */
 	tern_boot_cb on_gone;	 /**< a client's connection closed later */
 	tern_boot_cb on_refused; /**< a connection was refused and closed */
-	void *data;
+	void *data;		 /**< passed to the callbacks */
 	/** A welcomed client not claimed (tern_boot_server_claim()) within
 	 * this many ms is closed (on_gone says so); 0 = never. */
 	int claim_ms;
 };
 
+/** tern_boot_server_attr.field_mask: one bit per field. */
+#define TERN_BOOT_SERVER_ATTR_FIELD_LISTEN	 (1ULL << 0)
+#define TERN_BOOT_SERVER_ATTR_FIELD_TOKEN	 (1ULL << 1)
+#define TERN_BOOT_SERVER_ATTR_FIELD_HANDSHAKE_MS (1ULL << 2)
+#define TERN_BOOT_SERVER_ATTR_FIELD_MAX_CONNS	 (1ULL << 3)
+#define TERN_BOOT_SERVER_ATTR_FIELD_ON_HELLO	 (1ULL << 4)
+#define TERN_BOOT_SERVER_ATTR_FIELD_ON_GONE	 (1ULL << 5)
+#define TERN_BOOT_SERVER_ATTR_FIELD_ON_REFUSED	 (1ULL << 6)
+#define TERN_BOOT_SERVER_ATTR_FIELD_DATA	 (1ULL << 7)
+#define TERN_BOOT_SERVER_ATTR_FIELD_CLAIM_MS	 (1ULL << 8)
+/** Every field this header declares. */
+#define TERN_BOOT_SERVER_ATTR_FIELDS_ALL ((1ULL << 9) - 1)
+
+/**
+ * Set the fields of @p attr that @p fields names
+ * (TERN_BOOT_SERVER_ATTR_FIELD_* bits) to their defaults, and
+ * attr->field_mask to @p fields; nothing else of @p attr is written.
+ * @return 0; -EINVAL for NULL, or for a bit this library does not know
+ * (the fields it knows are set all the same, and tern_boot_server_open()
+ * refuses the mask).
+ */
+TERN_API int tern_boot_server_attr_defaults(struct tern_boot_server_attr *attr,
+					    uint64_t fields);
+
+/**
+ * Set every field of @p attr to its default and field_mask to
+ * TERN_BOOT_SERVER_ATTR_FIELDS_ALL: then assign the fields you need.
+ */
+static inline void tern_boot_server_attr_init(
+	struct tern_boot_server_attr *attr)
+{
+	(void)tern_boot_server_attr_defaults(attr,
+					     TERN_BOOT_SERVER_ATTR_FIELDS_ALL);
+}
+
 /**
  * Listen and serve handshakes from @p ctx's loop (tern_run, tern_wait),
- * answering with @p mine. @return 0; -EADDRINUSE, -EINVAL (bad address,
- * with @p why), another negative errno.
+ * answering with @p mine. @return 0; -EADDRINUSE, -EINVAL (bad address
+ * or a field_mask bit this library does not know, with @p why), another
+ * negative errno.
  */
 TERN_API int tern_boot_server_open(struct tern_ctx *ctx,
 				   const struct tern_boot_server_attr *attr,

@@ -31,8 +31,22 @@ extern "C" {
 struct tern_ctx;
 struct tern_peer;
 
-/** Attributes for tern_ctx_open(). Zero-initialise, then set what you need. */
+/**
+ * Attributes for tern_ctx_open(). Start with tern_ctx_attr_init(), then
+ * set what you need.
+ *
+ * @p field_mask says which fields the caller filled: tern reads a field
+ * only when its TERN_CTX_ATTR_FIELD_* bit is set, and takes the field's
+ * default when it is not: 0 or NULL, with the meaning said at the field.
+ * A bit this library does not know (a header newer than the library) is
+ * refused: -EINVAL, the log names the bit. field_mask 0 reads every field
+ * of tern 0.1 (all those below), so a struct zero-initialised and then
+ * set field by field or with designated initialisers works as before
+ * field_mask (docs/api.md, "Attribute structs").
+ */
 struct tern_ctx_attr {
+	/** TERN_CTX_ATTR_FIELD_* bits: the fields set below. */
+	uint64_t field_mask;
 	/**
 	 * libfabric provider name ("efa", "verbs;ofi_rxm", "tcp;ofi_rxm",
 	 * "shm", or "tcp" / "verbs" as short forms), or NULL for automatic
@@ -57,7 +71,7 @@ struct tern_ctx_attr {
 	enum tern_log_level log_level;
 	/** Operations posted per rail per progress pass; 0 = default (32). */
 	unsigned int post_batch;
-	/** TERN_CTX_* flags. */
+	/** TERN_CTX_* flags; default 0. */
 	uint64_t flags;
 	/**
 	 * With several rails, a tern_write() or tern_read() longer than this
@@ -88,6 +102,42 @@ struct tern_ctx_attr {
 	const char *fabric;
 };
 
+/** tern_ctx_attr.field_mask: one bit per field. */
+#define TERN_CTX_ATTR_FIELD_PROVIDER	 (1ULL << 0)
+#define TERN_CTX_ATTR_FIELD_NODE	 (1ULL << 1)
+#define TERN_CTX_ATTR_FIELD_DOMAIN	 (1ULL << 2)
+#define TERN_CTX_ATTR_FIELD_RAILS	 (1ULL << 3)
+#define TERN_CTX_ATTR_FIELD_LOG_LEVEL	 (1ULL << 4)
+#define TERN_CTX_ATTR_FIELD_POST_BATCH	 (1ULL << 5)
+#define TERN_CTX_ATTR_FIELD_FLAGS	 (1ULL << 6)
+#define TERN_CTX_ATTR_FIELD_STRIPE_CHUNK (1ULL << 7)
+#define TERN_CTX_ATTR_FIELD_DOMAINS	 (1ULL << 8)
+#define TERN_CTX_ATTR_FIELD_FABRIC	 (1ULL << 9)
+/** Every field this header declares. */
+#define TERN_CTX_ATTR_FIELDS_ALL ((1ULL << 10) - 1)
+
+/**
+ * Set the fields of @p attr that @p fields names (TERN_CTX_ATTR_FIELD_*
+ * bits) to their defaults, and attr->field_mask to @p fields; nothing
+ * else of @p attr is written, so a struct from an older header is safe
+ * with the mask of its own header.
+ * @return 0; -EINVAL for NULL, or for a bit this library does not know
+ * (the fields it knows are set all the same, and tern_ctx_open() refuses
+ * the mask).
+ */
+TERN_API int tern_ctx_attr_defaults(struct tern_ctx_attr *attr,
+				    uint64_t fields);
+
+/**
+ * Set every field of @p attr to its default and field_mask to
+ * TERN_CTX_ATTR_FIELDS_ALL: then assign the fields you need. Inline, so
+ * that the mask is the one of the header the caller was built with.
+ */
+static inline void tern_ctx_attr_init(struct tern_ctx_attr *attr)
+{
+	(void)tern_ctx_attr_defaults(attr, TERN_CTX_ATTR_FIELDS_ALL);
+}
+
 /** Default striping chunk (and threshold): 128 KiB. */
 #define TERN_STRIPE_CHUNK_DEFAULT (128ULL * 1024)
 
@@ -112,10 +162,12 @@ struct tern_ctx_attr {
 
 /**
  * Open a progress context.
- * @param attr   attributes, or NULL for defaults.
+ * @param attr   attributes (only the fields its field_mask names are
+ *               read), or NULL for defaults.
  * @param ctx_p  receives the ctx on success.
  * @return 0; -TERN_ENOPROV if no provider offers what tern needs (the log
- * says why), -EINVAL on bad attributes, -ENOMEM, -TERN_EPROV.
+ * says why), -EINVAL on bad attributes or a field_mask bit this library
+ * does not know, -ENOMEM, -TERN_EPROV.
  */
 TERN_API int tern_ctx_open(const struct tern_ctx_attr *attr,
 			   struct tern_ctx **ctx_p);

@@ -68,17 +68,60 @@ enum tern_mr_path {
  * a live registration nor shared (the registration cache, docs/api.md). */
 #define TERN_MR_F_NOCACHE (1ULL << 1)
 
-/** What to register (tern_mr_regattr()). */
+/**
+ * What to register (tern_mr_regattr()). Start with tern_mr_attr_init(),
+ * then set what you need.
+ *
+ * @p field_mask says which fields the caller filled: tern reads a field
+ * only when its TERN_MR_ATTR_FIELD_* bit is set, and takes the field's
+ * default (said at the field) when it is not. A bit this library does
+ * not know is refused: -EINVAL, the log names the bit. field_mask 0
+ * reads every field of tern 0.1 (all those below; @p device 0 is then
+ * device 0), so a struct zero-initialised and then set field by field
+ * works as before field_mask (docs/api.md, "Attribute structs").
+ */
 struct tern_mr_attr {
-	void *buf;		 /**< first byte (a device pointer for CUDA) */
-	size_t len;		 /**< bytes, > 0 */
-	uint64_t access;	 /**< TERN_ACCESS_* */
-	enum tern_mem_kind kind; /**< TERN_MEM_HOST or TERN_MEM_CUDA */
-	/** CUDA: the device the buffer lives on, or -1 to ask CUDA. A
-	 * mismatch with what CUDA says is refused (-EINVAL). */
+	/** TERN_MR_ATTR_FIELD_* bits: the fields set below. */
+	uint64_t field_mask;
+	void *buf;  /**< first byte (a device pointer for CUDA); required */
+	size_t len; /**< bytes, > 0; required */
+	uint64_t access; /**< TERN_ACCESS_*; default 0 */
+	/** TERN_MEM_HOST or TERN_MEM_CUDA; default TERN_MEM_HOST. */
+	enum tern_mem_kind kind;
+	/** CUDA: the device the buffer lives on, or -1 to ask CUDA (the
+	 * default). A mismatch with what CUDA says is refused (-EINVAL). */
 	int device;
-	uint64_t flags; /**< TERN_MR_F_* */
+	uint64_t flags; /**< TERN_MR_F_*; default 0 */
 };
+
+/** tern_mr_attr.field_mask: one bit per field. */
+#define TERN_MR_ATTR_FIELD_BUF	  (1ULL << 0)
+#define TERN_MR_ATTR_FIELD_LEN	  (1ULL << 1)
+#define TERN_MR_ATTR_FIELD_ACCESS (1ULL << 2)
+#define TERN_MR_ATTR_FIELD_KIND	  (1ULL << 3)
+#define TERN_MR_ATTR_FIELD_DEVICE (1ULL << 4)
+#define TERN_MR_ATTR_FIELD_FLAGS  (1ULL << 5)
+/** Every field this header declares. */
+#define TERN_MR_ATTR_FIELDS_ALL ((1ULL << 6) - 1)
+
+/**
+ * Set the fields of @p attr that @p fields names (TERN_MR_ATTR_FIELD_*
+ * bits) to their defaults, and attr->field_mask to @p fields; nothing
+ * else of @p attr is written.
+ * @return 0; -EINVAL for NULL, or for a bit this library does not know
+ * (the fields it knows are set all the same, and tern_mr_regattr()
+ * refuses the mask).
+ */
+TERN_API int tern_mr_attr_defaults(struct tern_mr_attr *attr, uint64_t fields);
+
+/**
+ * Set every field of @p attr to its default and field_mask to
+ * TERN_MR_ATTR_FIELDS_ALL: then assign the fields you need.
+ */
+static inline void tern_mr_attr_init(struct tern_mr_attr *attr)
+{
+	(void)tern_mr_attr_defaults(attr, TERN_MR_ATTR_FIELDS_ALL);
+}
 
 /**
  * Register memory of any kind on every rail of @p ctx. Host memory is
@@ -89,7 +132,8 @@ struct tern_mr_attr {
  * which, tern_mr_path() tells). A ctx stages for one GPU only: regions of
  * a second GPU on the same ctx are refused (open one ctx per GPU).
  * @return 0; -EINVAL (as tern_mr_reg(), or @p buf is not device memory of
- * @p device); -TERN_ENOCUDA (CUDA absent: no libcuda.so.1, no GPU);
+ * @p device, or a field_mask bit this library does not know);
+ * -TERN_ENOCUDA (CUDA absent: no libcuda.so.1, no GPU);
  * -TERN_ENOTSUP (TERN_ACCESS_REMOTE_ATOMIC on a staged region: atomics
  * would act on the shadow, which the GPU never sees; or a second GPU);
  * -TERN_EHMEM (a CUDA call failed; the log has CUDA's reason);

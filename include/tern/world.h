@@ -38,23 +38,66 @@ enum tern_world_event {
 typedef void (*tern_world_cb)(struct tern_world *world, int rank,
 			      enum tern_world_event event, void *arg);
 
+/**
+ * How to join (tern_world_open()). Start with tern_world_attr_init(), then
+ * set what you need.
+ *
+ * @p field_mask says which fields the caller filled: tern reads a field
+ * only when its TERN_WORLD_ATTR_FIELD_* bit is set, and takes the field's
+ * default (said at the field) when it is not. A bit this library does
+ * not know is refused: -EINVAL, the log names the bit. field_mask 0
+ * reads every field of tern 0.1 (all those below; @p rank 0 is then rank
+ * 0), as before field_mask (docs/api.md, "Attribute structs").
+ */
 struct tern_world_attr {
-	/** This process's rank; -1: from the launcher, else $TERN_WORLD_RANK.
-	 */
+	/** TERN_WORLD_ATTR_FIELD_* bits: the fields set below. */
+	uint64_t field_mask;
+	/** This process's rank; -1 (the default): from the launcher, else
+	 * $TERN_WORLD_RANK. */
 	int rank;
-	/** Ranks at start; 0: from the launcher, else $TERN_WORLD_SIZE. */
+	/** Ranks at start; 0 (the default): from the launcher, else
+	 * $TERN_WORLD_SIZE. */
 	int size;
-	/** How long open, fence and lookup wait, in ms; 0: 60000. */
+	/** How long open, fence and lookup wait, in ms; 0 (the default):
+	 * 60000. */
 	int timeout_ms;
-	/** etcd: the lease's time to live in seconds; 0: 10. */
+	/** etcd: the lease's time to live in seconds; 0 (the default): 10. */
 	int lease_s;
-	/** Membership changes, run from the ctx's progress; NULL: none. */
+	/** Membership changes, run from the ctx's progress; NULL (the
+	 * default): none. */
 	tern_world_cb on_member;
-	void *arg;
+	void *arg; /**< passed to on_member; default NULL */
 };
 
-/** Fill @p attr with the defaults above. */
-TERN_API void tern_world_attr_init(struct tern_world_attr *attr);
+/** tern_world_attr.field_mask: one bit per field. */
+#define TERN_WORLD_ATTR_FIELD_RANK	 (1ULL << 0)
+#define TERN_WORLD_ATTR_FIELD_SIZE	 (1ULL << 1)
+#define TERN_WORLD_ATTR_FIELD_TIMEOUT_MS (1ULL << 2)
+#define TERN_WORLD_ATTR_FIELD_LEASE_S	 (1ULL << 3)
+#define TERN_WORLD_ATTR_FIELD_ON_MEMBER	 (1ULL << 4)
+#define TERN_WORLD_ATTR_FIELD_ARG	 (1ULL << 5)
+/** Every field this header declares. */
+#define TERN_WORLD_ATTR_FIELDS_ALL ((1ULL << 6) - 1)
+
+/**
+ * Set the fields of @p attr that @p fields names
+ * (TERN_WORLD_ATTR_FIELD_* bits) to their defaults, and attr->field_mask
+ * to @p fields; nothing else of @p attr is written.
+ * @return 0; -EINVAL for NULL, or for a bit this library does not know
+ * (the fields it knows are set all the same, and tern_world_open()
+ * refuses the mask).
+ */
+TERN_API int tern_world_attr_defaults(struct tern_world_attr *attr,
+				      uint64_t fields);
+
+/**
+ * Fill @p attr with the defaults above and field_mask with
+ * TERN_WORLD_ATTR_FIELDS_ALL: then assign the fields you need.
+ */
+static inline void tern_world_attr_init(struct tern_world_attr *attr)
+{
+	(void)tern_world_attr_defaults(attr, TERN_WORLD_ATTR_FIELDS_ALL);
+}
 
 /**
  * Join the world named by @p spec with @p ctx: "pmix" (under mpirun or
@@ -63,7 +106,8 @@ TERN_API void tern_world_attr_init(struct tern_world_attr *attr);
  * card and returns once every rank of the starting size has published
  * its own (or after attr.timeout_ms). Opens no connection: peers are
  * added on first use (tern_world_peer()).
- * @return 0; -EINVAL for a bad spec, rank or size (the log names it);
+ * @return 0; -EINVAL for a bad spec, rank or size, or a field_mask bit
+ * this library does not know (the log names it);
  * -TERN_ENOTSUP for a backend this build or host lacks (libpmix.so.2 or
  * libcurl absent); -ETIMEDOUT; -TERN_EPROTO for a malformed record from
  * the store; -ENOMEM.

@@ -304,7 +304,8 @@ nixlTernEngine::nixlTernEngine(const nixlBackendInitParams *init_params)
     helloMs_ = int(hello);
     livenessMs_ = int(live);
 
-    struct tern_ctx_attr attr = {};
+    struct tern_ctx_attr attr;
+    tern_ctx_attr_init(&attr);
     attr.provider = provider_.empty() ? nullptr : provider_.c_str();
     attr.fabric = fabric_.empty() ? nullptr : fabric_.c_str();
     attr.domains = domains_.empty() ? nullptr : domains_.c_str();
@@ -679,7 +680,8 @@ nixl_status_t
 nixlTernEngine::registerMem(const nixlBlobDesc &mem,
                             const nixl_mem_t &nixl_mem,
                             nixlBackendMD *&out) {
-    struct tern_mr_attr attr = {};
+    struct tern_mr_attr attr;
+    tern_mr_attr_init(&attr);
     attr.buf = reinterpret_cast<void *>(mem.addr);
     attr.len = mem.len;
     attr.access = kAccess;

@@ -27,6 +27,7 @@ import weakref
 from typing import Any, Callable, Optional
 
 from ._ffi import ffi, lib, LIB_PATH, PRIV_SIZE, T as _T
+from ._ffi import new_attr as _new_attr
 
 __all__ = [
     "Context", "Region", "Peer", "Request", "Error", "Timeout", "Cancelled",
@@ -475,7 +476,7 @@ class Region:
                     # device memory: tern's CUDA support registers it
                     # zero-copy or staged (tern/hmem.h); -TERN_ENOCUDA
                     # where CUDA is absent
-                    attr = ffi.new(_T.mr_attr_p)
+                    attr = _new_attr("mr_attr_p")
                     attr.buf = ffi.cast(_T.void_p, addr)
                     attr.len = n
                     attr.access = access
@@ -487,7 +488,7 @@ class Region:
                     ret = lib.tern_mr_reg(h, ffi.cast(_T.void_p, addr), n,
                                           access, p)
                 else:
-                    attr = ffi.new(_T.mr_attr_p)
+                    attr = _new_attr("mr_attr_p")
                     attr.buf = ffi.cast(_T.void_p, addr)
                     attr.len = n
                     attr.access = access
@@ -1118,7 +1119,7 @@ class Context:
         self._c = None
         self._lock = threading.RLock()
         _drain()
-        attr = ffi.new(_T.ctx_attr_p)
+        attr = _new_attr("ctx_attr_p")
         keep = []
         # fabric: libfabric's fabric name; on efa "efa-direct" (the
         # default where offered) or "efa" (atomics, large messages).

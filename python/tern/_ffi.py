@@ -60,6 +60,7 @@ struct tern_ctx;
 struct tern_peer;
 struct tern_mr;
 struct tern_ctx_attr {
+	uint64_t field_mask;
 	const char *provider;
 	const char *node;
 	const char *domain;
@@ -95,6 +96,8 @@ struct tern_ctx_info {
 	uint64_t max_rma_size;
 	int tagged;
 };
+#define TERN_CTX_ATTR_FIELDS_ALL 0x3ff
+int tern_ctx_attr_defaults(struct tern_ctx_attr *attr, uint64_t fields);
 int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p);
 int tern_ctx_close(struct tern_ctx *ctx);
 int tern_ctx_query(const struct tern_ctx *ctx, struct tern_ctx_info *info);
@@ -222,6 +225,7 @@ typedef void (*tern_boot_cb)(struct tern_boot_server *srv,
 			     const struct tern_boot_info *info,
 			     const char *text, void *data);
 struct tern_boot_server_attr {
+	uint64_t field_mask;
 	const char *listen;
 	const char *token;
 	int handshake_ms;
@@ -238,6 +242,9 @@ int tern_boot_hello(int fd, const char *token,
 		    const struct tern_boot_info *mine,
 		    struct tern_boot_info *theirs, int timeout_ms, char *why,
 		    size_t whylen);
+#define TERN_BOOT_SERVER_ATTR_FIELDS_ALL 0x1ff
+int tern_boot_server_attr_defaults(struct tern_boot_server_attr *attr,
+				   uint64_t fields);
 int tern_boot_server_open(struct tern_ctx *ctx,
 			  const struct tern_boot_server_attr *attr,
 			  const struct tern_boot_info *mine,
@@ -248,6 +255,7 @@ int tern_boot_server_addr(const struct tern_boot_server *srv, char *buf,
 void tern_boot_server_close(struct tern_boot_server *srv);
 
 struct tern_mr_attr {
+	uint64_t field_mask;
 	void *buf;
 	size_t len;
 	uint64_t access;
@@ -255,6 +263,8 @@ struct tern_mr_attr {
 	int device;
 	uint64_t flags;
 };
+#define TERN_MR_ATTR_FIELDS_ALL 0x3f
+int tern_mr_attr_defaults(struct tern_mr_attr *attr, uint64_t fields);
 int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
 		    struct tern_mr **mr_p);
 int tern_mr_path(const struct tern_mr *mr);
@@ -329,3 +339,28 @@ for _attr, _decl in (
         ("piece_a", "struct tern_piece[]"), ("uint8_a", "uint8_t[]")):
     setattr(T, _attr, ffi.typeof(_decl))
 del _attr, _decl
+
+# The attr structs' field_mask (docs/api.md, "Attribute structs"): the
+# headers' tern_*_attr_init() is inline, so the package calls what it
+# calls, tern_*_attr_defaults() with every field cffi declares above.
+_ATTR_DEFAULTS = {
+    "ctx_attr_p": (lambda a: lib.tern_ctx_attr_defaults(
+        a, lib.TERN_CTX_ATTR_FIELDS_ALL)),
+    "mr_attr_p": (lambda a: lib.tern_mr_attr_defaults(
+        a, lib.TERN_MR_ATTR_FIELDS_ALL)),
+    "boot_attr_p": (lambda a: lib.tern_boot_server_attr_defaults(
+        a, lib.TERN_BOOT_SERVER_ATTR_FIELDS_ALL)),
+}
+
+
+def new_attr(kind):
+    """A new attr struct (kind: "ctx_attr_p", "mr_attr_p" or
+    "boot_attr_p"), every field at its default and its field_mask naming
+    them all, as tern_*_attr_init() leaves it."""
+    a = ffi.new(getattr(T, kind))
+    ret = _ATTR_DEFAULTS[kind](a)
+    if ret != 0:
+        raise RuntimeError("tern: libtern refuses the fields of %s that "
+                           "this package declares (%d): a libtern older "
+                           "than tern/_ffi.py" % (kind, ret))
+    return a

@@ -11,7 +11,7 @@ import os
 import time
 from typing import List, Optional, Sequence, Tuple
 
-from ._ffi import ffi, lib, T as _T
+from ._ffi import ffi, lib, T as _T, new_attr as _new_attr
 from . import _error, _check, _ms, _region, Timeout, ClosedError
 
 _DESCS_MAX = 8
@@ -80,7 +80,7 @@ class Listener:
         self._hellos = collections.deque()
         self._keep = []
         ctx._enter()
-        attr = ffi.new(_T.boot_attr_p)
+        attr = _new_attr("boot_attr_p")
         a = ffi.new(_T.char_a, addr.encode())
         self._keep.append(a)
         attr.listen = a

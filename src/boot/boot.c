@@ -24,6 +24,7 @@
 #include <tern/tern.h>
 
 #include "../wire/boot.h"
+#include "../core/attr.h"
 #include "../core/core.h"
 #include "../wire/card.h"
 #include "../wire/wire.h"
@@ -762,16 +763,52 @@ static int bind_listen(struct tern_boot_server *srv, const char *addr,
 	return ret;
 }
 
+/* tern_boot_server_attr's fields (its field_mask): every default is 0 or
+ * NULL, whose meaning tern_boot_server_open() gives. */
+static const struct tern_boot_server_attr server_attr_default;
+#define F(bit, m)                                      \
+	TERN__ATTR_FIELD(struct tern_boot_server_attr, \
+			 TERN_BOOT_SERVER_ATTR_FIELD_##bit, m)
+static const struct tern__attr_field server_attr_fields[] = {
+	F(LISTEN, listen),
+	F(TOKEN, token),
+	F(HANDSHAKE_MS, handshake_ms),
+	F(MAX_CONNS, max_conns),
+	F(ON_HELLO, on_hello),
+	F(ON_GONE, on_gone),
+	F(ON_REFUSED, on_refused),
+	F(DATA, data),
+	F(CLAIM_MS, claim_ms),
+};
+#undef F
+/* field_mask 0: 0.1's nine fields, all of them. */
+static const struct tern__attr_kind server_attr_kind = TERN__ATTR_KIND(
+	tern_boot_server_attr, server_attr_default, server_attr_fields,
+	TERN_BOOT_SERVER_ATTR_FIELDS_ALL);
+
+int tern_boot_server_attr_defaults(struct tern_boot_server_attr *attr,
+				   uint64_t fields)
+{
+	return tern__attr_defaults(&server_attr_kind, attr, fields);
+}
+
 int tern_boot_server_open(struct tern_ctx *ctx,
-			  const struct tern_boot_server_attr *attr,
+			  const struct tern_boot_server_attr *uattr,
 			  const struct tern_boot_info *mine,
 			  struct tern_boot_server **srv_p, char *why,
 			  size_t whylen)
 {
+	struct tern_boot_server_attr attr_buf, *attr = &attr_buf;
 	struct tern_boot_server *srv;
 	int ret;
 
-	if (ctx == NULL || attr == NULL || attr->listen == NULL ||
+	if (uattr != NULL &&
+	    tern__attr_resolve(&server_attr_kind, "tern_boot_server_open",
+			       uattr, attr) != 0) {
+		snprintf(why, whylen, "unknown bit in attr.field_mask");
+		return -EINVAL;
+	}
+	if (ctx == NULL || uattr == NULL || attr->listen == NULL ||
 	    mine == NULL || srv_p == NULL || mine->card_len == 0 ||
 	    mine->card_len > TERN_CARD_MAX ||
 	    mine->ndesc > TERN_BOOT_DESCS_MAX ||

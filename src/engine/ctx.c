@@ -9,8 +9,32 @@
 #include "engine.h"
 #include "local.h"
 #include "stage.h"
+#include "../core/attr.h"
 #include "../topo/topo.h"
 #include "../wire/card.h"
+
+/* tern_ctx_attr's fields (its field_mask): every default is 0 or NULL,
+ * whose meaning ctx_config() and ctx_provider() give. */
+static const struct tern_ctx_attr ctx_attr_default;
+#define F(bit, m) \
+	TERN__ATTR_FIELD(struct tern_ctx_attr, TERN_CTX_ATTR_FIELD_##bit, m)
+static const struct tern__attr_field ctx_attr_fields[] = {
+	F(PROVIDER, provider),	 F(NODE, node),
+	F(DOMAIN, domain),	 F(RAILS, rails),
+	F(LOG_LEVEL, log_level), F(POST_BATCH, post_batch),
+	F(FLAGS, flags),	 F(STRIPE_CHUNK, stripe_chunk),
+	F(DOMAINS, domains),	 F(FABRIC, fabric),
+};
+#undef F
+/* field_mask 0: 0.1's ten fields, all of them. */
+static const struct tern__attr_kind ctx_attr_kind = TERN__ATTR_KIND(
+	tern_ctx_attr, ctx_attr_default, ctx_attr_fields,
+	TERN_CTX_ATTR_FIELDS_ALL);
+
+int tern_ctx_attr_defaults(struct tern_ctx_attr *attr, uint64_t fields)
+{
+	return tern__attr_defaults(&ctx_attr_kind, attr, fields);
+}
 
 static int want_hmem(const struct tern_ctx_attr *attr)
 {
@@ -447,18 +471,20 @@ static int ctx_services(struct tern_ctx *ctx)
 	return 0;
 }
 
-int tern_ctx_open(const struct tern_ctx_attr *attr, struct tern_ctx **ctx_p)
+int tern_ctx_open(const struct tern_ctx_attr *uattr, struct tern_ctx **ctx_p)
 {
-	static const struct tern_ctx_attr defaults;
+	struct tern_ctx_attr attr_buf, *attr = &attr_buf;
 	struct tern__prov_rail *pr[TERN_MAX_RAILS];
 	struct tern_ctx *ctx;
 	unsigned int nopen = 0;
 	int ret;
 
-	if (attr == NULL)
-		attr = &defaults;
 	if (ctx_p == NULL)
 		return -EINVAL;
+	/* Only the fields the caller marked; the defaults for the rest. */
+	ret = tern__attr_resolve(&ctx_attr_kind, "tern_ctx_open", uattr, attr);
+	if (ret != 0)
+		return ret;
 	ctx = calloc(1, sizeof(*ctx));
 	if (ctx == NULL)
 		return -ENOMEM;

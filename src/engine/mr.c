@@ -7,6 +7,7 @@
 
 #include "engine.h"
 #include "local.h"
+#include "../core/attr.h"
 #include "../hmem/cuda.h"
 #include "stage.h"
 
@@ -572,16 +573,42 @@ static int reg_zcopy(struct tern_mr *mr, const struct tern__cu *cu)
 	return ret;
 }
 
-int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *attr,
+/* tern_mr_attr's fields (its field_mask) and their defaults. */
+static const struct tern_mr_attr mr_attr_default = {
+	.kind = TERN_MEM_HOST,
+	.device = -1,
+};
+#define F(bit, m) \
+	TERN__ATTR_FIELD(struct tern_mr_attr, TERN_MR_ATTR_FIELD_##bit, m)
+static const struct tern__attr_field mr_attr_fields[] = {
+	F(BUF, buf),   F(LEN, len),	  F(ACCESS, access),
+	F(KIND, kind), F(DEVICE, device), F(FLAGS, flags),
+};
+#undef F
+/* field_mask 0: 0.1's six fields, all of them. */
+static const struct tern__attr_kind mr_attr_kind = TERN__ATTR_KIND(
+	tern_mr_attr, mr_attr_default, mr_attr_fields, TERN_MR_ATTR_FIELDS_ALL);
+
+int tern_mr_attr_defaults(struct tern_mr_attr *attr, uint64_t fields)
+{
+	return tern__attr_defaults(&mr_attr_kind, attr, fields);
+}
+
+int tern_mr_regattr(struct tern_ctx *ctx, const struct tern_mr_attr *uattr,
 		    struct tern_mr **mr_p)
 {
+	struct tern_mr_attr attr_buf, *attr = &attr_buf;
 	const struct tern__cu *cu;
 	struct tern_mr *mr;
 	char why[160];
 	int dev = -1, ret;
 
-	if (attr == NULL ||
-	    !args_ok(ctx, attr->buf, attr->len, attr->access, mr_p) ||
+	if (uattr == NULL)
+		return -EINVAL;
+	ret = tern__attr_resolve(&mr_attr_kind, "tern_mr_regattr", uattr, attr);
+	if (ret != 0)
+		return ret;
+	if (!args_ok(ctx, attr->buf, attr->len, attr->access, mr_p) ||
 	    (attr->flags & ~(TERN_MR_F_STAGED | TERN_MR_F_NOCACHE)) != 0)
 		return -EINVAL;
 	if (attr->kind == TERN_MEM_HOST)

@@ -13,6 +13,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "../core/attr.h"
 #include "../core/core.h"
 #include "../engine/engine.h"
 #include "../wire/card.h"
@@ -41,11 +42,23 @@ struct tern__world_core {
 	char kind[8];
 };
 
-void tern_world_attr_init(struct tern_world_attr *attr)
+/* tern_world_attr's fields (its field_mask) and their defaults. */
+static const struct tern_world_attr world_attr_default = { .rank = -1 };
+#define F(bit, m) \
+	TERN__ATTR_FIELD(struct tern_world_attr, TERN_WORLD_ATTR_FIELD_##bit, m)
+static const struct tern__attr_field world_attr_fields[] = {
+	F(RANK, rank),	     F(SIZE, size),	      F(TIMEOUT_MS, timeout_ms),
+	F(LEASE_S, lease_s), F(ON_MEMBER, on_member), F(ARG, arg),
+};
+#undef F
+/* field_mask 0: 0.1's six fields, all of them. */
+static const struct tern__attr_kind world_attr_kind = TERN__ATTR_KIND(
+	tern_world_attr, world_attr_default, world_attr_fields,
+	TERN_WORLD_ATTR_FIELDS_ALL);
+
+int tern_world_attr_defaults(struct tern_world_attr *attr, uint64_t fields)
 {
-	if (attr == NULL)
-		return;
-	*attr = (struct tern_world_attr){ .rank = -1 };
+	return tern__attr_defaults(&world_attr_kind, attr, fields);
 }
 
 int tern__world_name_ok(const char *name)
@@ -349,10 +362,11 @@ int tern_world_open(struct tern_ctx *ctx, const char *spec,
 	c->efd = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	w->ctx = ctx;
-	if (attr != NULL)
-		w->attr = *attr;
-	else
-		tern_world_attr_init(&w->attr);
+	if (tern__attr_resolve(&world_attr_kind, "tern_world_open", attr,
+			       &w->attr) != 0) {
+		world_free(w);
+		return -EINVAL;
+	}
 	if (w->attr.timeout_ms <= 0)
 		w->attr.timeout_ms = WORLD_TIMEOUT_MS;
 	if (w->attr.lease_s <= 0)

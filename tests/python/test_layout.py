@@ -8,7 +8,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tern._ffi import ffi  # noqa: E402
+from tern._ffi import ffi, lib  # noqa: E402
 
 INC = os.environ.get("TERN_INCLUDE") or os.path.join(
     os.path.dirname(__file__), "..", "..", "include")
@@ -18,16 +18,21 @@ FIELDS = {
                  "flags", "prov_errno", "errmsg", "_priv"],
     "tern_piece": ["loff", "roff", "len", "region", "pad"],
     "tern_mr_desc": ["base", "len", "flags", "nkeys", "keys"],
-    "tern_ctx_attr": ["provider", "node", "domain", "rails", "log_level",
+    "tern_ctx_attr": ["field_mask", "provider", "node", "domain", "rails", "log_level",
                       "post_batch", "flags", "stripe_chunk", "domains"],
     "tern_ctx_info": ["provider", "rails", "wait_fd", "hmem",
                       "stage_bytes"],
-    "tern_mr_attr": ["buf", "len", "access", "kind", "device", "flags"],
+    "tern_mr_attr": ["field_mask", "buf", "len", "access", "kind", "device", "flags"],
     "tern_boot_info": ["card", "card_len", "descs", "ndesc", "ticket",
                        "ticket_len"],
-    "tern_boot_server_attr": ["listen", "token", "on_hello", "data",
+    "tern_boot_server_attr": ["field_mask", "listen", "token", "on_hello", "data",
                               "claim_ms"],
 }
+
+# Constants cffi declares with their values (the headers' are
+# expressions): the same numbers.
+CONSTS = ["TERN_CTX_ATTR_FIELDS_ALL", "TERN_MR_ATTR_FIELDS_ALL",
+          "TERN_BOOT_SERVER_ATTR_FIELDS_ALL"]
 
 
 def test_layout_matches_headers():
@@ -41,6 +46,9 @@ def test_layout_matches_headers():
         for f in fs:
             lines.append('printf("%s.%s %%zu\\n", offsetof(struct %s, %s));'
                          % (s, f, s, f))
+    for c in CONSTS:
+        lines.append('printf("%s %%llu\\n", (unsigned long long)%s);'
+                     % (c, c))
     lines.append("return 0; }")
     with tempfile.TemporaryDirectory() as d:
         src, exe = os.path.join(d, "l.c"), os.path.join(d, "l")
@@ -51,7 +59,9 @@ def test_layout_matches_headers():
                              check=True).stdout
     for line in out.splitlines():
         key, val = line.split()
-        if "." in key:
+        if key in CONSTS:
+            got = getattr(lib, key)
+        elif "." in key:
             s, f = key.split(".")
             got = ffi.offsetof("struct " + s, f)
         else:

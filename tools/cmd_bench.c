@@ -267,8 +267,9 @@ static const int bench_keys[] = {
 	0,
 };
 
-/* One option into @b. @return 0, or -EINVAL (said why). */
-static int bench_option(struct bench_cli *b, int c, const char *arg)
+/* One option of what is measured into @b. @return 0, or -EINVAL (said
+ * why). */
+static int bench_run_option(struct bench_cli *b, int c, const char *arg)
 {
 	struct bench_opts *o = &b->o;
 	uint64_t v;
@@ -330,6 +331,22 @@ static int bench_option(struct bench_cli *b, int c, const char *arg)
 	case CLI_BATCH:
 		b->batch = 1;
 		break;
+	case CLI_MEM:
+		ret = parse_mem("--mem", arg, &o->mem);
+		break;
+	}
+	return ret;
+}
+
+/* One option into @data (a struct bench_cli): where, how and what comes
+ * out here, the rest in bench_run_option(). @return 0, or -EINVAL (said
+ * why). */
+static int bench_option(void *data, int c, const char *arg)
+{
+	struct bench_cli *b = data;
+	int ret = 0;
+
+	switch (c) {
 	case 'j':
 		b->json = arg;
 		b->json_stdout = arg == NULL;
@@ -375,9 +392,6 @@ static int bench_option(struct bench_cli *b, int c, const char *arg)
 	case CLI_LOG:
 		ret = cli_log("bench", arg);
 		break;
-	case CLI_MEM:
-		ret = parse_mem("--mem", arg, &o->mem);
-		break;
 	case CLI_WORLD:
 		b->world = arg;
 		break;
@@ -385,6 +399,8 @@ static int bench_option(struct bench_cli *b, int c, const char *arg)
 		b->peer_mem_s = arg;
 		ret = parse_mem("--peer-mem", arg, &b->peer_mem);
 		break;
+	default:
+		ret = bench_run_option(b, c, arg);
 	}
 	return ret;
 }
@@ -410,11 +426,19 @@ static void bench_sizes(struct bench_cli *b)
 	}
 }
 
+static const struct cli_cmd bench_cmd = {
+	.name = "bench",
+	.keys = bench_keys,
+	.usage = usage,
+	.option = bench_option,
+	.args = CLI_ARG_LATER, /* a peer unless --peer gave it */
+};
+
 /* The command line into @b. @return 0, 1 for --help (printed), or 2. */
 static int bench_parse(int argc, char **argv, struct bench_cli *b)
 {
-	struct cli_parser p;
-	int c;
+	const char *peer = NULL;
+	int ret;
 
 	*b = (struct bench_cli){
 		.o = {
@@ -428,23 +452,16 @@ static int bench_parse(int argc, char **argv, struct bench_cli *b)
 		.rails_s = "1",
 		.rails = 1,
 	};
-	cli_opts_init(&p, "bench", bench_keys);
-	while ((c = cli_getopt(&p, argc, argv)) != -1) {
-		if (c == 'h') {
-			usage(&p, stdout);
-			return 1;
-		}
-		if (c == '?' || bench_option(b, c, optarg) != 0)
-			return 2;
-	}
+	ret = cli_parse(&bench_cmd, argc, argv, b, NULL);
+	if (ret != CLI_GO)
+		return ret == 0 ? 1 : 2;
 	bench_sizes(b);
 	/* The peer may be the argument, as in tern ping and tern fill. */
-	if (optind < argc && b->peer == NULL)
-		b->peer = argv[optind++];
-	if (optind != argc) {
-		cli_err("bench", "unexpected argument '%s'", argv[optind]);
+	if (cli_args("bench", argc, argv, b->peer == NULL ? CLI_ARG_PEER : 0,
+		     &peer) != 0)
 		return 2;
-	}
+	if (peer != NULL)
+		b->peer = peer;
 	b->o.model = b->batch	   ? BENCH_BATCH
 		     : b->implicit ? BENCH_IMPLICIT
 				   : BENCH_EXPLICIT;

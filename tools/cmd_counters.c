@@ -24,6 +24,7 @@ struct counters_cli {
 	int json;
 	const char *json_file;
 	const char *root;
+	const char *root_opt; /* --root as given */
 	const char *only;
 	volatile sig_atomic_t *stop;
 	FILE *text; /* NULL with --json alone */
@@ -242,48 +243,47 @@ out:
 	return stopped ? 1 : 0;
 }
 
+static int counters_option(void *data, int c, const char *arg)
+{
+	struct counters_cli *s = data;
+
+	switch (c) {
+	case CLI_INTERVAL:
+		return parse_interval(arg, &s->interval);
+	case 'c':
+		return cli_uint("counters", "--count", arg, 1, COUNT_MAX,
+				&s->count);
+	case 'j':
+		s->json = 1;
+		s->json_file = arg;
+		break;
+	case CLI_ROOT:
+		s->root_opt = arg;
+		break;
+	case CLI_DEVICE:
+		s->only = arg;
+		break;
+	}
+	return 0;
+}
+
+static const struct cli_cmd counters_cmd = {
+	.name = "counters",
+	.keys = counters_keys,
+	.usage = usage,
+	.option = counters_option,
+};
+
 int cmd_counters(int argc, char **argv)
 {
 	struct counters_cli s = { .interval = 1.0, .count = 1 };
 	struct ctr_set set;
-	const char *root_opt = NULL;
-	struct cli_parser cp;
 	char why[4200];
-	int c, ret;
+	int ret;
 
-	cli_opts_init(&cp, "counters", counters_keys);
-	while ((c = cli_getopt(&cp, argc, argv)) != -1) {
-		switch (c) {
-		case CLI_INTERVAL:
-			if (parse_interval(optarg, &s.interval) != 0)
-				return 2;
-			break;
-		case 'c':
-			if (cli_uint("counters", "--count", optarg, 1,
-				     COUNT_MAX, &s.count) != 0)
-				return 2;
-			break;
-		case 'j':
-			s.json = 1;
-			s.json_file = optarg;
-			break;
-		case CLI_ROOT:
-			root_opt = optarg;
-			break;
-		case CLI_DEVICE:
-			s.only = optarg;
-			break;
-		case 'h':
-			usage(&cp, stdout);
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		cli_err("counters", "unexpected argument '%s'", argv[optind]);
-		return 2;
-	}
+	ret = cli_parse(&counters_cmd, argc, argv, &s, NULL);
+	if (ret != CLI_GO)
+		return ret;
 	if (s.interval == 0.0 && s.count > 1) {
 		cli_err("counters",
 			"--count %" PRIu64 " with --interval 0: absolute "
@@ -291,7 +291,7 @@ int cmd_counters(int argc, char **argv)
 			s.count);
 		return 2;
 	}
-	if (check_root(&s, root_opt) != 0)
+	if (check_root(&s, s.root_opt) != 0)
 		return 2;
 	ret = ctr_set_init(&set, s.root, s.only, why, sizeof(why));
 	if (ret == -ENOENT && s.only != NULL) {

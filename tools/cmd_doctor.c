@@ -67,55 +67,62 @@ static int check_root(const char *opt, const char **root_p)
 	return 0;
 }
 
+struct doctor_cli {
+	int json;
+	const char *json_file;
+	const char *root_opt;
+	uint64_t region;
+};
+
+static int doctor_option(void *data, int c, const char *arg)
+{
+	struct doctor_cli *s = data;
+
+	switch (c) {
+	case 'j':
+		s->json = 1;
+		s->json_file = arg;
+		break;
+	case CLI_ROOT:
+		s->root_opt = arg;
+		break;
+	case CLI_REGION_SIZE:
+		return cli_size("doctor", "--region-size", arg, 1, REGION_MAX,
+				&s->region);
+	}
+	return 0;
+}
+
+static const struct cli_cmd doctor_cmd = {
+	.name = "doctor",
+	.keys = doctor_keys,
+	.usage = usage,
+	.option = doctor_option,
+	.args = CLI_ARG_SEE_HELP,
+};
+
 int cmd_doctor(int argc, char **argv)
 {
-	const char *json_file = NULL, *root_opt = NULL, *root;
-	uint64_t region = REGION_DEFAULT;
-	struct cli_parser cp;
+	struct doctor_cli s = { .region = REGION_DEFAULT };
+	const char *root;
 	struct doctor d;
-	int json = 0, c, saved, ret;
+	int saved, ret;
 
-	cli_opts_init(&cp, "doctor", doctor_keys);
-	while ((c = cli_getopt(&cp, argc, argv)) != -1) {
-		switch (c) {
-		case 'j':
-			json = 1;
-			json_file = optarg;
-			break;
-		case CLI_ROOT:
-			root_opt = optarg;
-			break;
-		case CLI_REGION_SIZE:
-			if (cli_size("doctor", "--region-size", optarg, 1,
-				     REGION_MAX, &region) != 0)
-				return 2;
-			break;
-		case 'h':
-			usage(&cp, stdout);
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		cli_err("doctor",
-			"unexpected argument '%s' (see tern doctor "
-			"--help)",
-			argv[optind]);
+	ret = cli_parse(&doctor_cmd, argc, argv, &s, NULL);
+	if (ret != CLI_GO)
+		return ret;
+	if (check_root(s.root_opt, &root) != 0)
 		return 2;
-	}
-	if (check_root(root_opt, &root) != 0)
-		return 2;
-	doctor_init(&d, root, region);
+	doctor_init(&d, root, s.region);
 	doctor_run(&d);
-	saved = cli_stdout_to("doctor", json_file);
+	saved = cli_stdout_to("doctor", s.json_file);
 	if (saved == -1) {
 		doctor_cleanup(&d);
 		return 1;
 	}
-	if (json)
+	if (s.json)
 		doctor_print_json(&d, stdout);
-	if (!json || json_file != NULL) {
+	if (!s.json || s.json_file != NULL) {
 		/* --json=FILE keeps the text on the terminal. */
 		ret = cli_stdout_back("doctor", saved);
 		saved = -2;

@@ -20,6 +20,7 @@
 #include "opts.h"
 #include "wire/boot.h"
 #include "core/core.h"
+#include "apps/fill/boot.h"
 #include "apps/fill/fill.h"
 
 /* Set by Ctrl-C (cli_catch_signals). */
@@ -159,110 +160,111 @@ static void usage(const struct cli_parser *p, FILE *f)
 	}
 }
 
-/* @return 0, 1 for --help, or -EINVAL. */
+/* One option of fill or demo into @data (a struct fill_opts).
+ * @return 0, or -EINVAL (said why). */
+static int fill_option(void *data, int c, const char *arg)
+{
+	struct fill_opts *o = data;
+	int ret = 0;
+
+	if (has_key(client_keys, c) && !o->client_opt)
+		o->client_opt = c;
+	if (has_key(server_keys, c) && !o->server_opt)
+		o->server_opt = c;
+	switch (c) {
+	case 'p':
+		o->provider = arg;
+		break;
+	case CLI_NODE:
+		o->node = arg;
+		break;
+	case CLI_RAILS:
+		ret = cli_rails(o->cmd, arg, &o->rails, &o->domains);
+		o->rails_arg = arg;
+		break;
+	case CLI_CARD_FILE:
+		o->card_file = arg;
+		break;
+	case CLI_PAGE_SIZE:
+		ret = cli_size(o->cmd, "--page-size", arg, 1,
+			       FILL_MAX_PAGE_SIZE, &o->page_size);
+		break;
+	case CLI_PAGES:
+		ret = cli_uint(o->cmd, "--pages", arg, 1, FILL_MAX_PAGES,
+			       &o->pages);
+		break;
+	case 'S':
+		ret = cli_uint(o->cmd, "--seed", arg, 0, UINT64_MAX, &o->seed);
+		o->have_seed = 1;
+		break;
+	case 'c':
+		ret = cli_uint(o->cmd, "--count", arg, 1, 1000000, &o->count);
+		break;
+	case CLI_TIMEOUT:
+		ret = cli_uint(o->cmd, "--timeout", arg, 1, 3600000,
+			       &o->timeout_ms);
+		break;
+	case CLI_FILL_TIMEOUT:
+		ret = cli_uint(o->cmd, "--fill-timeout", arg, 1, 3600000,
+			       &o->fill_timeout_ms);
+		break;
+	case CLI_IDLE_TIMEOUT:
+		ret = cli_uint(o->cmd, "--idle-timeout", arg, 1, 86400000,
+			       &o->idle_timeout_ms);
+		break;
+	case CLI_MAX_CLIENTS:
+		ret = cli_uint(o->cmd, "--max-clients", arg, 1, 65536,
+			       &o->max_clients);
+		break;
+	case CLI_MAX_PER_CLIENT:
+		ret = cli_uint(o->cmd, "--max-per-client", arg, 1, 65536,
+			       &o->max_per_client);
+		break;
+	case CLI_PARALLEL:
+		ret = cli_uint(o->cmd, "--parallel", arg, 1, 64, &o->parallel);
+		break;
+	case CLI_ONCE:
+		o->once = 1;
+		break;
+	case CLI_LISTEN:
+		o->server = 1;
+		o->listen = arg;
+		break;
+	case CLI_TOKEN:
+		o->token = arg;
+		break;
+	case CLI_RECONNECT:
+		ret = cli_uint(o->cmd, "--reconnect", arg, 0, 86400,
+			       &o->reconnect_s);
+		break;
+	case CLI_LOG:
+		ret = cli_log(o->cmd, arg);
+		break;
+	}
+	return ret;
+}
+
+/* The options into @o; what follows them is the caller's (tern fill's
+ * depends on its role). @return CLI_GO, or the exit status (cli_parse). */
 static int parse(int argc, char **argv, struct fill_opts *o)
 {
 	const int *const roles[] = { client_keys, server_keys, both_keys };
 	int fill_keys[CLI_MAX_OPTS + 1], n = 0;
-	struct cli_parser p;
-	int c;
+	const int is_fill = strcmp(o->cmd, "fill") == 0;
+	const struct cli_cmd cmd = {
+		.name = o->cmd,
+		.keys = is_fill ? fill_keys : demo_keys,
+		.usage = usage,
+		.option = fill_option,
+		.args = is_fill ? CLI_ARG_LATER : 0,
+	};
 
 	/* tern fill: every role's options, in the order of its --help. */
 	for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
 		for (const int *k = roles[i]; *k != 0; k++)
 			fill_keys[n++] = *k;
 	fill_keys[n] = 0;
-	cli_opts_init(&p, o->cmd,
-		      strcmp(o->cmd, "fill") == 0 ? fill_keys : demo_keys);
-	while ((c = cli_getopt(&p, argc, argv)) != -1) {
-		int ret = 0;
-
-		if (has_key(client_keys, c) && !o->client_opt)
-			o->client_opt = c;
-		if (has_key(server_keys, c) && !o->server_opt)
-			o->server_opt = c;
-		switch (c) {
-		case 'p':
-			o->provider = optarg;
-			break;
-		case CLI_NODE:
-			o->node = optarg;
-			break;
-		case CLI_RAILS:
-			ret = cli_rails(o->cmd, optarg, &o->rails, &o->domains);
-			o->rails_arg = optarg;
-			break;
-		case CLI_CARD_FILE:
-			o->card_file = optarg;
-			break;
-		case CLI_PAGE_SIZE:
-			ret = cli_size(o->cmd, "--page-size", optarg, 1,
-				       FILL_MAX_PAGE_SIZE, &o->page_size);
-			break;
-		case CLI_PAGES:
-			ret = cli_uint(o->cmd, "--pages", optarg, 1,
-				       FILL_MAX_PAGES, &o->pages);
-			break;
-		case 'S':
-			ret = cli_uint(o->cmd, "--seed", optarg, 0, UINT64_MAX,
-				       &o->seed);
-			o->have_seed = 1;
-			break;
-		case 'c':
-			ret = cli_uint(o->cmd, "--count", optarg, 1, 1000000,
-				       &o->count);
-			break;
-		case CLI_TIMEOUT:
-			ret = cli_uint(o->cmd, "--timeout", optarg, 1, 3600000,
-				       &o->timeout_ms);
-			break;
-		case CLI_FILL_TIMEOUT:
-			ret = cli_uint(o->cmd, "--fill-timeout", optarg, 1,
-				       3600000, &o->fill_timeout_ms);
-			break;
-		case CLI_IDLE_TIMEOUT:
-			ret = cli_uint(o->cmd, "--idle-timeout", optarg, 1,
-				       86400000, &o->idle_timeout_ms);
-			break;
-		case CLI_MAX_CLIENTS:
-			ret = cli_uint(o->cmd, "--max-clients", optarg, 1,
-				       65536, &o->max_clients);
-			break;
-		case CLI_MAX_PER_CLIENT:
-			ret = cli_uint(o->cmd, "--max-per-client", optarg, 1,
-				       65536, &o->max_per_client);
-			break;
-		case CLI_PARALLEL:
-			ret = cli_uint(o->cmd, "--parallel", optarg, 1, 64,
-				       &o->parallel);
-			break;
-		case CLI_ONCE:
-			o->once = 1;
-			break;
-		case CLI_LISTEN:
-			o->server = 1;
-			o->listen = optarg;
-			break;
-		case CLI_TOKEN:
-			o->token = optarg;
-			break;
-		case CLI_RECONNECT:
-			ret = cli_uint(o->cmd, "--reconnect", optarg, 0, 86400,
-				       &o->reconnect_s);
-			break;
-		case CLI_LOG:
-			ret = cli_log(o->cmd, optarg);
-			break;
-		case 'h':
-			usage(&p, stdout);
-			return 1;
-		default:
-			return -EINVAL;
-		}
-		if (ret != 0)
-			return ret;
-	}
-	return 0;
+	return cli_parse(&cmd, argc, argv, o, NULL);
 }
 
 /* tern fill: an option of the other role is a usage error, named with
@@ -325,70 +327,16 @@ static const char *short_provider(const char *prov)
 	return prov;
 }
 
-/* fill --listen HOST:PORT: the bootstrap server's events go to the log,
- * and a client whose connection closes has its session ended. */
-struct serve_boot {
-	struct fill_server *fill;
-	struct tern_boot_server *boot;
-};
-
-static void boot_event(struct tern_boot_server *b,
-		       const struct tern_boot_info *info, const char *text,
-		       void *data)
+/* tern fill --listen: @peer (the first word after the options, the
+ * client's argument) and the options that go with --listen, checked.
+ * @return 0, or 2 (said why). */
+static int listen_check(struct fill_opts *o, const char *peer)
 {
-	(void)b;
-	(void)info;
-	(void)data;
-	printf("serve: %s\n", text);
-	fflush(stdout);
-}
-
-static void boot_gone(struct tern_boot_server *b,
-		      const struct tern_boot_info *info, const char *text,
-		      void *data)
-{
-	struct serve_boot *sb = data;
-
-	boot_event(b, info, text, data);
-	fill_server_peer_gone(sb->fill, info->card, info->card_len,
-			      "bootstrap connection closed");
-}
-
-static int boot_admit(void *data, const void *card, size_t len,
-		      const void *ticket, size_t ticket_len)
-{
-	struct serve_boot *sb = data;
-
-	return sb->boot != NULL &&
-	       tern_boot_server_claim(sb->boot, card, len, ticket, ticket_len);
-}
-
-/*
- * tern fill --listen [HOST:PORT]: serve random-fill requests until Ctrl-C
- * (or one session, --once). Its lines on stdout say "serve:" as they did
- * when it was tern serve (the role: tern demo's output tells them from
- * the client's by it); its errors name the command, "tern fill:".
- */
-static int fill_listen(struct fill_opts *o, int argc, char **argv)
-{
-	struct serve_boot sb = { 0 };
-	char lhost[256], baddr[80];
-	struct fill_server_opts so = { .log = stdout, .log_prefix = "serve: " };
-	struct fill_server_stats st;
-	struct fill_server *srv;
-	char hex[2 * TERN_CARD_MAX + 1];
-	uint8_t card[TERN_CARD_MAX];
-	struct tern_ctx_info ci;
-	struct tern_ctx *ctx;
-	ssize_t len;
-	int ret;
-
-	if (optind != argc) {
-		/* A peer (the client's argument) with --listen. */
+	if (peer != NULL) {
 		cli_err(o->cmd,
 			"--listen (be the server) and a peer '%s' exclude "
 			"each other",
-			argv[optind]);
+			peer);
 		return 2;
 	}
 	/* $TERN_TOKEN applies where there is a handshake to check it. */
@@ -402,76 +350,66 @@ static int fill_listen(struct fill_opts *o, int argc, char **argv)
 				"is checked in the TCP handshake)");
 		return 2;
 	}
-	o->node = cli_listen_node(o->provider, o->node, o->listen, lhost,
-				  sizeof(lhost));
-	stop_flag = cli_catch_signals();
-	if (open_ctx(o, "serve", &ctx) != 0)
-		return 1;
-	tern_ctx_query(ctx, &ci);
-	len = tern_ctx_card(ctx, card, sizeof(card));
-	tern_hex_encode(card, (size_t)len, hex, sizeof(hex));
-	so.once = o->once;
-	so.fill_timeout_ms = (int)o->fill_timeout_ms;
-	so.idle_timeout_ms = (int)o->idle_timeout_ms;
-	so.max_sessions = (int)o->max_clients;
-	so.max_per_client = (int)o->max_per_client;
-	so.parallel = (int)o->parallel;
-	if (o->listen != NULL) {
-		/* Every CONNECT's ticket claims its handshake (one not
-		 * claimed within claim_ms is closed); with a token, a
-		 * CONNECT without a valid ticket is refused. */
-		so.admit = boot_admit;
-		so.admit_data = &sb;
-		so.admit_required = o->token != NULL;
-	}
-	ret = fill_server_open(ctx, &so, &srv);
+	return 0;
+}
+
+/* Open the fill server on @ctx (and with --listen HOST:PORT its
+ * bootstrap, handing out @card, its address in @baddr) as the options
+ * say. @return 0, or 1 (said why). */
+static int listen_open(const struct fill_opts *o, struct tern_ctx *ctx,
+		       const uint8_t *card, size_t card_len,
+		       struct fill_boot *fb, struct fill_server **srv_p,
+		       char *baddr, size_t baddr_len)
+{
+	struct fill_server_opts so = {
+		.log = stdout,
+		.log_prefix = "serve: ",
+		.once = o->once,
+		.fill_timeout_ms = (int)o->fill_timeout_ms,
+		.idle_timeout_ms = (int)o->idle_timeout_ms,
+		.max_sessions = (int)o->max_clients,
+		.max_per_client = (int)o->max_per_client,
+		.parallel = (int)o->parallel,
+	};
+	char why[256];
+	int ret;
+
+	if (o->listen != NULL)
+		fill_boot_admit(fb, &so, o->token != NULL);
+	ret = fill_server_open(ctx, &so, srv_p);
 	if (ret != 0) {
 		cli_err(o->cmd, "%s", tern_strerror(ret));
-		tern_ctx_close(ctx);
 		return 1;
 	}
-	sb.fill = srv;
-	if (o->listen != NULL) {
-		struct tern_boot_server_attr ba = {
-			.listen = o->listen,
-			.token = o->token,
-			.on_hello = boot_event,
-			.on_gone = boot_gone,
-			.on_refused = boot_event,
-			.data = &sb,
-			.max_conns = (int)(o->max_clients ? o->max_clients
-							  : 256) *
-				     2,
-			/* A welcomed client opens its session at once; one
-			 * that has not within 30 s gives its slot back. */
-			.claim_ms = 30000,
-		};
-		struct tern_boot_info mine = { .card_len = (size_t)len };
-		char why[256];
-
-		memcpy(mine.card, card, (size_t)len);
-		ret = tern_boot_server_open(ctx, &ba, &mine, &sb.boot, why,
-					    sizeof(why));
-		if (ret != 0) {
-			cli_err(o->cmd, "--listen: %s", why);
-			fill_server_close(srv);
-			tern_ctx_close(ctx);
-			return 1;
-		}
-		tern_boot_server_addr(sb.boot, baddr, sizeof(baddr));
+	if (o->listen == NULL)
+		return 0;
+	ret = fill_boot_open(fb, ctx, *srv_p, o->listen, o->token,
+			     (int)o->max_clients, card, card_len, why,
+			     sizeof(why));
+	if (ret != 0) {
+		cli_err(o->cmd, "--listen: %s", why);
+		fill_server_close(*srv_p);
+		return 1;
 	}
+	tern_boot_server_addr(fb->boot, baddr, baddr_len);
+	return 0;
+}
+
+/* The card, and the commands that run clients against it. */
+static void listen_announce(const struct fill_opts *o, const char *hex,
+			    const char *provider, const char *baddr)
+{
+	const int local = o->node && strncmp(o->node, "127.", 4) == 0;
+
 	printf("card: %s\n", hex);
 	/* With a token, clients by card are refused: do not suggest it. */
 	if (o->token == NULL)
 		printf("run:  tern fill %s --provider %s%s%s\n", hex,
-		       short_provider(ci.provider),
-		       o->node && strncmp(o->node, "127.", 4) == 0 ? " --node "
-								   : "",
-		       o->node && strncmp(o->node, "127.", 4) == 0 ? o->node
-								   : "");
+		       short_provider(provider), local ? " --node " : "",
+		       local ? o->node : "");
 	/* The address bound, with the port the kernel picked for :0; on
 	 * every address (":PORT") the client names the host. */
-	if (sb.boot != NULL)
+	if (baddr != NULL)
 		printf("listen: %s (TCP bootstrap%s)\n"
 		       "run:  tern fill %s%s --provider %s%s\n",
 		       baddr, o->token ? "; token required" : "",
@@ -479,14 +417,19 @@ static int fill_listen(struct fill_opts *o, int argc, char **argv)
 		       o->listen[0] == ':' && strrchr(baddr, ':') != NULL
 			       ? strrchr(baddr, ':')
 			       : baddr,
-		       short_provider(ci.provider),
+		       short_provider(provider),
 		       o->token ? " --token ..." : "");
 	printf("serving random-fill requests%s; Ctrl-C to stop\n",
 	       o->once ? " (one session)" : "");
 	fflush(stdout);
-	ret = cli_card_write(o->cmd, o->card_file, hex);
-	if (ret == 0)
-		ret = fill_server_run(srv, stop_flag);
+}
+
+/* What the server did, and its bootstrap (NULL: none). */
+static void listen_stats(struct fill_server *srv, struct tern_boot_server *boot)
+{
+	struct fill_server_stats st;
+	struct tern_boot_server_stats bs;
+
 	fill_server_stats(srv, &st);
 	printf("serve: served %" PRIu64 " session(s), %" PRIu64
 	       " fill(s), %" PRIu64 " bytes written; %" PRIu64
@@ -496,17 +439,53 @@ static int fill_listen(struct fill_opts *o, int argc, char **argv)
 	       " fill(s) waited for a writer, %" PRIu64 " failed, %" PRIu64
 	       " stalled\n",
 	       st.peak_active, st.queued, st.failed, st.stalled);
-	if (sb.boot != NULL) {
-		struct tern_boot_server_stats bs;
+	if (boot == NULL)
+		return;
+	tern_boot_server_stats(boot, &bs);
+	printf("serve: bootstrap: %" PRIu64 " client(s) admitted, %" PRIu64
+	       " refused, %" PRIu64 " left\n",
+	       bs.accepted, bs.refused, bs.gone);
+}
 
-		tern_boot_server_stats(sb.boot, &bs);
-		printf("serve: bootstrap: %" PRIu64
-		       " client(s) admitted, %" PRIu64 " refused, %" PRIu64
-		       " left\n",
-		       bs.accepted, bs.refused, bs.gone);
-		tern_boot_server_close(sb.boot);
-		sb.boot = NULL; /* the fill server's close may still admit */
+/*
+ * tern fill --listen [HOST:PORT]: serve random-fill requests until Ctrl-C
+ * (or one session, --once). Its lines on stdout say "serve:" as they did
+ * when it was tern serve (the role: tern demo's output tells them from
+ * the client's by it); its errors name the command, "tern fill:".
+ */
+static int fill_listen(struct fill_opts *o, const char *peer)
+{
+	struct fill_boot fb = { .log = stdout, .log_prefix = "serve: " };
+	char lhost[256], baddr[80], hex[2 * TERN_CARD_MAX + 1];
+	uint8_t card[TERN_CARD_MAX];
+	struct fill_server *srv;
+	struct tern_ctx_info ci;
+	struct tern_ctx *ctx;
+	ssize_t len;
+	int ret;
+
+	if (listen_check(o, peer) != 0)
+		return 2;
+	o->node = cli_listen_node(o->provider, o->node, o->listen, lhost,
+				  sizeof(lhost));
+	stop_flag = cli_catch_signals();
+	if (open_ctx(o, "serve", &ctx) != 0)
+		return 1;
+	tern_ctx_query(ctx, &ci);
+	len = tern_ctx_card(ctx, card, sizeof(card));
+	tern_hex_encode(card, (size_t)len, hex, sizeof(hex));
+	if (listen_open(o, ctx, card, (size_t)len, &fb, &srv, baddr,
+			sizeof(baddr)) != 0) {
+		tern_ctx_close(ctx);
+		return 1;
 	}
+	listen_announce(o, hex, ci.provider, fb.boot ? baddr : NULL);
+	ret = cli_card_write(o->cmd, o->card_file, hex);
+	if (ret == 0)
+		ret = fill_server_run(srv, stop_flag);
+	listen_stats(srv, fb.boot);
+	/* The fill server's close may still admit: none is left. */
+	fill_boot_close(&fb);
 	if (ret != 0)
 		cli_err(o->cmd, "%s", tern_strerror(ret));
 	fill_server_close(srv);
@@ -670,23 +649,6 @@ static int boot_round(struct fill_opts *o, const char *addr, uint64_t seed,
 	return ret;
 }
 
-/* Wait until @addr accepts connections again, or @deadline. */
-static int wait_server(const char *addr, uint64_t deadline)
-{
-	while (!*stop_flag && tern__now_ns() < deadline) {
-		struct timespec ts = { 0, 200000000 };
-		char why[256];
-		int fd;
-
-		if (tern_boot_dial(addr, 1000, &fd, why, sizeof(why)) == 0) {
-			close(fd);
-			return 0;
-		}
-		nanosleep(&ts, NULL);
-	}
-	return -ETIMEDOUT;
-}
-
 /* tern fill HOST:PORT [--reconnect S] */
 static int fill_by_addr(struct fill_opts *o, const char *addr)
 {
@@ -716,7 +678,7 @@ static int fill_by_addr(struct fill_opts *o, const char *addr)
 		fflush(stdout);
 		/* At least a breath between rounds, then wait for a server. */
 		nanosleep(&(struct timespec){ 0, 300000000 }, NULL);
-		if (wait_server(addr, deadline)) {
+		if (fill_boot_wait(addr, deadline, stop_flag) != 0) {
 			cli_err(o->cmd,
 				"no fill done at %s within %" PRIu64 " s of "
 				"losing the connection; giving up",
@@ -740,6 +702,7 @@ static int fill_by_addr(struct fill_opts *o, const char *addr)
 int cmd_fill(int argc, char **argv)
 {
 	uint8_t card[TERN_CARD_MAX];
+	const char *peer;
 	struct tern_ctx *ctx;
 	struct fill_opts o;
 	size_t card_len;
@@ -747,33 +710,28 @@ int cmd_fill(int argc, char **argv)
 
 	defaults(&o, "fill");
 	ret = parse(argc, argv, &o);
-	if (ret != 0)
-		return ret > 0 ? 0 : 2;
+	if (ret != CLI_GO)
+		return ret;
 	if (check_role(&o) != 0)
 		return 2;
 	if (o.server)
-		return fill_listen(&o, argc, argv);
-	if (argc - optind > 1) {
-		cli_err("fill", "unexpected argument '%s'", argv[optind + 1]);
+		return fill_listen(&o, optind < argc ? argv[optind] : NULL);
+	if (cli_args("fill", argc, argv, CLI_ARG_PEER, &peer) != 0)
 		return 2;
-	}
 	if (cli_token("fill", o.token, &o.token) != 0 ||
 	    fill_shape_check(&o) != 0)
 		return 2;
-	if (optind < argc && o.card_file == NULL &&
-	    tern_boot_is_addr(argv[optind])) {
-		if (cli_addr_check("fill", "peer", argv[optind]) != 0)
+	if (peer != NULL && o.card_file == NULL && tern_boot_is_addr(peer)) {
+		if (cli_addr_check("fill", "peer", peer) != 0)
 			return 2;
 		stop_flag = cli_catch_signals();
-		return fill_by_addr(&o, argv[optind]);
+		return fill_by_addr(&o, peer);
 	}
 	if (o.reconnect_s != 0) {
 		cli_err("fill", "--reconnect needs a HOST:PORT server address");
 		return 2;
 	}
-	if (cli_card_read("fill", o.card_file,
-			  optind < argc ? argv[optind] : NULL, card,
-			  &card_len) != 0)
+	if (cli_card_read("fill", o.card_file, peer, card, &card_len) != 0)
 		return 2;
 	stop_flag = cli_catch_signals();
 	if (open_ctx(&o, o.cmd, &ctx) != 0)
@@ -801,12 +759,8 @@ int cmd_demo(int argc, char **argv)
 	defaults(&o, "demo");
 	o.provider = "shm";
 	ret = parse(argc, argv, &o);
-	if (ret != 0)
-		return ret > 0 ? 0 : 2;
-	if (optind != argc) {
-		cli_err("demo", "unexpected argument '%s'", argv[optind]);
-		return 2;
-	}
+	if (ret != CLI_GO)
+		return ret;
 	if (fill_shape_check(&o) != 0)
 		return 2;
 	if (o.node == NULL && strncmp(o.provider, "tcp", 3) == 0)

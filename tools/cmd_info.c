@@ -222,68 +222,79 @@ static void print_table(const struct tern_prov_info *l, size_t n,
 	}
 }
 
+struct info_cli {
+	const char *provider;
+	const char *json_file;
+	int json;
+	int all;
+};
+
+static int info_option(void *data, int c, const char *arg)
+{
+	struct info_cli *s = data;
+
+	switch (c) {
+	case 'p':
+		s->provider = arg;
+		break;
+	case 'a':
+		s->all = 1;
+		break;
+	case 'j':
+		s->json = 1;
+		s->json_file = arg;
+		break;
+	}
+	return 0;
+}
+
+static const struct cli_cmd info_cmd = {
+	.name = "info",
+	.keys = info_keys,
+	.usage = usage,
+	.option = info_option,
+};
+
 int cmd_info(int argc, char **argv)
 {
-	const char *provider = NULL, *json_file = NULL;
+	struct info_cli s = { 0 };
 	struct tern_prov_info *list;
 	struct tern_mem_info cuda;
-	struct cli_parser cp;
-	int json = 0, all = 0, c, ret, saved, thp_on;
+	int ret, saved, thp_on;
 	enum tern__thp thp;
 	size_t n, kept = 0;
 
-	cli_opts_init(&cp, "info", info_keys);
-	while ((c = cli_getopt(&cp, argc, argv)) != -1) {
-		switch (c) {
-		case 'p':
-			provider = optarg;
-			break;
-		case 'a':
-			all = 1;
-			break;
-		case 'j':
-			json = 1;
-			json_file = optarg;
-			break;
-		case 'h':
-			usage(&cp, stdout);
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		cli_err("info", "unexpected argument '%s'", argv[optind]);
-		return 2;
-	}
-	ret = tern_info_list(provider, &list, &n);
+	ret = cli_parse(&info_cmd, argc, argv, &s, NULL);
+	if (ret != CLI_GO)
+		return ret;
+	ret = tern_info_list(s.provider, &list, &n);
 	if (ret != 0) {
 		cli_err("info", "%s", tern_strerror(ret));
 		return 1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (all || provider != NULL || interesting(&list[i]))
+		if (s.all || s.provider != NULL || interesting(&list[i]))
 			list[kept++] = list[i];
 	}
 	tern_mem_probe(TERN_MEM_CUDA, &cuda);
 	thp = tern__thp_mode(NULL);
 	thp_on = tern__thp_on();
-	saved = cli_stdout_to("info", json_file);
+	saved = cli_stdout_to("info", s.json_file);
 	if (saved == -1) {
 		tern_info_free(list);
 		return 1;
 	}
-	if (json)
+	if (s.json)
 		print_json(list, kept, &cuda, thp, thp_on);
 	else
 		print_table(list, kept, &cuda, thp, thp_on);
-	if (kept == 0 && !json)
+	if (kept == 0 && !s.json)
 		printf("no %s%soffering found: is the provider built into "
 		       "libfabric and its device present\n(for efa and "
 		       "verbs: /dev/infiniband)?\n",
-		       provider ? provider : "", provider ? " " : "");
+		       s.provider ? s.provider : "", s.provider ? " " : "");
 	tern_info_free(list);
 	if (cli_stdout_back("info", saved) != 0)
 		return 1;
-	return kept == 0 && provider != NULL ? 1 : 0;
+	return kept == 0 && s.provider != NULL ? 1 : 0;
 }

@@ -17,6 +17,7 @@
 
 struct topo_cli {
 	int json;
+	const char *json_file;
 	const char *xml;
 	int kind;
 	/* libfabric's view of this host, read on the first lookup */
@@ -169,24 +170,13 @@ static void print_nic_list(const struct tern_topo *t, const size_t *nics,
 	}
 }
 
-static void print_text(const struct tern_topo *t, size_t *scratch)
+/* tern topo: each NUMA node, its cores and the NICs its memory uses. */
+static void print_numa(const struct tern_topo *t)
 {
-	size_t nn = tern__topo_numa_count(t), ng = tern__topo_gpu_count(t);
-	size_t nc = tern__topo_nic_count(t), cores, pus, nm;
-	const char *kind = tern__topo_kind_str(tern__topo_mapped_kind(t));
-	char b1[32], b2[32], list[4096];
+	char b1[32], mem[32], list[4096];
 
-	pus = total_pus(t, &cores);
-	printf("topology: %s%s%s\n",
-	       tern__topo_machine(t)[0] ? tern__topo_machine(t) : "",
-	       tern__topo_machine(t)[0] ? ", from " : "", tern__topo_source(t));
-	printf("%zu NUMA node(s), %zu cores (%zu PUs), %zu GPU(s), %zu RDMA "
-	       "NIC(s)\n",
-	       nn, cores, pus, ng, nc);
-
-	for (size_t i = 0; i < nn; i++) {
+	for (size_t i = 0; i < tern__topo_numa_count(t); i++) {
 		const struct tern_topo_numa *m = tern__topo_numa_get(t, i);
-		char mem[32];
 
 		printf("\nNUMA node %d: %zu cores %s (%zu PUs)", m->os_index,
 		       m->ncores, cpus(m->cores, m->ncores, list, sizeof(list)),
@@ -205,6 +195,13 @@ static void print_text(const struct tern_topo *t, size_t *scratch)
 		       path_text(m->path, 0));
 		print_nic_list(t, m->nics, m->nnics);
 	}
+}
+
+/* Each GPU, where it sits and the NICs it gets. */
+static void print_gpus(const struct tern_topo *t)
+{
+	size_t ng = tern__topo_gpu_count(t);
+	char b1[32], list[4096];
 
 	printf("\n");
 	if (ng == 0)
@@ -236,6 +233,13 @@ static void print_text(const struct tern_topo *t, size_t *scratch)
 		printf("\n");
 		print_nic_list(t, g->nics, g->nnics);
 	}
+}
+
+/* Each RDMA NIC: where it sits, its link, and whether it is used. */
+static void print_nics(const struct tern_topo *t, const char *kind)
+{
+	size_t nc = tern__topo_nic_count(t);
+	char b1[32], b2[32];
 
 	printf("\n");
 	if (nc == 0)
@@ -270,8 +274,16 @@ static void print_text(const struct tern_topo *t, size_t *scratch)
 			printf("  (not used: another kind, see --nics)");
 		printf("\n");
 	}
+}
 
-	nm = mapped_nics(t, scratch);
+/* The bandwidth of the NICs in use, and per GPU when every GPU gets the
+ * same. */
+static void print_bandwidth(const struct tern_topo *t, const char *kind,
+			    size_t *scratch)
+{
+	size_t ng = tern__topo_gpu_count(t), nm = mapped_nics(t, scratch);
+	char b1[32], b2[32];
+
 	if (nm == 0) {
 		printf("\nNIC bandwidth: n/a (no RDMA NIC to use)\n");
 		return;
@@ -299,6 +311,24 @@ static void print_text(const struct tern_topo *t, size_t *scratch)
 			printf("; per GPU %s", bps(v, b2, sizeof(b2)));
 	}
 	printf("\n");
+}
+
+static void print_text(const struct tern_topo *t, size_t *scratch)
+{
+	const char *kind = tern__topo_kind_str(tern__topo_mapped_kind(t));
+	size_t cores, pus = total_pus(t, &cores);
+
+	printf("topology: %s%s%s\n",
+	       tern__topo_machine(t)[0] ? tern__topo_machine(t) : "",
+	       tern__topo_machine(t)[0] ? ", from " : "", tern__topo_source(t));
+	printf("%zu NUMA node(s), %zu cores (%zu PUs), %zu GPU(s), %zu RDMA "
+	       "NIC(s)\n",
+	       tern__topo_numa_count(t), cores, pus, tern__topo_gpu_count(t),
+	       tern__topo_nic_count(t));
+	print_numa(t);
+	print_gpus(t);
+	print_nics(t, kind);
+	print_bandwidth(t, kind, scratch);
 }
 
 static void json_str(const char *v)
@@ -483,41 +513,42 @@ static void load_error(const char *path, int ret)
 	}
 }
 
+static int topo_option(void *data, int c, const char *arg)
+{
+	struct topo_cli *s = data;
+
+	switch (c) {
+	case 'x':
+		s->xml = arg;
+		break;
+	case 'k':
+		return parse_kind(arg, &s->kind);
+	case 'j':
+		s->json = 1;
+		s->json_file = arg;
+		break;
+	}
+	return 0;
+}
+
+static const struct cli_cmd topo_cmd = {
+	.name = "topo",
+	.keys = topo_keys,
+	.usage = usage,
+	.option = topo_option,
+};
+
 int cmd_topo(int argc, char **argv)
 {
 	struct topo_cli s = { 0 };
 	struct tern_topo_attr attr = { 0 };
 	struct tern_topo *t = NULL;
-	const char *json_file = NULL;
-	struct cli_parser cp;
 	size_t *scratch;
-	int c, ret, saved;
+	int ret, saved;
 
-	cli_opts_init(&cp, "topo", topo_keys);
-	while ((c = cli_getopt(&cp, argc, argv)) != -1) {
-		switch (c) {
-		case 'x':
-			s.xml = optarg;
-			break;
-		case 'k':
-			if (parse_kind(optarg, &s.kind) != 0)
-				return 2;
-			break;
-		case 'j':
-			s.json = 1;
-			json_file = optarg;
-			break;
-		case 'h':
-			usage(&cp, stdout);
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		cli_err("topo", "unexpected argument '%s'", argv[optind]);
-		return 2;
-	}
+	ret = cli_parse(&topo_cmd, argc, argv, &s, NULL);
+	if (ret != CLI_GO)
+		return ret;
 	attr.xml_path = s.xml;
 	attr.nic_kind = s.kind;
 	if (s.xml == NULL) {
@@ -541,7 +572,7 @@ int cmd_topo(int argc, char **argv)
 		tern__topo_close(t);
 		return 1;
 	}
-	saved = cli_stdout_to("topo", json_file);
+	saved = cli_stdout_to("topo", s.json_file);
 	if (saved != -1) {
 		if (s.json)
 			print_json(t, scratch);

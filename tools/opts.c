@@ -289,6 +289,46 @@ int cli_getopt(struct cli_parser *p, int argc, char **argv)
 	return c;
 }
 
+int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, void *data,
+	      const char **peer_p)
+{
+	struct cli_parser p;
+	int c;
+
+	cli_opts_init(&p, cmd->name, cmd->keys);
+	while ((c = cli_getopt(&p, argc, argv)) != -1) {
+		if (c == 'h') {
+			cmd->usage(&p, stdout);
+			return 0;
+		}
+		if (c == '?' || cmd->option(data, c, optarg) != 0)
+			return 2;
+	}
+	if ((cmd->args & CLI_ARG_LATER) != 0)
+		return CLI_GO;
+	return cli_args(cmd->name, argc, argv, cmd->args, peer_p) != 0 ? 2
+								       : CLI_GO;
+}
+
+int cli_args(const char *cmd, int argc, char **argv, unsigned int args,
+	     const char **peer_p)
+{
+	int i = optind;
+
+	if ((args & CLI_ARG_PEER) != 0) {
+		*peer_p = i < argc ? argv[i] : NULL;
+		i += i < argc;
+	}
+	if (i == argc)
+		return 0;
+	if ((args & CLI_ARG_SEE_HELP) != 0)
+		cli_err(cmd, "unexpected argument '%s' (see tern %s --help)",
+			argv[i], cmd);
+	else
+		cli_err(cmd, "unexpected argument '%s'", argv[i]);
+	return 2;
+}
+
 /* @text from column 27, wrapped before column 80; the first line after
  * @col columns already printed. */
 static void wrap(FILE *f, const char *text, int col)

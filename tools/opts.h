@@ -85,6 +85,45 @@ void cli_opts_init(struct cli_parser *p, const char *cmd, const int *keys);
  * refused (write --json=FILE), so that a file is never taken for the peer.
  */
 int cli_getopt(struct cli_parser *p, int argc, char **argv);
+
+/* cli_cmd.args: what may follow the options. */
+#define CLI_ARG_PEER	 1u /* one word: the peer, into *peer_p */
+#define CLI_ARG_SEE_HELP 2u /* a word too many points at --help */
+#define CLI_ARG_LATER	 4u /* the command checks them: cli_args() */
+
+/* A subcommand's command line, as cli_parse() reads it. */
+struct cli_cmd {
+	const char *name;
+	const int *keys; /* its options (0-terminated) */
+	void (*usage)(const struct cli_parser *p, FILE *f);
+	/* One option of @key into @data: 0, or a negative errno once it
+	 * has said why. */
+	int (*option)(void *data, int key, const char *arg);
+	unsigned int args; /* CLI_ARG_* */
+};
+
+/* cli_parse(): the command runs. */
+#define CLI_GO (-1)
+
+/*
+ * Parse a subcommand's command line, the same way for every one: each
+ * option cli_getopt() returns goes to @cmd's option() with @data; --help
+ * prints its usage on stdout; then the words after the options, as
+ * cli_args() takes them (unless CLI_ARG_LATER).
+ * @return CLI_GO, with optind at the first word after the options; else
+ * the command's exit status: 0 after --help, 2 after a usage error (said).
+ */
+int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, void *data,
+	      const char **peer_p);
+/*
+ * The words after the options: with CLI_ARG_PEER the first is the peer,
+ * into *peer_p (NULL when there is none); any other is refused: "tern
+ * CMD: unexpected argument 'WORD'", then " (see tern CMD --help)" under
+ * CLI_ARG_SEE_HELP. @return 0, or 2 (the exit status) after saying why.
+ */
+int cli_args(const char *cmd, int argc, char **argv, unsigned int args,
+	     const char **peer_p);
+
 /* The options part of @p's --help, from the table. */
 void cli_opts_help(const struct cli_parser *p, FILE *f);
 /* Every TERN_* variable tern reads, one per line (tern --help). */

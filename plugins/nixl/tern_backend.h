@@ -224,6 +224,16 @@ private:
     void
     handle(const uint8_t *p, size_t len);
     void
+    handleHello(const std::string &from, const uint8_t *q, size_t left);
+    void
+    handleAck(const std::string &from, const uint8_t *q, size_t left);
+    void
+    handleNotif(std::string &&from, const uint8_t *q, size_t left);
+    void
+    handlePing(const std::string &from, const uint8_t *q, size_t left);
+    void
+    handleBye(const std::string &from, const uint8_t *q, size_t left);
+    void
     mrRelease(nixlTernLocalMD *md);
 
     // Options (backend parameters), kept alive for tern_ctx_open().

@@ -5,6 +5,8 @@
  *                   write, reading their rings, sleeping
  *   local_attach.c  attaching to a peer's inbox: proving who it is
  *   local_broker.c  the fd broker (SCM_RIGHTS), both ends
+ *   local_table.c   what a writer reads of a peer's inbox: its table,
+ *                   our ring to it, its regions and their mappings here
  *   local_copy.c    operations: checks at the post, the per-peer
  *                   queues, the copies
  * The layout they share with other processes is src/wire/local.h.
@@ -186,9 +188,20 @@ int tern__broker_ask(struct tern__local *l, struct tern__local_peer *lp,
 int tern__broker_poll(struct tern_ctx *ctx, struct tern__local_peer *lp);
 void tern__broker_cancel(struct tern__local *l, struct tern__local_peer *lp);
 
-/* local_copy.c */
+/* local_table.c */
 void tern__local_maps_drop(struct tern__local_peer *lp);
 int tern__local_map_region_fd(struct tern__local_peer *lp, int i, uint64_t gen,
 			      int fd, int rdonly);
+uint8_t *tern__local_region_map(struct tern__local *l,
+				struct tern__local_peer *lp, int i,
+				uint64_t gen, const struct tern_mr_desc *rd);
+int tern__local_allowed(const struct tern__local *l,
+			struct tern__local_peer *lp);
+struct tern__lout *tern__local_out_get(struct tern__local *l,
+				       struct tern__local_peer *lp);
+int tern__local_region_find(struct tern__local_peer *lp, uint64_t addr,
+			    uint64_t len, uint64_t right,
+			    const struct tern_mr_desc *rd, uint64_t *gen_p,
+			    uint64_t *base_p);
 
 #endif /* TERN_LOCAL_INT_H */

@@ -185,6 +185,10 @@ void tern__cu_dmabuf(const struct tern__cu *cu, const void *buf, size_t len,
 int tern__cu_segments(const struct tern__cu *cu, const void *buf, size_t len,
 		      uint64_t *bounds, int max);
 
+/* The fake driver (cuda_fake.c): its table in @cu, with @env
+ * ($TERN_FAKE_CUDA) devices. tern__cu_get() calls it once. @return 0. */
+int tern__cu_fake_load(struct tern__cu *cu, const char *env);
+
 /* Fake driver introspection for tests: copies queued so far, and the most
  * ever queued and not yet run. */
 struct tern__cu_fake_stats {

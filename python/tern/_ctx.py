@@ -83,6 +83,7 @@ class Context:
         self._busy: list = []  # dropped regions still in use
         self._aio = None
         self._boot: set = set()
+        self._worlds: "weakref.WeakSet" = weakref.WeakSet()
         self._waiters = 0
         self._wake = None
         p = ffi.new(_T.ctx_pp)
@@ -305,7 +306,7 @@ class Context:
             raise ClosedError("context")
 
     def close(self) -> None:
-        """Close listeners, peers, regions, then the ctx; requests in
+        """Close listeners, worlds, peers, regions, then the ctx; requests in
         flight complete (tern.Cancelled or their own status) and their
         callbacks run. Twice is a no-op; every object of the ctx raises
         tern.ClosedError afterwards."""
@@ -317,6 +318,10 @@ class Context:
                 self._aio.close()
             for b in list(self._boot):
                 b.close()
+            # a world's peers are its own: it removes them (and leaves
+            # the ctx's loop) before the ctx closes
+            for w in list(self._worlds):
+                w._close_dead()
             for p in list(self._peers):
                 p._close_dead()
             self._dead.clear()

@@ -20,7 +20,9 @@ if TYPE_CHECKING:  # annotations only: _ctx imports this module
 
 
 class Peer:
-    """A remote ctx, made by ctx.peer(card)."""
+    """A remote ctx, made by ctx.peer(card) (or by a world: World.peer())."""
+
+    _owned = False  # a world's peer: the world removes it
 
     def __init__(self, ctx: "Context", card: bytes):
         if not isinstance(card, (bytes, bytearray, memoryview)):
@@ -32,6 +34,17 @@ class Peer:
             _check(lib.tern_peer_add(ctx._h(), card, len(card), p), "peer")
             self._p = p[0]
         self._ctx = ctx
+
+    @classmethod
+    def _of_world(cls, ctx: "Context", handle) -> "Peer":
+        """The peer tern_world_peer() added: the world owns the handle and
+        removes it when the world closes, so closing this only forgets
+        it."""
+        p = cls.__new__(cls)
+        p._p = handle
+        p._ctx = ctx
+        p._owned = True
+        return p
 
     def _h(self):
         if self._p is None:
@@ -48,7 +61,8 @@ class Peer:
     def close(self) -> None:
         """Remove the peer: its queued operations and expectations
         complete tern.Cancelled. Twice, or after the ctx's close(), is a
-        no-op."""
+        no-op. A world's peer is only forgotten here: its world removes
+        it when it closes."""
         ctx = self._ctx
         if self._p is None:
             return
@@ -57,7 +71,8 @@ class Peer:
             self._close_dead()
 
     def _close_dead(self) -> bool:
-        if self._p is not None and self._ctx._c is not None:
+        if self._p is not None and self._ctx._c is not None and \
+                not self._owned:
             lib.tern_peer_remove(self._p)
         self._p = None
         self._ctx._peers.discard(self)
@@ -65,7 +80,7 @@ class Peer:
 
     def __del__(self):
         try:
-            if self._p is not None:
+            if self._p is not None and not self._owned:
                 self._ctx._dead.append(self)
                 _pending.append(self._ctx)
         except Exception:

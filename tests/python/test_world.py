@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tern  # noqa: E402
 import tern.world  # noqa: E402
+from workers import all_to_all_landed  # noqa: E402
 
 
 def hash_store():
@@ -40,6 +41,14 @@ class DictStore:
         with self.cond:
             assert self.cond.wait_for(lambda: key in self.d, 30), key
             return self.d[key]
+
+
+def close_all(worlds, ctxs):
+    for w in worlds:
+        if w is not None:
+            w.close()
+    for c in ctxs:
+        c.close()
 
 
 def in_threads(size, fn):
@@ -99,21 +108,9 @@ def test_world_calls_between_ranks():
                 if o != r:
                     worlds[r].peer(o).write(
                         src, worlds[r].lookup(o, "kv"), r * 8)
-        deadline = time.time() + 10
-        for o in range(size):
-            want = np.repeat(np.arange(1, size + 1, dtype=np.uint8), 8)
-            want[o * 8:(o + 1) * 8] = 0
-            while not np.array_equal(bufs[o], want) and \
-                    time.time() < deadline:
-                for c in ctxs:
-                    c.progress()
-            assert np.array_equal(bufs[o], want), (o, bufs[o])
+        all_to_all_landed(ctxs, bufs)
     finally:
-        for w in worlds:
-            if w is not None:
-                w.close()
-        for c in ctxs:
-            c.close()
+        close_all(worlds, ctxs)
 
 
 def test_world_store_without_check():
@@ -131,11 +128,7 @@ def test_world_store_without_check():
         assert not errs, errs
         assert worlds[1].peers[0] is not None and worlds[1].descs[0] == []
     finally:
-        for w in worlds:
-            if w is not None:
-                w.close()
-        for c in ctxs:
-            c.close()
+        close_all(worlds, ctxs)
 
 
 def test_world_store_raises():

@@ -2,8 +2,9 @@
 /**
  * @file tern/world.h
  * A world of ranks: a job's processes, found through the engine the job
- * already runs on (a PMIx launcher, an etcd cluster, or a shared
- * directory), each known by its card and the regions it published.
+ * already runs on (a PMIx launcher, an etcd cluster, a shared directory,
+ * or a key-value store the caller supplies), each known by its card and
+ * the regions it published.
  * docs/world.md has the model and the exact commands.
  */
 #ifndef TERN_WORLD_H
@@ -28,6 +29,8 @@ struct tern_world;
 #define TERN_WORLD_VALUE_MAX 4096
 /** Most ranks a world holds (joiners included). */
 #define TERN_WORLD_MAX_RANKS 4096
+/** Longest tern_world_store.prefix, without its NUL. */
+#define TERN_WORLD_PREFIX_MAX 255
 
 /** What tern_world_attr.on_member reports. */
 enum tern_world_event {
@@ -117,6 +120,63 @@ TERN_API int tern_world_open(struct tern_ctx *ctx, const char *spec,
 			     struct tern_world **world_p);
 
 /**
+ * A key-value store the caller supplies (tern_world_open_store()): a
+ * torch.distributed Store, a job's own key-value service. tern calls it
+ * only from the thread that calls the world's functions, never after
+ * tern_world_close() returns. Keys are NUL-terminated text (the prefix,
+ * then [A-Za-z0-9_./-]); values are bytes, at most TERN_CARD_MAX.
+ */
+struct tern_world_store {
+	/**
+	 * Store @p len bytes under @p key, replacing what was there.
+	 * @return 0, or a negative errno (the world call fails
+	 * -TERN_EPROV and the log names the key and the error).
+	 */
+	int (*set)(void *arg, const char *key, const void *val, size_t len);
+	/**
+	 * Read the value under @p key, waiting up to @p timeout_ms for it
+	 * to appear (0: do not wait). Copy the first min(its length, @p len)
+	 * bytes into @p buf and return its whole length (a value longer
+	 * than @p len makes the world call fail -ENOSPC).
+	 * @return the length; -ENOENT (or -ETIMEDOUT) when the key is not
+	 * there yet: tern asks again, running the ctx's progress between
+	 * asks, until attr.timeout_ms has passed; any other negative errno
+	 * is a failure (-TERN_EPROV, named in the log). Returning -ENOENT
+	 * sooner than @p timeout_ms is allowed: tern then waits the rest.
+	 */
+	ssize_t (*get)(void *arg, const char *key, void *buf, size_t len,
+		       int timeout_ms);
+	/** Passed to set and get as is. */
+	void *arg;
+	/** Put before every key, with a '/': one per world (a job, a run),
+	 * at most TERN_WORLD_PREFIX_MAX characters; NULL or "": none. */
+	const char *prefix;
+};
+
+/**
+ * Join a world whose ranks meet in @p store (copied; @p store->arg must
+ * stay valid until tern_world_close()). Rank and size are @p attr's and
+ * required (no launcher, no environment). Rank r's value NAME is the key
+ * "PREFIX/r/NAME" (its card: "PREFIX/r/card"); fence G is one key per
+ * rank, "PREFIX/fence/G/r". Otherwise as tern_world_open(): publishes the
+ * card and returns once every rank's is there; values are visible once
+ * tern_world_put() returns. tern_world_kind() is "store". This backend
+ * has no membership: a rank that leaves is never reported GONE (reads and
+ * fences that need it time out, -ETIMEDOUT) and no rank joins later.
+ * Give each world its own prefix: keys of an earlier world under the
+ * same prefix would be taken for this one's.
+ * @return 0; -EINVAL for a NULL @p attr or @p store, a store without set
+ * or get, a missing or bad rank or size, or a prefix too long (the log
+ * names it); -TERN_EPROV when the store's set or get failed;
+ * -ETIMEDOUT; -TERN_ECARD or -TERN_EPROTO for what the store returned
+ * that tern did not write; -ENOMEM.
+ */
+TERN_API int tern_world_open_store(struct tern_ctx *ctx,
+				   const struct tern_world_store *store,
+				   const struct tern_world_attr *attr,
+				   struct tern_world **world_p);
+
+/**
  * Leave the world: close the peers it added (as tern_peer_remove()),
  * withdraw this rank (etcd: revoke the lease) and free it. Close a world
  * before its ctx. tern_world_close(NULL) does nothing.
@@ -127,7 +187,7 @@ TERN_API void tern_world_close(struct tern_world *world);
 TERN_API int tern_world_rank(const struct tern_world *world);
 /** Ranks known: the starting size, grown by joiners (etcd). */
 TERN_API int tern_world_size(const struct tern_world *world);
-/** "pmix", "etcd" or "file". */
+/** "pmix", "etcd", "file" or "store". */
 TERN_API const char *tern_world_kind(const struct tern_world *world);
 /** 1 while @p rank is a member, 0 once gone (or never seen). */
 TERN_API int tern_world_alive(const struct tern_world *world, int rank);
@@ -150,7 +210,7 @@ TERN_API int tern_world_warmup(struct tern_world *world);
  * Publish @p len bytes (at most TERN_WORLD_VALUE_MAX) under @p name for
  * this rank; every rank can read it with tern_world_get(). Republishing a
  * name replaces its value. A value is visible to others once this call
- * returns (etcd, file) or after the next tern_world_fence() (pmix).
+ * returns (etcd, file, store) or after the next tern_world_fence() (pmix).
  * @return 0; -EINVAL for a bad name or size; -TERN_EPROV if the store
  * refused it (the log says why).
  */

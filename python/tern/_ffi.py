@@ -272,6 +272,43 @@ const char *tern_mr_path_str(int path);
 int tern_mr_sync(struct tern_mr *mr, uint64_t off, uint64_t len,
 		 unsigned int dir, struct tern_req *req);
 
+struct tern_world;
+struct tern_world_attr {
+	uint64_t field_mask;
+	int rank;
+	int size;
+	int timeout_ms;
+	int lease_s;
+	void *on_member;
+	void *arg;
+};
+struct tern_world_store {
+	int (*set)(void *arg, const char *key, const void *val, size_t len);
+	ssize_t (*get)(void *arg, const char *key, void *buf, size_t len,
+		       int timeout_ms);
+	void *arg;
+	const char *prefix;
+};
+#define TERN_WORLD_ATTR_FIELDS_ALL 0x3f
+int tern_world_attr_defaults(struct tern_world_attr *attr, uint64_t fields);
+int tern_world_open_store(struct tern_ctx *ctx,
+			  const struct tern_world_store *store,
+			  const struct tern_world_attr *attr,
+			  struct tern_world **world_p);
+void tern_world_close(struct tern_world *world);
+const char *tern_world_kind(const struct tern_world *world);
+int tern_world_peer(struct tern_world *world, int rank,
+		    struct tern_peer **peer_p);
+int tern_world_put(struct tern_world *world, const char *name,
+		   const void *val, size_t len);
+ssize_t tern_world_get(struct tern_world *world, int rank, const char *name,
+		       void *buf, size_t len);
+int tern_world_publish(struct tern_world *world, const char *name,
+		       const struct tern_mr_desc *desc);
+int tern_world_lookup(struct tern_world *world, int rank, const char *name,
+		      struct tern_mr_desc *desc);
+int tern_world_fence(struct tern_world *world);
+
 int tern_run(struct tern_ctx *ctx, int mode);
 int tern_ctx_fd(const struct tern_ctx *ctx);
 int tern_ctx_arm(struct tern_ctx *ctx);
@@ -336,7 +373,13 @@ for _attr, _decl in (
         ("boot_cb", "tern_boot_cb"), ("char_a", "char[]"),
         ("char_p", "char *"), ("void_p", "void *"), ("int_p", "int *"),
         ("uintptr", "uintptr_t"), ("u64_a", "uint64_t[]"),
-        ("piece_a", "struct tern_piece[]"), ("uint8_a", "uint8_t[]")):
+        ("piece_a", "struct tern_piece[]"), ("uint8_a", "uint8_t[]"),
+        ("world_pp", "struct tern_world **"),
+        ("world_attr_p", "struct tern_world_attr *"),
+        ("world_store_p", "struct tern_world_store *"),
+        ("store_set", "int (*)(void *, const char *, const void *, size_t)"),
+        ("store_get", "ssize_t (*)(void *, const char *, void *, size_t, "
+                      "int)")):
     setattr(T, _attr, ffi.typeof(_decl))
 del _attr, _decl
 
@@ -350,12 +393,14 @@ _ATTR_DEFAULTS = {
         a, lib.TERN_MR_ATTR_FIELDS_ALL)),
     "boot_attr_p": (lambda a: lib.tern_boot_server_attr_defaults(
         a, lib.TERN_BOOT_SERVER_ATTR_FIELDS_ALL)),
+    "world_attr_p": (lambda a: lib.tern_world_attr_defaults(
+        a, lib.TERN_WORLD_ATTR_FIELDS_ALL)),
 }
 
 
 def new_attr(kind):
-    """A new attr struct (kind: "ctx_attr_p", "mr_attr_p" or
-    "boot_attr_p"), every field at its default and its field_mask naming
+    """A new attr struct (kind: "ctx_attr_p", "mr_attr_p", "boot_attr_p"
+    or "world_attr_p"), every field at its default and its field_mask naming
     them all, as tern_*_attr_init() leaves it."""
     a = ffi.new(getattr(T, kind))
     ret = _ATTR_DEFAULTS[kind](a)

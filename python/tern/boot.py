@@ -12,7 +12,9 @@ import time
 from typing import List, Optional, Sequence, Tuple
 
 from ._ffi import ffi, lib, T as _T, new_attr as _new_attr
-from . import _error, _check, _ms, _region, Timeout, ClosedError
+from ._args import _ms
+from ._errors import ClosedError, Timeout, _check, _error
+from ._regions import _region
 
 _DESCS_MAX = 8
 _DESC_MAX = 24 + 8 * 32

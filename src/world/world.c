@@ -328,16 +328,119 @@ static void world_free(struct tern_world *w)
 	free(w);
 }
 
+/* A world on @ctx with @attr's values, the defaults filled in; NULL when
+ * out of memory. */
+static int world_new(struct tern_ctx *ctx, const struct tern_world_attr *attr,
+		     const char *fn, struct tern_world **w_p)
+{
+	struct tern__world_core *c;
+	struct tern_world *w;
+
+	w = calloc(1, sizeof(*w));
+	c = calloc(1, sizeof(*c));
+	if (w == NULL || c == NULL) {
+		free(w);
+		free(c);
+		return -ENOMEM;
+	}
+	w->core = c;
+	c->efd = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	w->ctx = ctx;
+	if (tern__attr_resolve(&world_attr_kind, fn, attr, &w->attr) != 0) {
+		world_free(w);
+		return -EINVAL;
+	}
+	if (w->attr.timeout_ms <= 0)
+		w->attr.timeout_ms = WORLD_TIMEOUT_MS;
+	if (w->attr.lease_s <= 0)
+		w->attr.lease_s = WORLD_LEASE_S;
+	w->rank = w->attr.rank;
+	w->size = w->attr.size;
+	*w_p = w;
+	return 0;
+}
+
+/* Every rank of the starting size has published its card. */
+static int read_cards(struct tern_world *w, const char *label)
+{
+	uint64_t deadline = tern__world_deadline(w);
+
+	for (int r = 0; r < w->size; r++) {
+		int ret;
+
+		if (r == w->rank)
+			continue;
+		ret = card_of(w, r, deadline);
+		if (ret == -TERN_EPEERGONE) { /* left before we came */
+			rank_gone(w, r);
+			tern__info("world %s: rank %d has left", label, r);
+			continue;
+		}
+		if (ret != 0) {
+			tern__warn("world %s: rank %d's card: %s", label, r,
+				   tern_strerror(ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Once the backend is open: check rank and size, listen for membership
+ * events, publish this ctx's card and read every starting rank's. On
+ * failure the backend is closed and @w freed.
+ */
+static int world_join(struct tern_world *w, const char *label)
+{
+	struct tern__world_core *c = w->core;
+	uint8_t card[TERN_CARD_MAX];
+	ssize_t card_len;
+	int ret;
+
+	snprintf(c->kind, sizeof(c->kind), "%s", w->ops->kind);
+	if (w->size < 1 || w->size > TERN_WORLD_MAX_RANKS || w->rank < 0 ||
+	    w->rank >= w->size) {
+		tern__warn(
+			"world %s: rank %d of %d: a rank must be 0 to size-1, "
+			"and size 1 to %d",
+			label, w->rank, w->size, TERN_WORLD_MAX_RANKS);
+		ret = -EINVAL;
+		goto fail;
+	}
+	ret = core_reserve(c, w->size - 1);
+	if (ret != 0)
+		goto fail;
+	c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c->efd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = tern_io_start(w->ctx, &c->io, c->efd, TERN_IO_READ, on_events, w);
+	if (ret != 0)
+		goto fail;
+	card_len = tern_ctx_card(w->ctx, card, sizeof(card));
+	ret = card_len < 0 ? (int)card_len
+			   : w->ops->put(w, "card", card, (size_t)card_len);
+	if (ret == 0)
+		ret = read_cards(w, label);
+	if (ret != 0)
+		goto fail;
+	tern__info("world %s: rank %d of %d", label, w->rank, w->size);
+	return 0;
+fail:
+	tern_io_stop(&c->io);
+	w->ops->close(w);
+	world_free(w);
+	return ret;
+}
+
 int tern_world_open(struct tern_ctx *ctx, const char *spec,
 		    const struct tern_world_attr *attr,
 		    struct tern_world **world_p)
 {
-	struct tern__world_core *c;
-	uint8_t card[TERN_CARD_MAX];
 	struct tern_world *w;
 	const char *arg;
-	uint64_t deadline;
-	ssize_t card_len;
 	int ret;
 
 	if (ctx == NULL || world_p == NULL)
@@ -351,28 +454,9 @@ int tern_world_open(struct tern_ctx *ctx, const char *spec,
 			   "$TERN_WORLD");
 		return -EINVAL;
 	}
-	w = calloc(1, sizeof(*w));
-	c = calloc(1, sizeof(*c));
-	if (w == NULL || c == NULL) {
-		free(w);
-		free(c);
-		return -ENOMEM;
-	}
-	w->core = c;
-	c->efd = -1;
-	pthread_mutex_init(&c->lock, NULL);
-	w->ctx = ctx;
-	if (tern__attr_resolve(&world_attr_kind, "tern_world_open", attr,
-			       &w->attr) != 0) {
-		world_free(w);
-		return -EINVAL;
-	}
-	if (w->attr.timeout_ms <= 0)
-		w->attr.timeout_ms = WORLD_TIMEOUT_MS;
-	if (w->attr.lease_s <= 0)
-		w->attr.lease_s = WORLD_LEASE_S;
-	w->rank = w->attr.rank;
-	w->size = w->attr.size;
+	ret = world_new(ctx, attr, "tern_world_open", &w);
+	if (ret != 0)
+		return ret;
 	if ((w->rank < 0 && env_int("TERN_WORLD_RANK", &w->rank) < 0) ||
 	    (w->size <= 0 && env_int("TERN_WORLD_SIZE", &w->size) < 0)) {
 		world_free(w);
@@ -386,63 +470,50 @@ int tern_world_open(struct tern_ctx *ctx, const char *spec,
 		world_free(w);
 		return -EINVAL;
 	}
-	snprintf(c->kind, sizeof(c->kind), "%s", w->ops->kind);
 	ret = w->ops->open(w, arg);
 	if (ret != 0) {
 		w->ops = NULL;
 		world_free(w);
 		return ret;
 	}
-	if (w->size < 1 || w->size > TERN_WORLD_MAX_RANKS || w->rank < 0 ||
-	    w->rank >= w->size) {
-		tern__warn(
-			"world %s: rank %d of %d: a rank must be 0 to size-1, "
-			"and size 1 to %d",
-			spec, w->rank, w->size, TERN_WORLD_MAX_RANKS);
-		ret = -EINVAL;
-		goto fail;
-	}
-	ret = core_reserve(c, w->size - 1);
+	ret = world_join(w, spec);
 	if (ret != 0)
-		goto fail;
-	c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (c->efd < 0) {
-		ret = -errno;
-		goto fail;
-	}
-	ret = tern_io_start(ctx, &c->io, c->efd, TERN_IO_READ, on_events, w);
-	if (ret != 0)
-		goto fail;
-	card_len = tern_ctx_card(ctx, card, sizeof(card));
-	ret = card_len < 0 ? (int)card_len
-			   : w->ops->put(w, "card", card, (size_t)card_len);
-	if (ret != 0)
-		goto fail;
-	/* Every rank of the starting size has published its card. */
-	deadline = tern__world_deadline(w);
-	for (int r = 0; r < w->size; r++) {
-		if (r == w->rank)
-			continue;
-		ret = card_of(w, r, deadline);
-		if (ret == -TERN_EPEERGONE) { /* left before we came */
-			rank_gone(w, r);
-			tern__info("world %s: rank %d has left", spec, r);
-			continue;
-		}
-		if (ret != 0) {
-			tern__warn("world %s: rank %d's card: %s", spec, r,
-				   tern_strerror(ret));
-			goto fail;
-		}
-	}
-	tern__info("world %s: rank %d of %d", spec, w->rank, w->size);
+		return ret;
 	*world_p = w;
 	return 0;
-fail:
-	tern_io_stop(&c->io);
-	w->ops->close(w);
-	world_free(w);
-	return ret;
+}
+
+int tern_world_open_store(struct tern_ctx *ctx,
+			  const struct tern_world_store *store,
+			  const struct tern_world_attr *attr,
+			  struct tern_world **world_p)
+{
+	struct tern_world *w;
+	int ret;
+
+	if (ctx == NULL || world_p == NULL)
+		return -EINVAL;
+	*world_p = NULL;
+	if (attr == NULL) {
+		tern__warn("world store: pass an attr with this rank and the "
+			   "world's size");
+		return -EINVAL;
+	}
+	ret = world_new(ctx, attr, "tern_world_open_store", &w);
+	if (ret != 0)
+		return ret;
+	w->ops = &tern__world_store;
+	ret = tern__world_store_open(w, store);
+	if (ret != 0) {
+		w->ops = NULL;
+		world_free(w);
+		return ret;
+	}
+	ret = world_join(w, "store");
+	if (ret != 0)
+		return ret;
+	*world_p = w;
+	return 0;
 }
 
 void tern_world_close(struct tern_world *w)

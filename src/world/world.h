@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Inside a world: the core (world.c) over a key-value store backend
- * (file.c, pmix.c, etcd.c). The core owns ranks, cards, peers and
+ * (file.c, pmix.c, etcd.c, store.c). The core owns ranks, cards, peers and
  * membership events; a backend only stores and finds bytes. Keys are
  * (rank, name) pairs: a backend writes only its own rank's keys.
  */
@@ -17,14 +17,15 @@
 struct tern__world_backend;
 
 struct tern__world_ops {
-	const char *kind; /* "file", "pmix", "etcd" */
+	const char *kind; /* "file", "pmix", "etcd", "store" */
 	/*
 	 * Open from @arg (what follows "file:", "etcd://"; NULL for pmix).
 	 * On entry w->rank / w->size hold the caller's values (-1 / 0 for
 	 * "ask the launcher"); a backend that knows them (pmix) fills them,
 	 * one that does not fails -EINVAL naming what is missing. Sets
 	 * w->be. May start a thread that reports membership through
-	 * tern__world_event().
+	 * tern__world_event(). The store backend has none: it is opened
+	 * by tern__world_store_open() with the caller's callbacks.
 	 */
 	int (*open)(struct tern_world *w, const char *arg);
 	/* Store (own rank, name) = val. Visible per the header's rule. */
@@ -59,6 +60,12 @@ struct tern_world {
 extern const struct tern__world_ops tern__world_file;
 extern const struct tern__world_ops tern__world_pmix;
 extern const struct tern__world_ops tern__world_etcd;
+extern const struct tern__world_ops tern__world_store;
+
+/* Open the store backend over the caller's @store (copied): w->rank and
+ * w->size are the attr's, required. */
+int tern__world_store_open(struct tern_world *w,
+			   const struct tern_world_store *store);
 
 /*
  * Membership, from any thread (a backend's watcher): queued, and the

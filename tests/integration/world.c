@@ -21,6 +21,7 @@
 #include <tern/tern.h>
 
 #include "check.h"
+#include "world_check.h"
 
 static const char *prov;
 static char dir[256];
@@ -35,15 +36,7 @@ static uint64_t now_ns(void)
 
 static struct tern_ctx *ctx_open(void)
 {
-	struct tern_ctx_attr a = { .provider = prov, .rails = 1 };
-	struct tern_ctx *ctx;
-	int ret;
-
-	if (strcmp(prov, "tcp") == 0)
-		a.node = "127.0.0.1";
-	ret = tern_ctx_open(&a, &ctx);
-	CHECK(ret == 0, "ctx over %s: %s", prov, tern_strerror(ret));
-	return ctx;
+	return world_check_ctx(prov);
 }
 
 static int open_world(struct tern_ctx *ctx, const char *spec, int rank,
@@ -74,9 +67,8 @@ static void alone(void)
 {
 	struct tern_ctx *ctx = ctx_open();
 	struct tern_world *w = NULL;
-	struct tern_mr_desc d = { 0 }, back;
-	char spec[300], big[TERN_WORLD_VALUE_MAX + 1], buf[64];
-	char longname[TERN_WORLD_NAME_MAX + 2];
+	struct tern_mr_desc back;
+	char spec[300], big[TERN_WORLD_VALUE_MAX + 1];
 	struct tern_mr *mr;
 	static uint8_t region[4096];
 	ssize_t n;
@@ -100,44 +92,11 @@ static void alone(void)
 	       "$TERN_WORLD_RANK=x1, etcd:// alone\n");
 
 	CHECK(open_world(ctx, spec, 0, 1, 300, &w) == 0, "rank 0 of 1");
-	CHECK(tern_world_rank(w) == 0 && tern_world_size(w) == 1 &&
-		      strcmp(tern_world_kind(w), "file") == 0 &&
-		      tern_world_alive(w, 0) && !tern_world_alive(w, 1),
-	      "rank, size, kind, alive");
-	CHECK(tern_world_put(w, "kv", "hello", 5) == 0, "put");
-	n = tern_world_get(w, 0, "kv", buf, sizeof(buf));
-	CHECK(n == 5 && memcmp(buf, "hello", 5) == 0, "get: %zd", n);
-	CHECK(tern_world_put(w, "kv", "bye", 3) == 0, "put again");
-	CHECK(tern_world_get(w, 0, "kv", buf, sizeof(buf)) == 3,
-	      "a republished name has the new value");
-	CHECK(tern_world_get(w, 0, "kv", buf, 2) == -ENOSPC, "short buffer");
-	n = tern_world_get(w, 0, "never", buf, sizeof(buf));
-	CHECK(n == -ETIMEDOUT, "a name never published: %zd", n);
-	memset(longname, 'a', sizeof(longname) - 1);
-	longname[sizeof(longname) - 1] = '\0';
-	CHECK(tern_world_put(w, "", "x", 1) == -EINVAL, "empty name");
-	CHECK(tern_world_put(w, "a/b", "x", 1) == -EINVAL, "a/b");
-	CHECK(tern_world_put(w, longname, "x", 1) == -EINVAL, "64 chars");
-	CHECK(tern_world_put(w, "card", "x", 1) == -EINVAL, "card");
-	memset(big, 1, sizeof(big));
-	CHECK(tern_world_put(w, "big", big, sizeof(big)) == -EINVAL,
-	      "a value of %zu bytes", sizeof(big));
-	CHECK(tern_world_put(w, "max", big, TERN_WORLD_VALUE_MAX) == 0,
-	      "a value of TERN_WORLD_VALUE_MAX bytes");
-	CHECK(tern_world_get(w, 5, "kv", buf, sizeof(buf)) == -EINVAL,
-	      "rank 5 of 1");
+	world_check_alone(w, "file");
 	printf("ok - put/get, republish, short buffer, timeout, names, "
 	       "sizes\n");
 
-	CHECK(tern_mr_reg(ctx, region, sizeof(region),
-			  TERN_ACCESS_LOCAL | TERN_ACCESS_REMOTE_WRITE,
-			  &mr) == 0,
-	      "reg");
-	CHECK(tern_mr_desc(mr, &d) == 0, "desc");
-	CHECK(tern_world_publish(w, "region", &d) == 0, "publish");
-	CHECK(tern_world_lookup(w, 0, "region", &back) == 0 &&
-		      back.len == d.len && back.base == d.base,
-	      "lookup");
+	mr = world_check_publish(ctx, w, region, sizeof(region));
 	/* Records that are not tern's. */
 	write_file("r0.junk", "not a descriptor", 16);
 	CHECK(tern_world_lookup(w, 0, "junk", &back) == -TERN_EDESC,

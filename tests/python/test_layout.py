@@ -27,6 +27,9 @@ FIELDS = {
                        "ticket_len"],
     "tern_boot_server_attr": ["field_mask", "listen", "token", "on_hello", "data",
                               "claim_ms"],
+    "tern_world_attr": ["rank", "size", "timeout_ms", "lease_s",
+                        "on_member", "arg"],
+    "tern_world_store": ["set", "get", "arg", "prefix"],
 }
 
 # Constants cffi declares with their values (the headers' are
@@ -40,7 +43,8 @@ def test_layout_matches_headers():
     assert cc, "no C compiler to read the headers' layout with"
     lines = ['#include <stdio.h>', '#include <stddef.h>',
              '#include <tern/tern.h>', '#include <tern/hmem.h>',
-             '#include <tern/boot.h>', 'int main(void) {']
+             '#include <tern/boot.h>', '#include <tern/world.h>',
+             'int main(void) {']
     for s, fs in FIELDS.items():
         lines.append('printf("%s %%zu\\n", sizeof(struct %s));' % (s, s))
         for f in fs:

@@ -11,6 +11,24 @@ def node(prov):
     return "127.0.0.1" if prov == "tcp" else None
 
 
+def all_to_all_landed(ctxs, bufs):
+    """Every rank r wrote r + 1 into slot r (8 bytes) of every other
+    rank's buffer: progress every ctx until each buffer holds that (a
+    write completes at its initiator when the data is on its way; on shm,
+    libfabric 2.x, the target's progress copies it in), then check it."""
+    import numpy as np
+    size = len(ctxs)
+    deadline = time.time() + 10
+    for o in range(size):
+        want = np.repeat(np.arange(1, size + 1, dtype=np.uint8), 8)
+        want[o * 8:(o + 1) * 8] = 0
+        while not np.array_equal(bufs[o], want) and \
+                time.time() < deadline:
+            for c in ctxs:
+                c.progress()
+        assert np.array_equal(bufs[o], want), (o, bufs[o])
+
+
 def page_fill(torch):
     """64 pages of 16 KiB, page i's bytes all (i * 7 + offset) % 251."""
     t = torch.arange(PAGES * PAGE, dtype=torch.int64) % 251

@@ -157,6 +157,9 @@ int tern__prov_quirk_sync_rma(const struct fi_info *fi);
 /* Must a rail on @fi post small plain writes whole, never injected, so
  * that a failure reaches the initiator (quirks.c)? */
 int tern__prov_quirk_inject_plain_off(const struct fi_info *fi);
+/* Must provider @prov be asked for FI_SOURCE, lest fi_av_insert() crash
+ * while a message waits for its receive (quirks.c)? */
+int tern__prov_quirk_rxm_source(const char *prov);
 /* Does @r's provider complete some writes and reads inside the post and
  * report their failures with no context, in post order (quirks.c)? */
 static inline int tern__prov_sync_rma(const struct tern__prov_rail *r)

@@ -115,3 +115,33 @@ int tern__prov_quirk_inject_plain_off(const struct fi_info *fi)
 		return 0;
 	return FI_MAJOR(v) > 2 || (FI_MAJOR(v) == 2 && FI_MINOR(v) >= 5);
 }
+
+/*
+ * ofi_rxm from libfabric 2.0.0 to 2.3.x crashes in fi_av_insert() while a
+ * message that arrived before its receive was posted waits in its
+ * shared receive queue. On each insert it asks, for every such message
+ * of a source it could not name, which address sent it (rxm_av_insert()
+ * calls util_foreach_unspec() with rxm_get_addr()), and rxm_get_addr()
+ * follows the message's connection; but rxm looks that connection up
+ * only when the endpoint has FI_SOURCE or FI_DIRECTED_RECV
+ * (rxm_handle_recv_comp()), so without them it is NULL. With rxm's shared
+ * receive queue, its default over tcp, a server that adds a client's
+ * card while another client's HELLO waits crashed: atomic_tcp's server on
+ * Debian 13 (2.1), about 1 run in 10. Caused by "prov/rxm: replace rxm
+ * managed srx with util srx, support FI_PEER" (622a77315), fixed in 2.4.0
+ * and 2.5.0 by "prov/rxm: prevent segfault on get addr if conn is NULL"
+ * (bcbda9523 on v2.4.x, 47e04dcbf on main).
+ *
+ * tern asks such a provider for FI_SOURCE: rxm then looks up the
+ * connection of every arrival (one index lookup) and the walk finds it.
+ * tern does not read the sources (source_trusted() in rail.c).
+ */
+int tern__prov_quirk_rxm_source(const char *prov)
+{
+	uint32_t v = fi_version();
+	const char *rxm = prov != NULL ? strstr(prov, ";ofi_rxm") : NULL;
+
+	if (rxm == NULL || rxm[strlen(";ofi_rxm")] != '\0')
+		return 0;
+	return FI_MAJOR(v) == 2 && FI_MINOR(v) < 4;
+}

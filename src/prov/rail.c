@@ -240,8 +240,9 @@ static int getinfo_best(const struct ask *a, uint64_t hmem_cap,
 
 	/* The source of each arrival (FI_SOURCE, fi_cq_readfrom()) lets
 	 * tern_imm_expect_from() count one peer's writes: asked for where
-	 * it can be trusted (source_trusted()). */
-	if (source_trusted(a->prov)) {
+	 * it can be trusted (source_trusted()), and where a release crashes
+	 * without it (quirks.c), which does not make it trusted. */
+	if (source_trusted(a->prov) || tern__prov_quirk_rxm_source(a->prov)) {
 		ret = getinfo_caps(a,
 				   hmem_cap | FI_TAGGED | FI_ATOMIC | FI_SOURCE,
 				   info_p);

@@ -16,13 +16,18 @@
  * 5. a region with operations in flight refuses to close (-EBUSY) until
  *    they completed; closing the ctx closes it anyway, and completes a
  *    queued write -ECANCELED with its callback run, while the ctx's timer,
- *    deferred work and fd watcher are stopped without running.
+ *    deferred work and fd watcher are stopped without running;
+ * 6. a message that arrived before its receive was posted waits while the
+ *    receiver adds peers (its sender, as a server adds a client after
+ *    its HELLO, and another), then is received whole: libfabric 2.0 to
+ *    2.3's tcp;ofi_rxm crashed in fi_av_insert() there (src/prov/quirks.c).
  * usage: regress PROVIDER   (tcp binds 127.0.0.1)
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <tern/tern.h>
@@ -33,11 +38,11 @@
 
 static const char *g_prov;
 
-static struct tern_ctx *open_ctx(unsigned int batch)
+static struct tern_ctx *open_prov(const char *prov, unsigned int batch)
 {
 	struct tern_ctx_attr a = {
-		.provider = g_prov,
-		.node = strcmp(g_prov, "shm") ? "127.0.0.1" : NULL,
+		.provider = prov,
+		.node = strcmp(prov, "shm") ? "127.0.0.1" : NULL,
 		.post_batch = batch,
 	};
 	struct tern_ctx *c;
@@ -45,6 +50,11 @@ static struct tern_ctx *open_ctx(unsigned int batch)
 
 	CHECK(r == 0, "ctx: %s", tern_strerror(r));
 	return c;
+}
+
+static struct tern_ctx *open_ctx(unsigned int batch)
+{
+	return open_prov(g_prov, batch);
 }
 
 static struct tern_peer *peer_of(struct tern_ctx *a, struct tern_ctx *b)
@@ -369,6 +379,66 @@ static void test_lifetimes(void)
 	       "timer, deferred work and an fd watcher\n");
 }
 
+/* Progress @a and @b for @ms milliseconds. */
+static void settle(struct tern_ctx *a, struct tern_ctx *b, long ms)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		tern_progress(a);
+		tern_progress(b);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 +
+			 (t.tv_nsec - t0.tv_nsec) / 1000000 <
+		 ms);
+}
+
+/* 6: b's message reaches a before a posts a receive; a adds b and c.
+ * Over tcp;ofi_rxm, the tcp that atomics take on libfabric 2.x. */
+static void test_add_peer_unexpected(void)
+{
+	const char *prov = strcmp(g_prov, "tcp") ? g_prov : "tcp;ofi_rxm";
+	struct tern_ctx *a = open_prov(prov, 0), *b = open_prov(prov, 0),
+			*c = open_prov(prov, 0);
+	struct tern_peer *to_a = peer_of(b, a), *pb, *pc;
+	uint8_t *m = buf(4096, 3), *r = buf(4096, 0);
+	struct tern_mr *mr, *rmr;
+	struct tern_req send, recv;
+
+	CHECK(tern_mr_reg(b, m, 4096, TERN_ACCESS_LOCAL, &mr) == 0, "reg");
+	CHECK(tern_mr_reg(a, r, 4096, TERN_ACCESS_LOCAL, &rmr) == 0, "reg");
+	tern_req_init(&send, NULL, NULL);
+	CHECK(tern_send(to_a, mr, m, 64, &send) == 0, "send");
+	spin(a, b, &send.done);
+	CHECK(send.done && send.status == 0, "send: done %d status %d",
+	      send.done, send.status);
+	/* Whatever a's provider still has to read of it, it reads now. */
+	settle(a, b, 200);
+	pb = peer_of(a, b);
+	pc = peer_of(a, c);
+	tern_req_init(&recv, NULL, NULL);
+	CHECK(tern_recv(a, rmr, r, 4096, &recv) == 0, "recv");
+	spin(a, b, &recv.done);
+	CHECK(recv.done && recv.status == 0 && recv.len == 64 &&
+		      memcmp(r, m, 64) == 0,
+	      "recv: done %d status %d len %zu", recv.done, recv.status,
+	      recv.len);
+	CHECK(tern_peer_remove(pb) == 0 && tern_peer_remove(pc) == 0 &&
+		      tern_peer_remove(to_a) == 0,
+	      "remove");
+	tern_mr_close(mr);
+	tern_mr_close(rmr);
+	CHECK(tern_ctx_close(a) == 0 && tern_ctx_close(b) == 0 &&
+		      tern_ctx_close(c) == 0,
+	      "close");
+	free(m);
+	free(r);
+	printf("ok: a message waiting for its receive survives the "
+	       "receiver adding its sender and another peer (%s)\n",
+	       prov);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -386,6 +456,7 @@ int main(int argc, char **argv)
 				 "a sibling; all queued sends cancelled");
 	test_stuck_peer();
 	test_lifetimes();
+	test_add_peer_unexpected();
 	printf("PASS: regressions over %s\n", g_prov);
 	return 0;
 }

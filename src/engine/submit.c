@@ -70,6 +70,9 @@ static inline __attribute__((always_inline)) int prep(
 		unsigned int r = ctx->next_rail;
 
 		ctx->next_rail = r + 1 < ctx->nrails ? r + 1 : 0;
+		/* Around a rail that failed (failover.c). */
+		if (tern_unlikely(peer->down != 0))
+			r = tern__path_pick(peer, r, req);
 		tern__rp(req)->rail = (uint8_t)r;
 	}
 	return 0;
@@ -290,6 +293,11 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 		ret = prep_desc(req, op, peer, mr, buf, len, rdesc, imm, &rd);
 		if (ret != 0)
 			return ret;
+		/* Its parts pick live rails themselves: it probes none. */
+		if (tern_unlikely(tern__rp(req)->xflags & TERN__XF_PROBE)) {
+			tern__rp(req)->xflags &= (uint8_t)~TERN__XF_PROBE;
+			peer->paths[tern__rp(req)->rail].probing = 0;
+		}
 		tern__rp(req)->op = TERN__OP_PIECES;
 		tern__rp(req)->sop = op;
 		tern__rp(req)->npieces = (uint32_t)parts;
@@ -308,9 +316,13 @@ plain:
 	if (ret != 0)
 		return ret;
 	rrail = tern__rp(req)->rail;
-	if (rrail >= peer->nrails)
-		rrail %= peer->nrails;
-	tern__rp(req)->u.rma.rkey = tern__desc_key(rdesc, roff, rrail);
+	tern__rp(req)->u.rma.rkey = tern__desc_key(rdesc, roff,
+						   rrail % peer->nrails);
+	/* Should its rail fail, the next one takes it (failover.c). */
+	rrail = rrail + 1 < ctx->nrails ? rrail + 1 : 0;
+	tern__rp(req)->u.rma.rail_next = (uint8_t)rrail;
+	tern__rp(req)->u.rma.rkey_next = tern__desc_key(rdesc, roff,
+							rrail % peer->nrails);
 	tern__rp(req)->u.rma.raddr = tern__raddr(rdesc, roff);
 	tern__rp(req)->imm = imm;
 	tern__queue_req(ctx, req);

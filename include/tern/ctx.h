@@ -350,6 +350,7 @@ struct tern_peer_rail {
 	uint64_t down_ms;  /**< down: for how long, in ms; 0 when up */
 	uint64_t downs;	   /**< times it went down */
 	uint64_t rerouted; /**< operations and parts moved off it */
+	uint64_t probes;   /**< tries while down (writes of 0 bytes) */
 };
 
 /**

@@ -112,6 +112,7 @@ struct tern_peer_rail {
 	uint64_t down_ms;
 	uint64_t downs;
 	uint64_t rerouted;
+	uint64_t probes;
 };
 int tern_peer_rails(const struct tern_peer *peer,
 		    struct tern_peer_rail *rails, unsigned int n);

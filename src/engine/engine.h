@@ -169,7 +169,7 @@ enum tern__op {
 #define TERN__XF_DESC	   (1U << 1) /* holds a pooled descriptor */
 #define TERN__XF_CANCELLED (1U << 2) /* staged: cancelled, start no more */
 #define TERN__XF_TIMER	   (1U << 3) /* expectation: its timer is in fictx */
-#define TERN__XF_PROBE	   (1U << 4) /* tries a rail that was down */
+#define TERN__XF_PROBE	   (1U << 4) /* tern's own: tries a down rail */
 
 /* Where a request is (tern__rp(req)->state). */
 enum tern__state {
@@ -251,6 +251,7 @@ struct tern__path {
 	uint32_t cooldown_ms; /* the wait before that try */
 	uint32_t probing;     /* an operation is trying it */
 	uint64_t downs;	      /* times it went down */
+	uint64_t probes;      /* tries sent while down */
 	uint64_t rerouted;    /* operations and parts moved off it */
 };
 
@@ -746,11 +747,12 @@ int tern__submit_rma(struct tern_peer *peer, struct tern_mr *mr, void *buf,
 		     uint64_t roff, uint8_t op, uint32_t imm, uint8_t xflags,
 		     struct tern_req *req);
 /* A failed rail routed around (failover.c). The rail a new operation to
- * @peer (which has rails down) takes, from @r on: @r or a later live one,
- * or a down one whose cooldown is over (@req then probes it: marked
- * TERN__XF_PROBE; NULL: never a down one). */
-unsigned int tern__path_pick(struct tern_peer *peer, unsigned int r,
-			     struct tern_req *req);
+ * @peer (which has rails down) takes, from @r on: @r or a later live one. */
+unsigned int tern__path_pick(const struct tern_peer *peer, unsigned int r);
+/* Rails of @peer down and due for a try: a probe each (a write of 0 bytes
+ * to @rd at @roff, where the caller's operation goes). */
+void tern__path_try(struct tern_peer *peer, const struct tern_mr_desc *rd,
+		    uint64_t roff);
 /* @c, an error completion on @rail, says its path is gone: mark the rail
  * down for its peer and, where its operation may be posted again, queue
  * it on a live rail. @return 1 when it took @c (the caller forgets it),

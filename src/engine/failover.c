@@ -14,12 +14,14 @@
  *   (the immediate itself) and atomics are never repeated: the target
  *   could count it twice, or add twice. They fail as before, and the
  *   target of a write with immediate is told (ctrl.c);
- * - after its cooldown the rail is tried again by one operation (a
- *   probe): its success brings the rail back, its failure sends it back
- *   down for twice the wait (at most TERN__COOLDOWN_GROWTH times the
- *   first), and the operation goes on elsewhere. A rail that fails again
- *   soon after coming back keeps its longer wait, so a flapping link is
- *   tried no faster than its cooldown;
+ * - after its cooldown the rail is tried again by a write of 0 bytes of
+ *   tern's own (a probe), sent where the next write or read to that peer
+ *   goes, with delivery complete: its success brings the rail back, its
+ *   failure sends it back down for twice the wait (at most
+ *   TERN__COOLDOWN_GROWTH times the first). The caller's operations never
+ *   try a down rail, so none waits on one. A rail that fails again soon
+ *   after coming back keeps its longer wait, so a flapping link is tried
+ *   no faster than its cooldown;
  * - a peer whose every rail is down is gone (tern__peer_gone()): its
  *   operations fail -TERN_EPEERGONE, as when its process dies.
  *
@@ -65,39 +67,59 @@ static struct tern__path *paths_of(struct tern_peer *peer)
 	return peer->paths;
 }
 
-unsigned int tern__path_pick(struct tern_peer *peer, unsigned int r,
-			     struct tern_req *req)
+unsigned int tern__path_pick(const struct tern_peer *peer, unsigned int r)
 {
-	struct tern_ctx *ctx = peer->ctx;
-	uint64_t now = 0;
+	const struct tern_ctx *ctx = peer->ctx;
 
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		unsigned int k = (r + i) % ctx->nrails;
-		struct tern__path *p;
 
 		if (!(peer->down & (1U << k)))
 			return k;
-		p = &peer->paths[k];
-		/* Only a plain write or read tries it: were it to fail there,
-		 * it may go again elsewhere. */
-		if (p->probing || req == NULL ||
-		    (tern__rp(req)->op != TERN__OP_WRITE &&
-		     tern__rp(req)->op != TERN__OP_READ))
-			continue;
-		if (now == 0)
-			now = tern__now_ns();
-		if (now >= p->retry_ns) {
-			/* Its cooldown is over: this operation tries it. */
-			/* With delivery complete: never taken as a copy
-			 * (inject), whose completion never comes; and its
-			 * success means it landed. */
-			p->probing = 1;
-			tern__rp(req)->xflags |= TERN__XF_PROBE |
-						 TERN__XF_DELIVER;
-			return k;
-		}
 	}
 	return r; /* every rail down: the peer is gone, posts fail */
+}
+
+/* A probe finished: tern__path_completed() has read its outcome. */
+static void probe_done(struct tern_req *req)
+{
+	free(req);
+}
+
+void tern__path_try(struct tern_peer *peer, const struct tern_mr_desc *rd,
+		    uint64_t roff)
+{
+	struct tern_ctx *ctx = peer->ctx;
+	uint64_t now = tern__now_ns();
+
+	if (ctx->scratch_mr == NULL)
+		return;
+	for (unsigned int r = 0; r < ctx->nrails; r++) {
+		struct tern__path *p = &peer->paths[r];
+		struct tern__req_priv *rp;
+		struct tern_req *req;
+
+		if (!(peer->down & (1U << r)) || p->probing ||
+		    now < p->retry_ns)
+			continue;
+		/* A write of 0 bytes, tern's own, where the caller's
+		 * operation goes: harmless, and its completion says
+		 * whether the path works. */
+		req = malloc(sizeof(*req));
+		if (req == NULL)
+			return;
+		tern_req_init(req, probe_done, NULL);
+		tern__req_fill(ctx, req, TERN__OP_WRITE, peer, ctx->scratch_mr,
+			       ctx->scratch, 0);
+		rp = tern__rp(req);
+		rp->rail = (uint8_t)r;
+		rp->u.rma.raddr = tern__raddr(rd, roff);
+		rp->u.rma.rkey = tern__desc_key(rd, roff, r % peer->nrails);
+		rp->xflags = TERN__XF_PROBE | TERN__XF_DELIVER;
+		p->probing = 1;
+		p->probes++;
+		tern__queue_req(ctx, req);
+	}
 }
 
 /* The path of @peer over rail @r failed with @c's error: mark it down. */
@@ -109,7 +131,7 @@ static void path_down(struct tern_ctx *ctx, struct tern_peer *peer,
 	uint32_t grown;
 
 	if (peer->down & (1U << r)) {
-		if (!p->probing)
+		if (!(tern__rp(req)->xflags & TERN__XF_PROBE))
 			return; /* already down: one more of its failures */
 		/* Its probe failed: wait twice as long. */
 		grown = p->cooldown_ms * 2;
@@ -244,12 +266,13 @@ int tern__path_failed(struct tern_ctx *ctx, struct tern_rail *rail,
 	struct tern__redo *rd = NULL;
 	unsigned int to;
 
-	rp->xflags &= (uint8_t)~TERN__XF_PROBE;
 	if (peer == NULL || ctx->closing || peer->gone || peer->removing ||
 	    peer->removed || paths_of(peer) == NULL)
 		return 0;
 	path_down(ctx, peer, rail->idx, req);
-	if (peer->gone || !repeatable(req, c->slot))
+	/* A probe is tern's own: it ends here. */
+	if (peer->gone || (rp->xflags & TERN__XF_PROBE) ||
+	    !repeatable(req, c->slot))
 		return 0;
 	to = live_rail(peer, rail->idx);
 	if (to == rail->idx || (c->slot == NULL && to != rp->u.rma.rail_next))
@@ -290,11 +313,9 @@ int tern__path_completed(struct tern_ctx *ctx, struct tern_rail *rail,
 	if (c->status != 0 && c->path && ctx->failover)
 		return tern__path_failed(ctx, rail, c);
 	/* Done, or failed for its own reason: the path answered. */
-	if (rp->xflags & TERN__XF_PROBE) {
-		rp->xflags &= (uint8_t)~TERN__XF_PROBE;
-		if (rp->peer != NULL && rp->peer->paths != NULL)
-			tern__path_probed(rp->peer, rail->idx);
-	}
+	if ((rp->xflags & TERN__XF_PROBE) && rp->peer != NULL &&
+	    rp->peer->paths != NULL)
+		tern__path_probed(rp->peer, rail->idx);
 	return 0;
 }
 
@@ -324,8 +345,7 @@ int tern__redo_post(struct tern_ctx *ctx)
 		    ctx->closing) {
 			ret = peer->gone ? -TERN_EPEERGONE : -ECANCELED;
 		} else {
-			rail = &ctx->rails[tern__path_pick(peer, rd->from + 1,
-							   NULL)];
+			rail = &ctx->rails[tern__path_pick(peer, rd->from + 1)];
 			if (rail->tx_credits == 0)
 				break; /* the next pass */
 			ret = tern__rail_repost(rail, req, rd->off, rd->piece);
@@ -378,6 +398,7 @@ int tern_peer_rails(const struct tern_peer *peer, struct tern_peer_rail *st,
 			continue;
 		st[r].downs = p->downs;
 		st[r].rerouted = p->rerouted;
+		st[r].probes = p->probes;
 		st[r].cooldown_ms = p->cooldown_ms;
 		if (down)
 			st[r].down_ms = (now - p->down_ns) / 1000000;

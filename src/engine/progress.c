@@ -189,8 +189,14 @@ static int post_piece(struct tern_ctx *ctx, struct tern_rail *rail,
 						   tern__rp(req)->next_piece,
 						   ctx->nrails);
 
-		if (tern_unlikely(tern__rp(req)->peer->down != 0))
-			r = tern__path_pick(tern__rp(req)->peer, r, NULL);
+		if (tern_unlikely(tern__rp(req)->peer->down != 0)) {
+			/* The first part: a probe of a rail due for one. */
+			if (tern__rp(req)->next_piece == 0)
+				tern__path_try(tern__rp(req)->peer,
+					       &tern__rp(req)->u.stripe.rd->d,
+					       tern__rp(req)->u.stripe.roff);
+			r = tern__path_pick(tern__rp(req)->peer, r);
+		}
 		rail = &ctx->rails[r];
 		credits = &rail->tx_credits;
 		if (*credits == 0)

@@ -72,7 +72,7 @@ static inline __attribute__((always_inline)) int prep(
 		ctx->next_rail = r + 1 < ctx->nrails ? r + 1 : 0;
 		/* Around a rail that failed (failover.c). */
 		if (tern_unlikely(peer->down != 0))
-			r = tern__path_pick(peer, r, req);
+			r = tern__path_pick(peer, r);
 		tern__rp(req)->rail = (uint8_t)r;
 	}
 	return 0;
@@ -293,11 +293,6 @@ static __attribute__((noinline)) int rma_any(struct tern_peer *peer,
 		ret = prep_desc(req, op, peer, mr, buf, len, rdesc, imm, &rd);
 		if (ret != 0)
 			return ret;
-		/* Its parts pick live rails themselves: it probes none. */
-		if (tern_unlikely(tern__rp(req)->xflags & TERN__XF_PROBE)) {
-			tern__rp(req)->xflags &= (uint8_t)~TERN__XF_PROBE;
-			peer->paths[tern__rp(req)->rail].probing = 0;
-		}
 		tern__rp(req)->op = TERN__OP_PIECES;
 		tern__rp(req)->sop = op;
 		tern__rp(req)->npieces = (uint32_t)parts;
@@ -315,6 +310,9 @@ plain:
 	ret = prep(ctx, req, op, peer, mr, buf, len);
 	if (ret != 0)
 		return ret;
+	/* A rail down to it, due for a try: a probe beside (failover.c). */
+	if (tern_unlikely(peer->down != 0))
+		tern__path_try(peer, rdesc, roff);
 	rrail = tern__rp(req)->rail;
 	tern__rp(req)->u.rma.rkey = tern__desc_key(rdesc, roff,
 						   rrail % peer->nrails);

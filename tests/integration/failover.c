@@ -202,14 +202,15 @@ static void heal(struct pair *p)
 		      "rail 1 not back in 20 s (down %d, %llu times)",
 		      seen_down, (unsigned long long)st.downs);
 	}
-	CHECK(st.downs >= 1 && st.rerouted >= 1,
-	      "rail 1: %llu downs, %llu rerouted", (unsigned long long)st.downs,
-	      (unsigned long long)st.rerouted);
+	CHECK(st.downs >= 1 && st.rerouted >= 1 && st.probes >= 1,
+	      "rail 1: %llu downs, %llu rerouted, %llu probes",
+	      (unsigned long long)st.downs, (unsigned long long)st.rerouted,
+	      (unsigned long long)st.probes);
 	printf("ok: rail 1 went down %llu time(s), %llu operation(s) and "
-	       "part(s) moved to rail 0, back after %d rounds; every byte "
-	       "written and read back\n",
+	       "part(s) moved to rail 0, back after %llu probe(s) and %d "
+	       "rounds; every byte written and read back\n",
 	       (unsigned long long)st.downs, (unsigned long long)st.rerouted,
-	       rounds);
+	       (unsigned long long)st.probes, rounds);
 	/* Back: it carries writes, and immediates count once. */
 	for (int i = 0; i < 4; i++)
 		write_read(p, 5 * CHUNK + 7, 11);

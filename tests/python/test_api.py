@@ -313,7 +313,7 @@ def test_peer_rails():
         assert len(rails) == 2
         for r in rails:
             assert r == {"up": True, "down_ms": 0, "cooldown_ms": 0,
-                         "downs": 0, "rerouted": 0}
+                         "downs": 0, "rerouted": 0, "probes": 0}
         peer.close()
         with pytest.raises(tern.ClosedError):
             peer.rails

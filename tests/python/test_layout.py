@@ -28,7 +28,7 @@ FIELDS = {
     "tern_boot_server_attr": ["field_mask", "listen", "token", "on_hello", "data",
                               "claim_ms"],
     "tern_peer_rail": ["up", "cooldown_ms", "down_ms", "downs",
-                       "rerouted"],
+                       "rerouted", "probes"],
     "tern_world_attr": ["field_mask", "rank", "size", "timeout_ms", "lease_s",
                         "on_member", "arg"],
     "tern_world_store": ["set", "get", "arg", "prefix"],

@@ -38,6 +38,9 @@ static void two_rails(struct env *e, uint32_t cooldown_ms)
 	e->peer.fiaddr[1] = PEER_ADDR + 1;
 	e->rdesc.nkeys = 2;
 	e->rdesc.keys[1] = RKEY + 1;
+	/* Probes write 0 bytes from tern's own scratch. */
+	e->ctx->scratch_mr = &e->mr;
+	e->ctx->scratch = (uint64_t *)(void *)e->buf;
 }
 
 static void sleep_ms(long ms)
@@ -172,10 +175,12 @@ static void test_new_ops_avoid_down_rail(void **state)
 	assert_int_equal(fk.calls[6].rkey, RKEY);
 }
 
-/* After the cooldown, one plain write tries the rail again, asking for
- * delivery complete; its success brings the rail back. A failure soon
- * after doubles the wait (a flapping link); a failed try doubles it too,
- * and the write goes on over rail 0. */
+/* After the cooldown, the next write to the peer sends a probe beside it:
+ * a write of 0 bytes of tern's own on the down rail, to the same place,
+ * with delivery complete; the caller's write itself takes a live rail.
+ * The probe's success brings the rail back. A failure soon after doubles
+ * the wait (a flapping link); so does a failed probe, whose failure
+ * reaches nobody. */
 static void test_probe(void **state)
 {
 	struct env *e = *state;
@@ -187,61 +192,79 @@ static void test_probe(void **state)
 	tern_progress(e->ctx);
 	cq_ok(fk.calls[0].context, 0, 0, 0);
 	cq_err_path(fk.calls[1].context, -TERN_EPROV);
-	tern_progress(e->ctx);
-	tern_progress(e->ctx);
+	passes(e, 2);
 	cq_ok(fk.calls[2].context, 0, 0, 0);
 	tern_progress(e->ctx);
 	assert_int_equal(e->peer.down, 2);
-	sleep_ms(20);
-	/* The next write whose turn is rail 1 probes it. */
+	/* Not due yet: no probe. */
 	assert_int_equal(write_nth(e, &w[2], 2), 0);
-	assert_int_equal(write_nth(e, &w[3], 3), 0);
-	tern_progress(e->ctx);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 4);
 	assert_int_equal(fk.calls[3].rail, 0);
-	assert_int_equal(fk.calls[4].rail, 1);
-	assert_int_equal(fk.calls[4].rkey, RKEY + 1);
-	assert_true(fk.calls[4].flags & TERN__PF_DELIVER);
 	cq_ok(fk.calls[3].context, 0, 0, 0);
-	cq_ok(fk.calls[4].context, 0, 0, 0);
 	tern_progress(e->ctx);
+	sleep_ms(20);
+	/* Due: the write takes rail 0, a probe of 0 bytes goes on rail 1. */
+	assert_int_equal(write_nth(e, &w[3], 3), 0);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 6);
+	assert_write(&fk.calls[4], 0, e->buf + 3 * 64, RBASE + 3 * 64, 64);
+	assert_int_equal(fk.calls[5].rail, 1);
+	assert_int_equal(fk.calls[5].len, 0);
+	assert_int_equal(fk.calls[5].rkey, RKEY + 1);
+	assert_int_equal(fk.calls[5].raddr, RBASE + 3 * 64);
+	assert_true(fk.calls[5].flags & TERN__PF_DELIVER);
+	assert_int_equal(rail_state(e, 1).probes, 1);
+	/* One probe at a time. */
+	assert_int_equal(write_nth(e, &w[4], 4), 0);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 7);
+	assert_int_equal(fk.calls[6].rail, 0);
+	cq_ok(fk.calls[4].context, 0, 0, 0);
+	cq_ok(fk.calls[5].context, 0, 0, 0);
+	cq_ok(fk.calls[6].context, 0, 0, 0);
+	passes(e, 2);
 	assert_int_equal(w[3].status, 0);
+	assert_int_equal(w[4].status, 0);
 	assert_int_equal(e->peer.down, 0);
 	assert_int_equal(rail_state(e, 1).up, 1);
 	assert_int_equal(e->ctx->rails_up, 1);
+	assert_int_equal(e->peer.inflight, 0);
 	/* Fails again at once: down, for twice as long. */
-	assert_int_equal(write_nth(e, &w[4], 4), 0);
-	assert_int_equal(write_nth(e, &w[5], 5), 0);
+	assert_int_equal(write_nth(e, &w[0], 5), 0);
+	assert_int_equal(write_nth(e, &w[1], 6), 0);
 	tern_progress(e->ctx);
-	cq_err_path(fk.calls[6].context, -TERN_EPROV);
-	tern_progress(e->ctx);
-	tern_progress(e->ctx);
-	assert_int_equal(fk.ncalls, 8);
+	assert_int_equal(fk.ncalls, 9);
+	assert_int_equal(fk.calls[8].rail, 1);
+	cq_err_path(fk.calls[8].context, -TERN_EPROV);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 10);
 	assert_int_equal(e->peer.down, 2);
 	assert_int_equal(rail_state(e, 1).cooldown_ms, 10);
 	assert_int_equal(rail_state(e, 1).downs, 2);
-	cq_ok(fk.calls[5].context, 0, 0, 0);
 	cq_ok(fk.calls[7].context, 0, 0, 0);
-	tern_progress(e->ctx);
-	assert_int_equal(w[5].status, 0);
-	/* A try that fails: still down, twice the wait, the write moved. */
+	cq_ok(fk.calls[9].context, 0, 0, 0);
+	passes(e, 2);
+	assert_int_equal(w[1].status, 0);
+	/* A probe that fails: still down, twice the wait; nobody told. */
 	sleep_ms(30);
-	assert_int_equal(write_nth(e, &w[0], 6), 0);
-	assert_int_equal(write_nth(e, &w[1], 7), 0);
-	tern_progress(e->ctx);
-	assert_int_equal(fk.ncalls, 10);
-	assert_int_equal(fk.calls[9].rail, 1);
-	cq_err_path(fk.calls[9].context, -TERN_EPROV);
-	cq_ok(fk.calls[8].context, 0, 0, 0);
-	tern_progress(e->ctx);
-	tern_progress(e->ctx);
-	assert_int_equal(fk.ncalls, 11);
+	assert_int_equal(write_nth(e, &w[5], 7), 0);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 12);
 	assert_int_equal(fk.calls[10].rail, 0);
+	assert_int_equal(fk.calls[11].rail, 1);
+	assert_int_equal(fk.calls[11].len, 0);
+	cq_err_path(fk.calls[11].context, -TERN_EPROV);
+	cq_ok(fk.calls[10].context, 0, 0, 0);
+	passes(e, 3);
+	assert_int_equal(fk.ncalls, 12);
+	assert_int_equal(e->peer.down, 2);
 	assert_int_equal(rail_state(e, 1).cooldown_ms, 20);
 	assert_int_equal(rail_state(e, 1).downs, 2);
-	cq_ok(fk.calls[10].context, 0, 0, 0);
-	tern_progress(e->ctx);
-	assert_int_equal(w[1].calls, 1);
-	assert_int_equal(w[1].status, 0);
+	assert_int_equal(rail_state(e, 1).probes, 2);
+	assert_int_equal(w[5].calls, 1);
+	assert_int_equal(w[5].status, 0);
+	assert_int_equal(e->peer.inflight, 0);
 }
 
 /* A write with immediate is never posted twice: the target might count

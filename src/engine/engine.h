@@ -764,6 +764,9 @@ int tern__path_failed(struct tern_ctx *ctx, struct tern_rail *rail,
  * probe's rail is back. @return as tern__path_failed(). */
 int tern__path_completed(struct tern_ctx *ctx, struct tern_rail *rail,
 			 const struct tern__cqe *c);
+/* Probe @req's post on rail @r failed for good (no completion will
+ * come): a failed try, the rail waits longer for the next. */
+void tern__path_probe_unposted(struct tern_req *req, unsigned int r);
 /* A probe of @peer's rail @r completed: the rail is back. */
 void tern__path_probed(struct tern_peer *peer, unsigned int r);
 /* Post the parts queued to go again. @return requests finished. */

@@ -122,26 +122,43 @@ void tern__path_try(struct tern_peer *peer, const struct tern_mr_desc *rd,
 	}
 }
 
+/* The probe of @peer's rail @r failed (@why): the rail stays down, and
+ * waits twice as long before the next. */
+static void probe_failed(struct tern_peer *peer, unsigned int r,
+			 const char *why)
+{
+	struct tern__path *p = &peer->paths[r];
+	uint32_t grown = p->cooldown_ms * 2;
+
+	p->cooldown_ms = TERN_MIN(grown, peer->ctx->cooldown_ms *
+						 TERN__COOLDOWN_GROWTH);
+	p->probing = 0;
+	p->retry_ns = tern__now_ns() + (uint64_t)p->cooldown_ms * 1000000;
+	tern__debug("rail %u to peer %p: still down (%s); next try in %u ms", r,
+		    (void *)peer, why, p->cooldown_ms);
+}
+
+void tern__path_probe_unposted(struct tern_req *req, unsigned int r)
+{
+	struct tern_peer *peer = tern__rp(req)->peer;
+
+	/* No completion will come: the probe failed here. */
+	if (peer != NULL && peer->paths != NULL &&
+	    (peer->down & (1U << r)) != 0)
+		probe_failed(peer, r, req->errmsg);
+}
+
 /* The path of @peer over rail @r failed with @c's error: mark it down. */
 static void path_down(struct tern_ctx *ctx, struct tern_peer *peer,
 		      unsigned int r, const struct tern_req *req)
 {
 	struct tern__path *p = &peer->paths[r];
 	uint64_t now = tern__now_ns();
-	uint32_t grown;
 
 	if (peer->down & (1U << r)) {
-		if (!(tern__rp(req)->xflags & TERN__XF_PROBE))
-			return; /* already down: one more of its failures */
-		/* Its probe failed: wait twice as long. */
-		grown = p->cooldown_ms * 2;
-		p->cooldown_ms = TERN_MIN(grown, ctx->cooldown_ms *
-							 TERN__COOLDOWN_GROWTH);
-		p->probing = 0;
-		p->retry_ns = now + (uint64_t)p->cooldown_ms * 1000000;
-		tern__debug("rail %u to peer %p: still down (%s); next try in "
-			    "%u ms",
-			    r, (void *)peer, req->errmsg, p->cooldown_ms);
+		/* Already down: one more of its failures, or its probe's. */
+		if (tern__rp(req)->xflags & TERN__XF_PROBE)
+			probe_failed(peer, r, req->errmsg);
 		return;
 	}
 	/* Up a while: healthy, the first wait; else it flaps: a longer one. */

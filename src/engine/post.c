@@ -31,6 +31,9 @@ __attribute__((noinline, cold)) int tern__post_failed(struct tern_rail *rail,
 
 	if (err == -EAGAIN)
 		return err;
+	/* tern's own probe of a down rail: a failed try (failover.c). */
+	if (tern__rp(req)->xflags & TERN__XF_PROBE)
+		tern__path_probe_unposted(req, rail->idx);
 	/* Logged at 1, 2, 4, 8... so a burst cannot flood the log: on shm
 	 * (libfabric 1.17) every small write through a descriptor naming
 	 * memory its peer has not mapped fails here (post.h). */

@@ -386,6 +386,110 @@ static void test_pieces_rerouted(void **state)
 	assert_int_equal(e->ctx->rails[1].tx_credits, 8);
 }
 
+/* Rail 1 down, its probe due: the write takes rail 0, the probe rail 1. */
+static void down_then_due(struct env *e, struct tracked *w)
+{
+	assert_int_equal(write_nth(e, &w[0], 0), 0);
+	assert_int_equal(write_nth(e, &w[1], 1), 0);
+	tern_progress(e->ctx);
+	cq_ok(fk.calls[0].context, 0, 0, 0);
+	cq_err_path(fk.calls[1].context, -TERN_EPROV);
+	passes(e, 2);
+	cq_ok(fk.calls[2].context, 0, 0, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(e->peer.down, 2);
+	assert_int_equal(w[1].status, 0);
+	sleep_ms(20);
+}
+
+/* A probe whose post fails (the provider refuses it at once, as tcp may
+ * on a reset connection) is a failed try: the rail waits twice as long,
+ * then is probed again; it is never left waiting on a probe that will
+ * never complete. */
+static void test_probe_post_fails(void **state)
+{
+	struct env *e = *state;
+	static const ssize_t rets[] = { 0, -TERN_EPROV };
+	struct tracked w[4];
+
+	two_rails(e, 5);
+	down_then_due(e, w);
+	fake_script(TERN_ARRAY_SIZE(rets), rets);
+	assert_int_equal(write_nth(e, &w[2], 2), 0);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 5);
+	assert_int_equal(fk.calls[3].rail, 0);
+	assert_int_equal(fk.calls[4].rail, 1);
+	assert_int_equal(fk.calls[4].len, 0);
+	assert_int_equal(fk.calls[4].ret, -TERN_EPROV);
+	cq_ok(fk.calls[3].context, 0, 0, 0);
+	passes(e, 2);
+	assert_int_equal(w[2].status, 0);
+	assert_int_equal(e->peer.down, 2);
+	assert_int_equal(rail_state(e, 1).probes, 1);
+	assert_int_equal(rail_state(e, 1).cooldown_ms, 10);
+	assert_int_equal(e->peer.inflight, 0);
+	assert_int_equal(e->ctx->rails[1].tx_credits, 8);
+	/* Due again: a second probe, which brings the rail back. */
+	sleep_ms(30);
+	assert_int_equal(write_nth(e, &w[3], 3), 0);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 7);
+	assert_int_equal(fk.calls[6].rail, 1);
+	assert_int_equal(fk.calls[6].len, 0);
+	cq_ok(fk.calls[5].context, 0, 0, 0);
+	cq_ok(fk.calls[6].context, 0, 0, 0);
+	passes(e, 2);
+	assert_int_equal(w[3].status, 0);
+	assert_int_equal(e->peer.down, 0);
+	assert_int_equal(rail_state(e, 1).probes, 2);
+	assert_int_equal(e->peer.inflight, 0);
+}
+
+/* A part waiting to go again is work: a caller's own event loop
+ * (tern_ctx_timeout()) is told to come back soon, not to sleep until a
+ * completion that may never come; so while its post is refused. */
+static void test_redo_wakes(void **state)
+{
+	struct env *e = *state;
+	static const ssize_t again[] = { -EAGAIN };
+	struct tracked w;
+
+	two_rails(e, 60000);
+	e->ctx->can_wait = 1;
+	track_init(&w);
+	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, 2048, &e->rdesc,
+				    0, &w.req),
+			 0);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 2);
+	cq_ok(fk.calls[0].context, 0, 0, 0);
+	cq_err_path(fk.calls[1].context, -TERN_EPROV);
+	passes(e, 1);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(e->peer.down, 2);
+	assert_true(e->ctx->redo_head != NULL);
+	assert_in_range(tern_ctx_timeout(e->ctx), 0, 1);
+	fake_script(TERN_ARRAY_SIZE(again), again);
+	passes(e, 1);
+	assert_int_equal(fk.ncalls, 3);
+	assert_int_equal(fk.calls[2].ret, -EAGAIN);
+	assert_true(e->ctx->redo_head != NULL);
+	assert_in_range(tern_ctx_timeout(e->ctx), 0, 1);
+	passes(e, 1);
+	assert_int_equal(fk.ncalls, 4);
+	assert_true(e->ctx->redo_head == NULL);
+	cq_ok(fk.calls[3].context, 0, 0, 0);
+	passes(e, 1);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, 0);
+	assert_string_equal(w.req.errmsg, "");
+	assert_int_equal(w.req.prov_errno, 0);
+	assert_int_equal(e->ctx->rails[0].tx_credits, 8);
+	assert_int_equal(e->ctx->rails[1].tx_credits, 8);
+	assert_int_equal(e->peer.inflight, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,6 +500,8 @@ int main(void)
 		T(test_imm_never_repeated),
 		T(test_own_errors_and_off),
 		T(test_pieces_rerouted),
+		T(test_probe_post_fails),
+		T(test_redo_wakes),
 #undef T
 	};
 

@@ -759,9 +759,9 @@ void tern__path_try(struct tern_peer *peer, const struct tern_mr_desc *rd,
  * 0 when @c completes its request as usual. */
 int tern__path_failed(struct tern_ctx *ctx, struct tern_rail *rail,
 		      const struct tern__cqe *c);
-/* @c completed an operation that failed, or probed a rail that was down:
- * tern__path_failed() for an error that says the path is gone, else the
- * probe's rail is back. @return as tern__path_failed(). */
+/* @c completed an operation with an error: tern__path_failed() for one
+ * that says the path is gone; a probe's own error says the path answered
+ * (its rail is back). @return as tern__path_failed(). */
 int tern__path_completed(struct tern_ctx *ctx, struct tern_rail *rail,
 			 const struct tern__cqe *c);
 /* Probe @req's post on rail @r failed for good (no completion will

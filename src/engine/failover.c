@@ -27,8 +27,8 @@
  *
  * Every change is logged once; tern_peer_rails() reports each rail.
  * Nothing here runs on a healthy ctx's path but one test of peer->down
- * when a multi-rail operation picks its rail, and one of
- * TERN__XF_PROBE per completion.
+ * when a multi-rail operation picks its rail (a completion comes here
+ * only when it failed).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -80,9 +80,15 @@ unsigned int tern__path_pick(const struct tern_peer *peer, unsigned int r)
 	return r; /* every rail down: the peer is gone, posts fail */
 }
 
-/* A probe finished: tern__path_completed() has read its outcome. */
+/* A probe finished. Its success came from its completion, inside the
+ * pass that read it: its peer (req->data) is still there, removed or not
+ * (freed at the pass's end), and the rail is back. A failure was seen by
+ * tern__path_completed() or tern__path_probe_unposted(); a probe cancelled
+ * (its peer removed or gone, the ctx closing) leaves the rail as it is. */
 static void probe_done(struct tern_req *req)
 {
+	if (req->status == 0)
+		tern__path_probed(req->data, tern__rp(req)->rail);
 	free(req);
 }
 
@@ -108,7 +114,7 @@ void tern__path_try(struct tern_peer *peer, const struct tern_mr_desc *rd,
 		req = malloc(sizeof(*req));
 		if (req == NULL)
 			return;
-		tern_req_init(req, probe_done, NULL);
+		tern_req_init(req, probe_done, peer);
 		tern__req_fill(ctx, req, TERN__OP_WRITE, peer, ctx->scratch_mr,
 			       ctx->scratch, 0);
 		rp = tern__rp(req);
@@ -327,9 +333,9 @@ int tern__path_completed(struct tern_ctx *ctx, struct tern_rail *rail,
 {
 	struct tern__req_priv *rp = tern__rp(c->req);
 
-	if (c->status != 0 && c->path && ctx->failover)
+	if (c->path && ctx->failover)
 		return tern__path_failed(ctx, rail, c);
-	/* Done, or failed for its own reason: the path answered. */
+	/* Failed for its own reason: the path answered. */
 	if ((rp->xflags & TERN__XF_PROBE) && rp->peer != NULL &&
 	    rp->peer->paths != NULL)
 		tern__path_probed(rp->peer, rail->idx);

@@ -370,8 +370,7 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 			tern__ctrl_done(ctx, c);
 			return 0;
 		}
-		if (tern_unlikely(c->status != 0 ||
-				  (tern__rp(req)->xflags & TERN__XF_PROBE)) &&
+		if (tern_unlikely(c->status != 0) &&
 		    tern__path_completed(ctx, rail, c))
 			return 0; /* to go again on another rail */
 		tern__slot_free(rail, c->slot);
@@ -383,9 +382,8 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 		complete_req(req, c->status);
 		return 1;
 	}
-	if (tern_unlikely(c->status != 0 ||
-			  (tern__rp(req)->xflags & TERN__XF_PROBE)) &&
-	    tern__path_completed(ctx, rail, c))
+	/* (A probe that succeeds is seen by its callback: failover.c.) */
+	if (tern_unlikely(c->status != 0) && tern__path_completed(ctx, rail, c))
 		return 0;
 	tern__reqq_remove(&ctx->posted, req);
 	if (tern__rp(req)->op == TERN__OP_RECV) {

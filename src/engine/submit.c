@@ -314,13 +314,18 @@ plain:
 	if (tern_unlikely(peer->down != 0))
 		tern__path_try(peer, rdesc, roff);
 	rrail = tern__rp(req)->rail;
-	tern__rp(req)->u.rma.rkey = tern__desc_key(rdesc, roff,
-						   rrail % peer->nrails);
+	if (rrail >= peer->nrails)
+		rrail %= peer->nrails;
+	tern__rp(req)->u.rma.rkey = tern__desc_key(rdesc, roff, rrail);
 	/* Should its rail fail, the next one takes it (failover.c). */
-	rrail = rrail + 1 < ctx->nrails ? rrail + 1 : 0;
-	tern__rp(req)->u.rma.rail_next = (uint8_t)rrail;
-	tern__rp(req)->u.rma.rkey_next = tern__desc_key(rdesc, roff,
-							rrail % peer->nrails);
+	if (ctx->failover) {
+		rrail = tern__rp(req)->rail + 1U < ctx->nrails
+				? tern__rp(req)->rail + 1U
+				: 0;
+		tern__rp(req)->u.rma.rail_next = (uint8_t)rrail;
+		tern__rp(req)->u.rma.rkey_next = tern__desc_key(
+			rdesc, roff, rrail % peer->nrails);
+	}
 	tern__rp(req)->u.rma.raddr = tern__raddr(rdesc, roff);
 	tern__rp(req)->imm = imm;
 	tern__queue_req(ctx, req);

@@ -173,6 +173,15 @@ static void test_new_ops_avoid_down_rail(void **state)
 		assert_int_equal(fk.calls[k].rail, 0);
 	assert_int_equal(fk.calls[5].rkey, RKEY);
 	assert_int_equal(fk.calls[6].rkey, RKEY);
+	/* All done, clean: the striped write gives its descriptor back. */
+	for (size_t k = 3; k < 7; k++)
+		cq_ok(fk.calls[k].context, 0, 0, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(w[2].status, 0);
+	assert_int_equal(w[3].status, 0);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.status, 0);
+	assert_int_equal(e->peer.inflight, 0);
 }
 
 /* After the cooldown, the next write to the peer sends a probe beside it:
@@ -490,6 +499,47 @@ static void test_redo_wakes(void **state)
 	assert_int_equal(e->peer.inflight, 0);
 }
 
+/* A part waiting to go again whose peer goes (or whose ctx closes) is
+ * not posted: its request completes once, with the peer's fate, every
+ * credit back and nothing left queued. */
+static void test_redo_peer_gone_or_closing(void **state)
+{
+	struct env *e = *state;
+	struct tracked w[2];
+
+	two_rails(e, 60000);
+	for (int k = 0; k < 2; k++) {
+		size_t at = fk.ncalls;
+
+		track_init(&w[k]);
+		assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, 2048,
+					    &e->rdesc, 0, &w[k].req),
+				 0);
+		tern_progress(e->ctx);
+		assert_int_equal(fk.ncalls, at + 2);
+		cq_ok(fk.calls[at].context, 0, 0, 0);
+		cq_err_path(fk.calls[at + 1].context, -TERN_EPROV);
+		passes(e, 1);
+		assert_true(e->ctx->redo_head != NULL);
+		if (k == 0)
+			assert_int_equal(tern__peer_gone(&e->peer), 0);
+		else
+			e->ctx->closing = 1;
+		passes(e, 2);
+		assert_int_equal(fk.ncalls, at + 2);
+		assert_true(e->ctx->redo_head == NULL);
+		assert_int_equal(w[k].calls, 1);
+		assert_int_equal(w[k].status,
+				 k == 0 ? -TERN_EPEERGONE : -ECANCELED);
+		assert_int_equal(e->ctx->rails[0].tx_credits, 8);
+		assert_int_equal(e->ctx->rails[1].tx_credits, 8);
+		assert_int_equal(e->peer.inflight, 0);
+		e->peer.gone = 0;
+		e->peer.down = 0;
+	}
+	e->ctx->closing = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -502,6 +552,7 @@ int main(void)
 		T(test_pieces_rerouted),
 		T(test_probe_post_fails),
 		T(test_redo_wakes),
+		T(test_redo_peer_gone_or_closing),
 #undef T
 	};
 

@@ -114,6 +114,9 @@ struct bench_context {
 	/* How tern reaches the peer (tern_peer_path()): "same host (local
 	 * path)" or "provider"; "" when not known. */
 	char route[32];
+	/* Several rails: how each fared (tern_peer_rails()), "" when one
+	 * rail: "2 up", or "rail 1 down 1 time(s), 25 moved; up" ... */
+	char rails_state[160];
 	char command[512]; /* the command line, for the record */
 	/* --op register: the writes' size; whether the cached measure
 	 * shared the cold region's registration (1: the registration cache;

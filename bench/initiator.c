@@ -624,6 +624,35 @@ static void fill_context(struct tern_ctx *ctx, const struct bench_opts *o,
 }
 
 /* HELLO the responder; on ACK its region's descriptor. */
+/* How each rail to @peer fared during the run (several rails only). */
+static void rails_summary(const struct tern_peer *peer, char *buf, size_t len)
+{
+	struct tern_peer_rail st[TERN_MAX_RAILS];
+	int n = tern_peer_rails(peer, st, TERN_MAX_RAILS);
+	size_t off = 0;
+	int quiet = 1;
+
+	buf[0] = '\0';
+	if (n <= 1)
+		return;
+	for (int i = 0; i < n; i++)
+		quiet &= st[i].up && st[i].downs == 0;
+	if (quiet) {
+		snprintf(buf, len, "%d up, none went down", n);
+		return;
+	}
+	for (int i = 0; i < n && off < len; i++) {
+		if (st[i].downs == 0)
+			continue;
+		off += (size_t)snprintf(
+			buf + off, len - off,
+			"%srail %d down %" PRIu64 " time(s), %" PRIu64
+			" moved off it, %s",
+			off != 0 ? "; " : "", i, st[i].downs, st[i].rerouted,
+			st[i].up ? "up at the end" : "still down");
+	}
+}
+
 static int hello(struct runner *r, struct app_msgbox *mb, uint64_t max_size,
 		 enum tern_mr_path *peer_path, char *why, size_t whylen)
 {
@@ -942,6 +971,8 @@ int bench_run(struct tern_ctx *ctx, const void *card, size_t card_len,
 				     &r.stuck, why, whylen);
 	else
 		ret = run_sizes(&r, rep, chkmr, chk, why, whylen);
+	rails_summary(r.peer, rep->ctx.rails_state,
+		      sizeof(rep->ctx.rails_state));
 	if (ret == 0)
 		ret = bye(&r, &mb, rep, why, whylen);
 	tern_ctx_set_busy_poll(ctx, 0);

@@ -84,6 +84,7 @@ static void json_context(FILE *f, const struct bench_context *c)
 	JSON_STR(f, &first, pre, c, path_local);
 	JSON_STR(f, &first, pre, c, path_peer);
 	JSON_STR(f, &first, pre, c, route);
+	JSON_STR(f, &first, pre, c, rails_state);
 	if (strncmp(c->op, "register", sizeof(c->op)) == 0) {
 		json_str(f, &first, pre, "pages", "untouched",
 			 sizeof("untouched"));

@@ -186,6 +186,8 @@ void bench_print_table(FILE *f, const struct bench_report *r)
 	}
 	if (c->route[0] != '\0')
 		fprintf(f, "  %-14s %s\n", "peer path", c->route);
+	if (c->rails_state[0] != '\0')
+		fprintf(f, "  %-14s %s\n", "rail health", c->rails_state);
 	if (isfinite(c->mr_reg_ms))
 		report_fmt_fixed(c->mr_reg_ms, 3, a, sizeof(a));
 	else

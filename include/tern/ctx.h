@@ -339,6 +339,33 @@ enum tern_path {
  */
 TERN_API int tern_peer_path(const struct tern_peer *peer);
 
+/** One rail's path to a peer: tern_peer_rails(). */
+struct tern_peer_rail {
+	/** 1: in use; 0: down (an operation on it failed with an error
+	 * that says the path is gone), tried again after its cooldown */
+	int up;
+	/** The wait before a down rail is tried again, in ms: doubled by
+	 * each failed try and by a failure soon after it came back */
+	uint32_t cooldown_ms;
+	uint64_t down_ms;  /**< down: for how long, in ms; 0 when up */
+	uint64_t downs;	   /**< times it went down */
+	uint64_t rerouted; /**< operations and parts moved off it */
+	uint64_t probes;   /**< tries while down (writes of 0 bytes) */
+};
+
+/**
+ * Each rail's path to @p peer (docs/api.md, "When a rail fails"): fills
+ * @p rails[i] for the first @p n rails of the ctx. A rail goes down for a
+ * peer when an operation on it fails with an error that says the path is
+ * gone; new operations then take the other rails, and the failed one's
+ * writes and reads go again on a live rail. $TERN_FAILOVER=0 turns this
+ * off (every such failure reaches the caller, as with one rail).
+ * @return the ctx's number of rails, or -EINVAL (NULL @p peer, or NULL
+ * @p rails with @p n > 0).
+ */
+TERN_API int tern_peer_rails(const struct tern_peer *peer,
+			     struct tern_peer_rail *rails, unsigned int n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -106,6 +106,16 @@ int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 		  struct tern_peer **peer_p);
 int tern_peer_remove(struct tern_peer *peer);
 int tern_peer_path(const struct tern_peer *peer);
+struct tern_peer_rail {
+	int up;
+	uint32_t cooldown_ms;
+	uint64_t down_ms;
+	uint64_t downs;
+	uint64_t rerouted;
+	uint64_t probes;
+};
+int tern_peer_rails(const struct tern_peer *peer,
+		    struct tern_peer_rail *rails, unsigned int n);
 
 struct tern_mr_desc {
 	uint64_t base;

@@ -58,6 +58,21 @@ class Peer:
         "fabric" (through the provider)."""
         return "local" if lib.tern_peer_path(self._h()) == 1 else "fabric"
 
+    @property
+    def rails(self) -> list:
+        """Each rail's path to this peer (tern_peer_rails(), docs/api.md,
+        "When a rail fails"): a dict per rail with "up" (bool),
+        "down_ms" (how long down, 0 when up), "cooldown_ms", "downs",
+        "rerouted" (operations and parts moved off it) and "probes"
+        (tries while down)."""
+        st = ffi.new("struct tern_peer_rail[32]")
+        n = lib.tern_peer_rails(self._h(), st, 32)
+        _check(n, "tern_peer_rails")
+        return [{"up": bool(st[i].up), "down_ms": st[i].down_ms,
+                 "cooldown_ms": st[i].cooldown_ms, "downs": st[i].downs,
+                 "rerouted": st[i].rerouted, "probes": st[i].probes}
+                for i in range(min(n, 32))]
+
     def close(self) -> None:
         """Remove the peer: its queued operations and expectations
         complete tern.Cancelled. Twice, or after the ctx's close(), is a

@@ -295,8 +295,11 @@ static void mr_chunk(struct tern_ctx *ctx)
 /* tern's own limits from the provider's caps (ctx->caps). */
 static void derive_limits(struct tern_ctx *ctx)
 {
+	/* Failover (several rails) sees every write complete: an inject
+	 * lost on a rail going down would go unseen, never repeated. */
 	ctx->inject_max = tern__env_long("TERN_INJECT", TERN__INJECT_DEFAULT, 0,
-					 2) != 0
+					 2) != 0 &&
+					  !ctx->failover
 				  ? ctx->caps.inject_size
 				  : 0;
 	ctx->max_msg_size = ctx->caps.max_msg_size;
@@ -374,6 +377,11 @@ static int ctx_provider(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
 	ret = tern__prov_choose(&ctx->prov, &want, pr);
 	if (ret != 0)
 		return ret;
+	/* A failed rail routed around (failover.c), with several. */
+	ctx->failover = ctx->nrails > 1 &&
+			tern__env_long("TERN_FAILOVER", 1, 0, 1) != 0;
+	ctx->cooldown_ms = (uint32_t)tern__env_long(
+		"TERN_RAIL_COOLDOWN_MS", TERN__COOLDOWN_DEFAULT_MS, 1, 600000);
 	tern__prov_caps(&ctx->prov, pr, ctx->nrails, &ctx->caps);
 	derive_limits(ctx);
 	mr_chunk(ctx);
@@ -636,6 +644,7 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	prov_rails(ctx, pr);
 	tern__prov_close(&ctx->prov, pr, TERN_MAX_RAILS);
 	tern__imm_fini(&ctx->imm);
+	tern__redo_fini(ctx);
 	free(ctx);
 }
 

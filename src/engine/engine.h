@@ -23,6 +23,7 @@ struct tern__stage;
 struct tern__local;	 /* local_inbox.c: a ctx's inbox */
 struct tern__local_peer; /* local_attach.c: a same-host peer attached */
 struct tern__mreg;	 /* mr.c: a provider registration, shared */
+struct tern__redo;	 /* failover.c: a part to post again */
 
 /* A pooled copy of a remote descriptor, for operations that address the
  * peer's region on several rails or in several chunks (striped, staged):
@@ -65,6 +66,10 @@ struct tern__req_priv {
 	union {
 		struct { /* write, write_imm, read on one rail */
 			uint64_t raddr, rkey;
+			/* Several rails: the key on rail_next, where it goes
+			 * again should its rail fail (failover.c). */
+			uint64_t rkey_next;
+			uint8_t rail_next;
 		} rma;
 		struct { /* same host (local_copy.c): rail = region index */
 			uint64_t raddr, gen, base; /* as found at the post */
@@ -164,6 +169,7 @@ enum tern__op {
 #define TERN__XF_DESC	   (1U << 1) /* holds a pooled descriptor */
 #define TERN__XF_CANCELLED (1U << 2) /* staged: cancelled, start no more */
 #define TERN__XF_TIMER	   (1U << 3) /* expectation: its timer is in fictx */
+#define TERN__XF_PROBE	   (1U << 4) /* tern's own: tries a down rail */
 
 /* Where a request is (tern__rp(req)->state). */
 enum tern__state {
@@ -191,6 +197,11 @@ enum tern__state {
 struct tern__slot {
 	void *fictx[8];
 	struct tern_req *owner;
+	/* The part it carries, to post it again elsewhere should its rail
+	 * fail (failover.c): a striped or cut operation's offset, or a
+	 * batch's piece and how far into it. */
+	uint64_t part;
+	uint32_t piece;
 };
 
 struct tern_rail {
@@ -231,6 +242,19 @@ struct tern_rail {
 	size_t nsrc_of;
 };
 
+/* A peer's path over one local rail, once one of them failed
+ * (failover.c). Times on the tern__now_ns() clock. */
+struct tern__path {
+	uint64_t down_ns;     /* when it went down */
+	uint64_t up_ns;	      /* when it last came back */
+	uint64_t retry_ns;    /* down: an operation may try it from then */
+	uint32_t cooldown_ms; /* the wait before that try */
+	uint32_t probing;     /* an operation is trying it */
+	uint64_t downs;	      /* times it went down */
+	uint64_t probes;      /* tries sent while down */
+	uint64_t rerouted;    /* operations and parts moved off it */
+};
+
 /* Implicit operations counted in epochs (nbi.c): a peer's, a ctx's. */
 struct tern__nbi_epoch;
 struct tern__nbi_op;
@@ -262,6 +286,10 @@ struct tern_peer {
 	struct tern__local_peer *local;
 	uint64_t local_nonce;
 	int fabric_only; /* TERN_PEER_FABRIC_ONLY: never the same-host path */
+	/* Rails whose path to it failed (bit per local rail), and each
+	 * rail's state, made on the first failure (failover.c). */
+	uint32_t down;
+	struct tern__path *paths;
 	struct tern__nbi_scope nbi; /* its implicit operations (nbi.c) */
 	size_t card_len;
 	uint8_t card[]; /* the card it was added with */
@@ -464,6 +492,13 @@ struct tern_ctx {
 	 * removed peer): their callbacks run from the next progress pass. */
 	struct tern__reqq ready;
 	struct tern__desc *desc_free; /* the pool of descriptor copies */
+	/* A failed rail routed around (failover.c): on unless
+	 * $TERN_FAILOVER=0; the first wait before a down rail is tried
+	 * again; parts to post again on another rail; what happened. */
+	int failover;
+	uint32_t cooldown_ms;
+	struct tern__redo *redo_head, *redo_tail;
+	uint64_t rails_down, rails_up, rerouted;
 	/* Implicit operations (nbi.c): all of the ctx's, the pool. */
 	struct tern__nbi_scope nbi;
 	struct tern__nbi_op *nbi_free;
@@ -514,6 +549,7 @@ struct tern__cqe {
 	int imm;      /* 1: a write with immediate landed */
 	int imm_data; /* a receive's data field is valid */
 	uint32_t src; /* an arrival's source id (imm, tern's own message) */
+	int path;     /* an error that says the path is gone (failover.c) */
 };
 
 /* Bytes per address in this ctx's card: rail 0's, or for names
@@ -622,6 +658,9 @@ int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req);
 /* Operations posted per rail per progress pass (TERN_POST_BATCH). */
 #define TERN__POST_BATCH_DEFAULT 32
 #define TERN__POST_BATCH_MAX	 4096
+/* The first wait before a failed rail is tried again
+ * (TERN_RAIL_COOLDOWN_MS). */
+#define TERN__COOLDOWN_DEFAULT_MS 1000
 /* Implicit operations in flight per ctx (TERN_NBI_MAX). */
 #define TERN__NBI_MAX_DEFAULT (1L << 16)
 #define TERN__PART_MORE	      2
@@ -707,6 +746,39 @@ int tern__submit_rma(struct tern_peer *peer, struct tern_mr *mr, void *buf,
 		     size_t len, const struct tern_mr_desc *rdesc,
 		     uint64_t roff, uint8_t op, uint32_t imm, uint8_t xflags,
 		     struct tern_req *req);
+/* A failed rail routed around (failover.c). The rail a new operation to
+ * @peer (which has rails down) takes, from @r on: @r or a later live one. */
+unsigned int tern__path_pick(const struct tern_peer *peer, unsigned int r);
+/* Rails of @peer down and due for a try: a probe each (a write of 0 bytes
+ * to @rd at @roff, where the caller's operation goes). */
+void tern__path_try(struct tern_peer *peer, const struct tern_mr_desc *rd,
+		    uint64_t roff);
+/* @c, an error completion on @rail, says its path is gone: mark the rail
+ * down for its peer and, where its operation may be posted again, queue
+ * it on a live rail. @return 1 when it took @c (the caller forgets it),
+ * 0 when @c completes its request as usual. */
+int tern__path_failed(struct tern_ctx *ctx, struct tern_rail *rail,
+		      const struct tern__cqe *c);
+/* @c completed an operation with an error: tern__path_failed() for one
+ * that says the path is gone; a probe's own error says the path answered
+ * (its rail is back). @return as tern__path_failed(). */
+int tern__path_completed(struct tern_ctx *ctx, struct tern_rail *rail,
+			 const struct tern__cqe *c);
+/* Probe @req's post on rail @r failed for good (no completion will
+ * come): a failed try, the rail waits longer for the next. */
+void tern__path_probe_unposted(struct tern_req *req, unsigned int r);
+/* A probe of @peer's rail @r completed: the rail is back. */
+void tern__path_probed(struct tern_peer *peer, unsigned int r);
+/* Post the parts queued to go again. @return requests finished. */
+int tern__redo_post(struct tern_ctx *ctx);
+void tern__redo_fini(struct tern_ctx *ctx);
+/* Post again, on @rail, a part of @req that failed elsewhere: at @off of
+ * a striped or cut write or read, or of piece @piece from @off. */
+int tern__rail_repost(struct tern_rail *rail, struct tern_req *req,
+		      uint64_t off, uint32_t piece);
+/* A part of batch @req finished with @status. @return 1 if the batch
+ * completed. */
+int tern__piece_done(struct tern_ctx *ctx, struct tern_req *req, int status);
 /* Clear a request's results and set what every operation carries. */
 void tern__req_fill(struct tern_ctx *ctx, struct tern_req *req, uint8_t op,
 		    struct tern_peer *peer, struct tern_mr *mr, const void *buf,

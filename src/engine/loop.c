@@ -607,9 +607,13 @@ static int work_waiting(const struct tern_ctx *ctx)
 	return 0;
 }
 
-/* Posts the provider refused wait on it: sleep, but not long (below). */
+/* Posts the provider refused wait on it: sleep, but not long (below).
+ * So do parts to post again on another rail (failover.c): they go in a
+ * pass, and no completion may come to start one. */
 static int posts_refused(const struct tern_ctx *ctx)
 {
+	if (ctx->redo_head != NULL)
+		return 1;
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		const struct tern_rail *r = &ctx->rails[i];
 

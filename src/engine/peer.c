@@ -245,6 +245,7 @@ void tern__peer_release(struct tern_peer *peer)
 			tern__prov_av_remove(&ctx->rails[i].prov,
 					     peer->fiaddr[i]);
 	}
+	free(peer->paths);
 	free(peer);
 }
 

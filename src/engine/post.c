@@ -31,6 +31,9 @@ __attribute__((noinline, cold)) int tern__post_failed(struct tern_rail *rail,
 
 	if (err == -EAGAIN)
 		return err;
+	/* tern's own probe of a down rail: a failed try (failover.c). */
+	if (tern__rp(req)->xflags & TERN__XF_PROBE)
+		tern__path_probe_unposted(req, rail->idx);
 	/* Logged at 1, 2, 4, 8... so a burst cannot flood the log: on shm
 	 * (libfabric 1.17) every small write through a descriptor naming
 	 * memory its peer has not mapped fails here (post.h). */
@@ -138,17 +141,16 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 	return post_result(rail, req, ret);
 }
 
-/* Post the next piece of a batched write or read
- * (tern__rp(req)->next_piece), or its next part where the piece crosses a
- * chunk of either region (mr.c): TERN__PART_MORE when a part went and
- * the piece goes on (u.batch.sub: how much of it went). */
-int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
-			  int more)
+/* Post the part of piece @idx of batch @req from @sub on @rail (as far as
+ * it goes inside one chunk of either region): its length in *@len_p. */
+static ssize_t piece_post_at(struct tern_rail *rail, struct tern_req *req,
+			     uint32_t idx, uint64_t sub, int more,
+			     uint64_t *len_p)
 {
 	struct tern__req_priv *rp = tern__rp(req);
-	const struct tern_piece pc = tern__piece(rp, rp->next_piece);
+	const struct tern_piece pc = tern__piece(rp, idx);
 	const struct tern_mr_desc *rd = rp->u.batch.regions + pc.region;
-	uint64_t sub = rp->u.batch.sub, len = pc.len - sub;
+	uint64_t len = pc.len - sub;
 	uint64_t flags = more ? TERN__PF_MORE : 0;
 	struct tern__slot *slot;
 	ssize_t ret;
@@ -164,6 +166,8 @@ int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 	slot = slot_get(rail, req);
 	if (slot == NULL)
 		return -EAGAIN;
+	slot->part = sub;
+	slot->piece = idx;
 	/* tern__post_rma()'s body, the direction from the batch. */
 	if (rp->xflags & TERN__XF_DELIVER)
 		flags |= TERN__PF_DELIVER;
@@ -176,19 +180,69 @@ int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 		rp->imm, slot->fictx, flags);
 	if (ret != 0) {
 		tern__slot_free(rail, slot);
-		ret = post_result(rail, req, ret);
+		return post_result(rail, req, ret);
+	}
+	tern__sync_note(rail, slot->fictx, flags);
+	*len_p = len;
+	return 0;
+}
+
+/* Post the next piece of a batched write or read
+ * (tern__rp(req)->next_piece), or its next part where the piece crosses a
+ * chunk of either region (mr.c): TERN__PART_MORE when a part went and
+ * the piece goes on (u.batch.sub: how much of it went). */
+int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
+			  int more)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+	uint64_t sub = rp->u.batch.sub, len = 0;
+	ssize_t ret;
+
+	ret = piece_post_at(rail, req, rp->next_piece, sub, more, &len);
+	if (ret != 0) {
 		/* Failed for good: the batch goes on with the next piece,
 		 * from its start. */
 		if (ret != -EAGAIN)
 			rp->u.batch.sub = 0;
 		return (int)ret;
 	}
-	tern__sync_note(rail, slot->fictx, flags);
-	if (sub + len < pc.len) {
+	if (sub + len < tern__piece(rp, rp->next_piece).len) {
 		rp->u.batch.sub = sub + len;
 		return TERN__PART_MORE;
 	}
 	rp->u.batch.sub = 0;
+	return 0;
+}
+
+/* Post the part at @off of a striped or cut write or read on @rail, with
+ * @flags: its length in *@len_p. */
+static ssize_t chunk_post_at(struct tern_rail *rail, struct tern_req *req,
+			     uint64_t off, uint64_t flags, uint64_t *len_p)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+	const struct tern_mr_desc *rd = &rp->u.stripe.rd->d;
+	uint64_t roff = rp->u.stripe.roff + off, len;
+	struct tern__slot *slot;
+	ssize_t ret;
+
+	len = tern__cut_len(req->len, off, rp->u.stripe.chunk,
+			    (uint64_t)((char *)rp->buf - (char *)rp->mr->buf),
+			    rp->mr->nchunks > 1 ? rp->mr->chunk_shift : 0,
+			    rp->u.stripe.roff,
+			    TERN_MR_DESC_CHUNK_SHIFT(rd->flags));
+	slot = slot_get(rail, req);
+	if (slot == NULL)
+		return -EAGAIN;
+	slot->part = off;
+	ret = tern__post_rma(
+		rail, req, (char *)rp->buf + off, len, tern__raddr(rd, roff),
+		tern__desc_key(rd, roff, rail->idx % rp->peer->nrails),
+		slot->fictx, flags);
+	if (ret != 0) {
+		tern__slot_free(rail, slot);
+		return post_result(rail, req, ret);
+	}
+	*len_p = len;
 	return 0;
 }
 
@@ -201,17 +255,9 @@ int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req)
 {
 	struct tern__req_priv *rp = tern__rp(req);
-	const struct tern_mr_desc *rd = &rp->u.stripe.rd->d;
-	uint64_t off = rp->u.stripe.off, loff, roff, len, flags = 0;
-	struct tern__slot *slot;
+	uint64_t flags = 0, len = 0;
 	ssize_t ret;
 
-	loff = (uint64_t)((char *)rp->buf - (char *)rp->mr->buf);
-	len = tern__cut_len(req->len, off, rp->u.stripe.chunk, loff,
-			    rp->mr->nchunks > 1 ? rp->mr->chunk_shift : 0,
-			    rp->u.stripe.roff,
-			    TERN_MR_DESC_CHUNK_SHIFT(rd->flags));
-	roff = rp->u.stripe.roff + off;
 	if (rp->sop == TERN__OP_WRITE_IMM) {
 		/* After a failed part no other goes: the immediate never
 		 * will. */
@@ -225,17 +271,24 @@ int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req)
 			flags |= TERN__PF_IMM;
 		}
 	}
-	slot = slot_get(rail, req);
-	if (slot == NULL)
-		return -EAGAIN;
-	ret = tern__post_rma(
-		rail, req, (char *)rp->buf + off, len, tern__raddr(rd, roff),
-		tern__desc_key(rd, roff, rail->idx % rp->peer->nrails),
-		slot->fictx, flags);
-	if (ret != 0) {
-		tern__slot_free(rail, slot);
-		return post_result(rail, req, ret);
-	}
-	rp->u.stripe.off = off + len;
+	ret = chunk_post_at(rail, req, rp->u.stripe.off, flags, &len);
+	if (ret != 0)
+		return (int)ret;
+	rp->u.stripe.off += len;
 	return 0;
+}
+
+int tern__rail_repost(struct tern_rail *rail, struct tern_req *req,
+		      uint64_t off, uint32_t piece)
+{
+	struct tern__req_priv *rp = tern__rp(req);
+	uint64_t len;
+
+	if (rp->sop == 0)
+		return (int)piece_post_at(rail, req, piece, off, 0, &len);
+	/* A cut write with immediate's part: never its last (the one with
+	 * the immediate), and landed before the last goes. */
+	return (int)chunk_post_at(
+		rail, req, off,
+		rp->sop == TERN__OP_WRITE_IMM ? TERN__PF_DELIVER : 0, &len);
 }

@@ -185,9 +185,19 @@ static int post_piece(struct tern_ctx *ctx, struct tern_rail *rail,
 	if (tern__rp(req)->sop != 0) {
 		/* A striped chunk: on its own rail, with that rail's
 		 * credits, never "more" (the next chunk is elsewhere). */
-		rail = &ctx->rails[tern__stripe_rail(tern__rp(req)->rail,
-						     tern__rp(req)->next_piece,
-						     ctx->nrails)];
+		unsigned int r = tern__stripe_rail(tern__rp(req)->rail,
+						   tern__rp(req)->next_piece,
+						   ctx->nrails);
+
+		if (tern_unlikely(tern__rp(req)->peer->down != 0)) {
+			/* The first part: a probe of a rail due for one. */
+			if (tern__rp(req)->next_piece == 0)
+				tern__path_try(tern__rp(req)->peer,
+					       &tern__rp(req)->u.stripe.rd->d,
+					       tern__rp(req)->u.stripe.roff);
+			r = tern__path_pick(tern__rp(req)->peer, r);
+		}
+		rail = &ctx->rails[r];
 		credits = &rail->tx_credits;
 		if (*credits == 0)
 			return -EAGAIN;
@@ -329,8 +339,7 @@ void tern__req_abort(struct tern_ctx *ctx, struct tern__reqq *q,
 	tern__req_complete(ctx, req, status);
 }
 
-/* A piece of a batched write finished. */
-static int piece_done(struct tern_ctx *ctx, struct tern_req *req, int status)
+int tern__piece_done(struct tern_ctx *ctx, struct tern_req *req, int status)
 {
 	tern__rp(req)->inflight--;
 	if (status != 0 && tern__rp(req)->err == 0)
@@ -361,15 +370,21 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 			tern__ctrl_done(ctx, c);
 			return 0;
 		}
+		if (tern_unlikely(c->status != 0) &&
+		    tern__path_completed(ctx, rail, c))
+			return 0; /* to go again on another rail */
 		tern__slot_free(rail, c->slot);
 		rail->tx_credits++;
 		if (tern__rp(req)->op == TERN__OP_PIECES)
-			return piece_done(ctx, req, c->status);
+			return tern__piece_done(ctx, req, c->status);
 		req->value = c->data;
 		tern__reqq_remove(&ctx->posted, req);
 		complete_req(req, c->status);
 		return 1;
 	}
+	/* (A probe that succeeds is seen by its callback: failover.c.) */
+	if (tern_unlikely(c->status != 0) && tern__path_completed(ctx, rail, c))
+		return 0;
 	tern__reqq_remove(&ctx->posted, req);
 	if (tern__rp(req)->op == TERN__OP_RECV) {
 		rail->rx_credits++;
@@ -452,6 +467,9 @@ int tern_progress(struct tern_ctx *ctx)
 	/* Staged chunks whose copies are done go out in this pass. */
 	if (ctx->stage != NULL && tern__stage_alive(ctx))
 		done += tern__stage_progress(ctx);
+	/* Parts that failed on a rail gone down go again (failover.c). */
+	if (tern_unlikely(ctx->redo_head != NULL))
+		done += tern__redo_post(ctx);
 	for (unsigned int i = 0; i < ctx->nrails && ret >= 0; i++) {
 		ret = progress_rail(ctx, &ctx->rails[i]);
 		if (ret > 0)

@@ -173,6 +173,7 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 	*cqe = (struct tern__cqe){
 		.status = err.status,
 		.len = err.len,
+		.path = err.path,
 	};
 	decode_ctx(rail, err.context, cqe);
 	if (rail->sync_n != 0 && !attributed)

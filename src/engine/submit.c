@@ -70,6 +70,9 @@ static inline __attribute__((always_inline)) int prep(
 		unsigned int r = ctx->next_rail;
 
 		ctx->next_rail = r + 1 < ctx->nrails ? r + 1 : 0;
+		/* Around a rail that failed (failover.c). */
+		if (tern_unlikely(peer->down != 0))
+			r = tern__path_pick(peer, r);
 		tern__rp(req)->rail = (uint8_t)r;
 	}
 	return 0;
@@ -307,10 +310,22 @@ plain:
 	ret = prep(ctx, req, op, peer, mr, buf, len);
 	if (ret != 0)
 		return ret;
+	/* A rail down to it, due for a try: a probe beside (failover.c). */
+	if (tern_unlikely(peer->down != 0))
+		tern__path_try(peer, rdesc, roff);
 	rrail = tern__rp(req)->rail;
 	if (rrail >= peer->nrails)
 		rrail %= peer->nrails;
 	tern__rp(req)->u.rma.rkey = tern__desc_key(rdesc, roff, rrail);
+	/* Should its rail fail, the next one takes it (failover.c). */
+	if (ctx->failover) {
+		rrail = tern__rp(req)->rail + 1U < ctx->nrails
+				? tern__rp(req)->rail + 1U
+				: 0;
+		tern__rp(req)->u.rma.rail_next = (uint8_t)rrail;
+		tern__rp(req)->u.rma.rkey_next = tern__desc_key(
+			rdesc, roff, rrail % peer->nrails);
+	}
 	tern__rp(req)->u.rma.raddr = tern__raddr(rdesc, roff);
 	tern__rp(req)->imm = imm;
 	tern__queue_req(ctx, req);

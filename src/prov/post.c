@@ -39,6 +39,30 @@ int tern__err_from_fi(int fi_err)
 	}
 }
 
+/* Errors that say a path is gone, whatever the operation: what
+ * libfabric's providers report when a link, a NIC or a connection fails
+ * (efa: unreachable, unresponsive, unknown peer; tcp, verbs: reset, I/O
+ * error, operations flushed after one). A bad key or length is not one. */
+static int err_is_path(int fi_err)
+{
+	switch (fi_err) {
+	case FI_EIO:
+	case FI_ETIMEDOUT:
+	case FI_ECANCELED:
+	case FI_ENOTCONN:
+	case FI_ECONNRESET:
+	case FI_ECONNABORTED:
+	case FI_ECONNREFUSED:
+	case FI_EHOSTUNREACH:
+	case FI_ENETUNREACH:
+	case FI_ENETDOWN:
+	case FI_ESHUTDOWN:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 __attribute__((cold)) int tern__prov_post_error(ssize_t ret, char *msg,
 						size_t len, int *prov_errno_p)
 {
@@ -190,6 +214,7 @@ int tern__prov_cq_readerr(struct tern__prov_rail *r, unsigned int idx,
 	out->what = fi_strerror(err.err);
 	/* A receive's or a target's error carries FI_RECV or FI_REMOTE_*;
 	 * a transmit's never does (fi_cq(3)). */
+	out->path = err_is_path(err.err);
 	out->tx_orphan = err.op_context == NULL &&
 			 !(err.flags &
 			   (FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE));

@@ -239,6 +239,9 @@ struct tern__prov_cqerr {
 	/* No context, and the flags of a transmit: on a sync_rma rail, the
 	 * failure of a write or read that completed inside its post. */
 	int tx_orphan;
+	/* The error says the path to the peer is gone, not the operation:
+	 * unreachable, reset, timed out, I/O error, flushed (failover.c). */
+	int path;
 	/* "rail IDX: " libfabric's text, then the provider's */
 	char text[TERN_REQ_ERRMSG_LEN];
 };

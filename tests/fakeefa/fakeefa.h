@@ -120,6 +120,9 @@ void fake_rules_init(void);
 void fake_violate(const char *what);
 const char *fake_profile(void);
 int fake_nnics(void);
+/* TERN_FAKEEFA_FAIL: 1 when an RMA or atomic posted on @nic must fail,
+ * its link down (fakeefa_rules.c). */
+int fake_link_down(int nic);
 int fake_memlock_refuses(uint64_t pinned, uint64_t len);
 int fake_max_mr_refuses(uint64_t len);
 /* Fill every unset slot of an ops table with a stub returning

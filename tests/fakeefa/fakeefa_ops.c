@@ -247,7 +247,7 @@ static ssize_t do_rma(struct fake_ep *ep, const struct fake_op *op,
 	if (op->inject &&
 	    (!tgt || !fake_rkey_find(io->key, io->addr, len, FI_REMOTE_WRITE)))
 		return 0;
-	if (!tgt) {
+	if (!tgt || fake_link_down(ep->dom->nic)) {
 		fake_cq_push(ep->tx, io->ctx, fl, len, NULL, 0, FI_EHOSTUNREACH,
 			     0);
 		return 0;
@@ -303,7 +303,7 @@ static ssize_t do_atomic(struct fake_ep *ep, const struct fake_io *io)
 
 	if (m->datatype != FI_UINT64 && m->datatype != FI_INT64)
 		return -FI_ENOSYS;
-	if (!tgt) {
+	if (!tgt || fake_link_down(ep->dom->nic)) {
 		fake_cq_push(ep->tx, m->context, FI_ATOMIC, 0, NULL, 0,
 			     FI_EHOSTUNREACH, 0);
 		return 0;

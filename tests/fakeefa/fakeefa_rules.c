@@ -9,6 +9,7 @@
  * Environment: TERN_FAKEEFA_PROFILE=direct|efa|both (default both),
  * TERN_FAKEEFA_NICS (default 4), TERN_FAKEEFA_MAX_RDMA (bytes),
  * TERN_FAKEEFA_MEMLOCK=1, TERN_FAKEEFA_MAX_MR_SIZE=N,
+ * TERN_FAKEEFA_FAIL=NIC:AFTER:MS[,...] (a link down: see fake_link_down()),
  * TERN_FAKEEFA_VERBOSE (each broken rule and each remote key looked up on
  * stderr), TERN_FAKEEFA_REPORT=path: at exit the fake writes
  * "violations N" there (N = rule violations refused or failed).
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "fakeefa.h"
 
@@ -104,6 +106,70 @@ int fake_nnics(void)
 	int v = n ? atoi(n) : 4;
 
 	return v > 0 && v <= 32 ? v : 4;
+}
+
+/* ---- link faults ---- */
+/*
+ * TERN_FAKEEFA_FAIL=NIC:AFTER:MS[,NIC:AFTER:MS...]: on fake NIC NIC, the
+ * first AFTER RMA and atomic operations posted in this process go as
+ * usual; then the link is down for MS milliseconds (0: for good), and
+ * every such operation completes with FI_EHOSTUNREACH, as EFA's device
+ * reports an unreachable peer, moving no byte; after that it is up again.
+ */
+#define FAKE_FAILS 4
+
+struct fake_fail {
+	int nic;
+	long after, ms;
+	long seen;
+	uint64_t down_ns; /* when it went down; 0: not yet */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int fake_link_down(int nic)
+{
+	static struct fake_fail fails[FAKE_FAILS];
+	static int nfails = -1;
+	const char *e;
+
+	if (nfails < 0) {
+		nfails = 0;
+		e = getenv("TERN_FAKEEFA_FAIL");
+		while (e != NULL && *e != '\0' && nfails < FAKE_FAILS) {
+			struct fake_fail *f = &fails[nfails];
+
+			if (sscanf(e, "%d:%ld:%ld", &f->nic, &f->after,
+				   &f->ms) != 3)
+				break;
+			nfails++;
+			e = strchr(e, ',');
+			if (e != NULL)
+				e++;
+		}
+	}
+	for (int i = 0; i < nfails; i++) {
+		struct fake_fail *f = &fails[i];
+
+		if (f->nic != nic || f->seen++ < f->after)
+			continue;
+		if (f->down_ns == 0) {
+			f->down_ns = now_ns();
+			if (getenv("TERN_FAKEEFA_VERBOSE"))
+				fprintf(stderr, "fakeefa: NIC %d: link down\n",
+					nic);
+		}
+		if (f->ms == 0 ||
+		    now_ns() - f->down_ns < (uint64_t)f->ms * 1000000)
+			return 1;
+	}
+	return 0;
 }
 
 /* ---- registration faults ---- */

@@ -303,6 +303,22 @@ def test_peer_path_same_host():
         assert bytes(dst) == bytes(src)
 
 
+def test_peer_rails():
+    # each rail's path to a peer: every one up on a healthy run; one
+    # entry per rail of the ctx (docs/api.md, "When a rail fails")
+    with tern.Context("tcp", rails=2, node="127.0.0.1") as a, \
+            tern.Context("tcp", rails=2, node="127.0.0.1") as b:
+        peer = a.peer(b.card)
+        rails = peer.rails
+        assert len(rails) == 2
+        for r in rails:
+            assert r == {"up": True, "down_ms": 0, "cooldown_ms": 0,
+                         "downs": 0, "rerouted": 0, "probes": 0}
+        peer.close()
+        with pytest.raises(tern.ClosedError):
+            peer.rails
+
+
 def test_implicit_writes_reads_quiet():
     # write_nbi/read_nbi/add_nbi take no request; one quiet completes
     # them, counts them, and every byte is there once it is done

@@ -27,7 +27,9 @@ FIELDS = {
                        "ticket_len"],
     "tern_boot_server_attr": ["field_mask", "listen", "token", "on_hello", "data",
                               "claim_ms"],
-    "tern_world_attr": ["rank", "size", "timeout_ms", "lease_s",
+    "tern_peer_rail": ["up", "cooldown_ms", "down_ms", "downs",
+                       "rerouted", "probes"],
+    "tern_world_attr": ["field_mask", "rank", "size", "timeout_ms", "lease_s",
                         "on_member", "arg"],
     "tern_world_store": ["set", "get", "arg", "prefix"],
 }
@@ -35,7 +37,7 @@ FIELDS = {
 # Constants cffi declares with their values (the headers' are
 # expressions): the same numbers.
 CONSTS = ["TERN_CTX_ATTR_FIELDS_ALL", "TERN_MR_ATTR_FIELDS_ALL",
-          "TERN_BOOT_SERVER_ATTR_FIELDS_ALL"]
+          "TERN_BOOT_SERVER_ATTR_FIELDS_ALL", "TERN_WORLD_ATTR_FIELDS_ALL"]
 
 
 def test_layout_matches_headers():

@@ -82,6 +82,8 @@ int teardown(void **state)
 {
 	struct env *e = *state;
 
+	free(e->peer.paths); /* a rail went down (failover.c) */
+	tern__redo_fini(e->ctx);
 	tern__nbi_scope_fini(e->ctx, &e->peer.nbi);
 	tern__nbi_fini(e->ctx);
 	tern__loop_fini(e->ctx);

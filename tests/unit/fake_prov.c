@@ -113,6 +113,16 @@ void cq_err(void *context, int status, int prov_errno, size_t len)
 	fake_cq_push(fake_rail_of_context(context), &c);
 }
 
+void cq_err_path(void *context, int status)
+{
+	struct fake_cqe c = {
+		.is_err = 1,
+		.err = { .context = context, .status = status, .path = 1 },
+	};
+
+	fake_cq_push(fake_rail_of_context(context), &c);
+}
+
 size_t fake_count(enum fake_op op)
 {
 	size_t n = 0;
@@ -386,6 +396,7 @@ int tern__prov_cq_readerr(struct tern__prov_rail *rail, unsigned int idx,
 		.prov_errno = c->err.prov_errno,
 		.what = "fake completion error",
 		.tx_orphan = c->err.tx_orphan,
+		.path = c->err.path,
 	};
 	/* The provider's own text only where it gave an errno. */
 	if (c->err.prov_errno != 0)

@@ -57,6 +57,7 @@ struct fake_cqe {
 		int prov_errno;
 		size_t len;
 		int tx_orphan; /* no context, a transmit's flags */
+		int path;      /* says the path is gone (failover) */
 	} err;
 };
 
@@ -115,6 +116,8 @@ void cq_msg_from(void *context, uint64_t src, size_t len);
 void fake_cq_push(unsigned int rail, const struct fake_cqe *c);
 /* Queue an error completion (tern @status) for a posted context. */
 void cq_err(void *context, int status, int prov_errno, size_t len);
+/* ... an error that says its path is gone (a failed rail). */
+void cq_err_path(void *context, int status);
 /* Calls of kind @op so far. */
 size_t fake_count(enum fake_op op);
 /* Index of the last successful post, or -1. */

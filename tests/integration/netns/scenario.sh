@@ -328,6 +328,55 @@ rails)
 	stop_server
 	show "$work/server.log"
 	;;
+railreset)
+	# Two NICs per host; B benches striped 1 MiB writes over both for 10
+	# s, every byte verified. After 2 s host A answers every TCP packet
+	# arriving on vb2 (rail 1) with a reset, for 3 s: B's rail-1
+	# connection breaks, tcp;ofi_rxm fails what was on it, and tern must
+	# route around it (docs/api.md, "When a rail fails"): no error for
+	# the bench, every byte verified, rail 1 reported down (with the
+	# log's line).
+	command -v nft >/dev/null || netns_skip "no nft (nftables)"
+	netns_link2
+	bg_on "$A" "$work/bench.log" "$TERN" bench --provider $prov \
+		--listen "192.0.2.1:7472" --rails br0,vb2
+	wait_log "$work/bench.log" "listening on" 10 || bad "bench peer did not start"
+	(
+		sleep 2
+		on "$A" nft add table inet rst &&
+			on "$A" nft add chain inet rst in \
+				'{ type filter hook input priority 0; }' &&
+			on "$A" nft add rule inet rst in iifname vb2 \
+				meta l4proto tcp counter reject with tcp reset
+		sleep 3
+		on "$A" nft list chain inet rst in >"$work/rst.txt" 2>&1
+		on "$A" nft delete table inet rst
+	) &
+	rstpid=$!
+	on "$B" env TERN_RAIL_COOLDOWN_MS=500 timeout 120 "$TERN" bench \
+		--provider $prov --peer "192.0.2.1:7472" --rails eth0,eth1 \
+		--sizes 1M --duration 10 --verify >"$work/c.log" 2>&1
+	rc=$?
+	wait $rstpid
+	show "$work/c.log"
+	cat "$work/rst.txt"
+	resets=$(sed -n 's/.*counter packets \([0-9]*\).*/\1/p' "$work/rst.txt")
+	[ "${resets:-0}" -gt 0 ] || bad "no packet was answered with a reset"
+	[ $rc -eq 0 ] && grep -q " ok$" "$work/c.log" &&
+		ok "10 s of striped writes verified across rail 1's resets" ||
+		bad "bench across the resets (exit $rc)"
+	grep -q "rail health .*rail 1 down" "$work/c.log" &&
+		ok "rail 1 reported down: $(sed -n 's/.*rail health *//p' "$work/c.log")" ||
+		bad "rail 1 not reported down"
+	grep -q "tern warn: rail 1 to peer .* down" "$work/c.log" ||
+		bad "no log line for rail 1 going down"
+	# Whether it came back once the resets stopped is libfabric's: its
+	# tcp;ofi_rxm may not connect again while B's end of the old
+	# connection still stands (docs/api.md, "When a rail fails").
+	grep -q "rail health .*up at the end" "$work/c.log" &&
+		echo "rail 1 came back once the resets stopped" ||
+		echo "rail 1 still down at the end (libfabric did not connect again)"
+	;;
 *)
 	echo "unknown scenario $scenario"
 	exit 2

@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of a failed rail routed around (src/engine/failover.c) over
+ * the fake provider (loop_fixture.h), two rails to one peer: a part whose
+ * completion says the path is gone goes again on the other rail with
+ * that rail's key, the request completing once, clean; new operations
+ * avoid the rail; what the target counts (an immediate) and atomics are
+ * never repeated; after the cooldown one plain write probes the rail;
+ * every rail down is the peer gone; an error that is the operation's own,
+ * or failover turned off, fails as before.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "engine/engine.h"
+#include "fake_env.h"
+#include "fake_prov.h"
+#include "loop_fixture.h"
+
+/* Two rails to the peer, each with its own key; writes longer than 1 KiB
+ * striped; failover on, a first cooldown of @cooldown_ms. */
+static void two_rails(struct env *e, uint32_t cooldown_ms)
+{
+	e->ctx->nrails = 2;
+	e->ctx->stripe_chunk = 1024;
+	e->ctx->failover = 1;
+	e->ctx->cooldown_ms = cooldown_ms;
+	e->peer.nrails = 2;
+	e->peer.fiaddr[1] = PEER_ADDR + 1;
+	e->rdesc.nkeys = 2;
+	e->rdesc.keys[1] = RKEY + 1;
+	/* Probes write 0 bytes from tern's own scratch. */
+	e->ctx->scratch_mr = &e->mr;
+	e->ctx->scratch = (uint64_t *)(void *)e->buf;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* @n progress passes: a part queued again goes out in the pass after
+ * its failure was read. */
+static void passes(struct env *e, int n)
+{
+	while (n-- > 0)
+		tern_progress(e->ctx);
+}
+
+static struct tern_peer_rail rail_state(struct env *e, unsigned int r)
+{
+	struct tern_peer_rail st[2];
+
+	assert_int_equal(tern_peer_rails(&e->peer, st, 2), 2);
+	return st[r];
+}
+
+/* The call made for a write of @len bytes from @buf to remote @raddr. */
+static void assert_write(const struct fake_call *c, unsigned int rail,
+			 const char *buf, uint64_t raddr, size_t len)
+{
+	assert_int_equal(c->op, FOP_WRITE);
+	assert_int_equal(c->rail, rail);
+	assert_int_equal(c->addr, PEER_ADDR + rail);
+	assert_int_equal(c->rkey, RKEY + rail);
+	assert_ptr_equal(c->buf, buf);
+	assert_int_equal(c->raddr, raddr);
+	assert_int_equal(c->len, len);
+}
+
+/* A striped write's parts on rail 1 fail with errors that say the path
+ * is gone: each goes again on rail 0, with rail 0's key, to the same
+ * place; the request completes once, with no error; the credits all come
+ * back; the rail is down, its parts counted as moved. */
+static void test_striped_parts_rerouted(void **state)
+{
+	struct env *e = *state;
+	struct tracked w;
+	struct tern_peer_rail st;
+
+	two_rails(e, 1000);
+	track_init(&w);
+	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, 4096, &e->rdesc,
+				    0, &w.req),
+			 0);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 4);
+	for (unsigned int k = 0; k < 4; k++)
+		assert_write(&fk.calls[k], k % 2, e->buf + 1024 * k,
+			     RBASE + 1024 * k, 1024);
+	cq_ok(fk.calls[0].context, 0, 0, 0);
+	cq_err_path(fk.calls[1].context, -TERN_EPROV);
+	tern_progress(e->ctx);
+	assert_int_equal(e->peer.down, 2);
+	tern_progress(e->ctx); /* the part goes again */
+	assert_int_equal(fk.ncalls, 5);
+	assert_write(&fk.calls[4], 0, e->buf + 1024, RBASE + 1024, 1024);
+	assert_int_equal(w.calls, 0);
+	cq_err_path(fk.calls[3].context, -TERN_EPROV);
+	cq_ok(fk.calls[2].context, 0, 0, 0);
+	tern_progress(e->ctx);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 6);
+	assert_write(&fk.calls[5], 0, e->buf + 3072, RBASE + 3072, 1024);
+	cq_ok(fk.calls[4].context, 0, 0, 0);
+	cq_ok(fk.calls[5].context, 0, 0, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, 0);
+	assert_string_equal(w.req.errmsg, "");
+	assert_int_equal(e->ctx->rails[0].tx_credits, 8);
+	assert_int_equal(e->ctx->rails[1].tx_credits, 8);
+	assert_int_equal(e->peer.inflight, 0);
+	st = rail_state(e, 1);
+	assert_int_equal(st.up, 0);
+	assert_int_equal(st.downs, 1);
+	assert_int_equal(st.rerouted, 2);
+	assert_int_equal(st.cooldown_ms, 1000);
+	assert_int_equal(rail_state(e, 0).up, 1);
+	assert_int_equal(e->ctx->rerouted, 2);
+	assert_int_equal(e->ctx->rails_down, 1);
+}
+
+/* With rail 1 down, new writes (plain and striped) take rail 0 only; a
+ * plain write on a rail that fails goes again on the next rail with the
+ * key it was given for that one. */
+static void test_new_ops_avoid_down_rail(void **state)
+{
+	struct env *e = *state;
+	struct tracked w[4], s;
+
+	two_rails(e, 60000);
+	/* A plain write on rail 1 (round-robin: the second) fails. */
+	assert_int_equal(write_nth(e, &w[0], 0), 0);
+	assert_int_equal(write_nth(e, &w[1], 1), 0);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(fk.calls[1].rail, 1);
+	cq_err_path(fk.calls[1].context, -TERN_EPROV);
+	tern_progress(e->ctx);
+	tern_progress(e->ctx); /* queued again on rail 0: the next pass */
+	assert_int_equal(fk.ncalls, 3);
+	assert_write(&fk.calls[2], 0, e->buf + 64, RBASE + 64, 64);
+	assert_int_equal(w[1].calls, 0);
+	cq_ok(fk.calls[0].context, 0, 0, 0);
+	cq_ok(fk.calls[2].context, 0, 0, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(w[0].status, 0);
+	assert_int_equal(w[1].calls, 1);
+	assert_int_equal(w[1].status, 0);
+	/* From now on: rail 0, plain and striped. */
+	assert_int_equal(write_nth(e, &w[2], 2), 0);
+	assert_int_equal(write_nth(e, &w[3], 3), 0);
+	track_init(&s);
+	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, 2048, &e->rdesc,
+				    0, &s.req),
+			 0);
+	tern_progress(e->ctx);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 7);
+	for (size_t k = 3; k < 7; k++)
+		assert_int_equal(fk.calls[k].rail, 0);
+	assert_int_equal(fk.calls[5].rkey, RKEY);
+	assert_int_equal(fk.calls[6].rkey, RKEY);
+	/* All done, clean: the striped write gives its descriptor back. */
+	for (size_t k = 3; k < 7; k++)
+		cq_ok(fk.calls[k].context, 0, 0, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(w[2].status, 0);
+	assert_int_equal(w[3].status, 0);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.status, 0);
+	assert_int_equal(e->peer.inflight, 0);
+}
+
+/* After the cooldown, the next write to the peer sends a probe beside it:
+ * a write of 0 bytes of tern's own on the down rail, to the same place,
+ * with delivery complete; the caller's write itself takes a live rail.
+ * The probe's success brings the rail back. A failure soon after doubles
+ * the wait (a flapping link); so does a failed probe, whose failure
+ * reaches nobody. */
+static void test_probe(void **state)
+{
+	struct env *e = *state;
+	struct tracked w[6];
+
+	two_rails(e, 5);
+	assert_int_equal(write_nth(e, &w[0], 0), 0);
+	assert_int_equal(write_nth(e, &w[1], 1), 0);
+	tern_progress(e->ctx);
+	cq_ok(fk.calls[0].context, 0, 0, 0);
+	cq_err_path(fk.calls[1].context, -TERN_EPROV);
+	passes(e, 2);
+	cq_ok(fk.calls[2].context, 0, 0, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(e->peer.down, 2);
+	/* Not due yet: no probe. */
+	assert_int_equal(write_nth(e, &w[2], 2), 0);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 4);
+	assert_int_equal(fk.calls[3].rail, 0);
+	cq_ok(fk.calls[3].context, 0, 0, 0);
+	tern_progress(e->ctx);
+	sleep_ms(20);
+	/* Due: the write takes rail 0, a probe of 0 bytes goes on rail 1. */
+	assert_int_equal(write_nth(e, &w[3], 3), 0);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 6);
+	assert_write(&fk.calls[4], 0, e->buf + 3 * 64, RBASE + 3 * 64, 64);
+	assert_int_equal(fk.calls[5].rail, 1);
+	assert_int_equal(fk.calls[5].len, 0);
+	assert_int_equal(fk.calls[5].rkey, RKEY + 1);
+	assert_int_equal(fk.calls[5].raddr, RBASE + 3 * 64);
+	assert_true(fk.calls[5].flags & TERN__PF_DELIVER);
+	assert_int_equal(rail_state(e, 1).probes, 1);
+	/* One probe at a time. */
+	assert_int_equal(write_nth(e, &w[4], 4), 0);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 7);
+	assert_int_equal(fk.calls[6].rail, 0);
+	cq_ok(fk.calls[4].context, 0, 0, 0);
+	cq_ok(fk.calls[5].context, 0, 0, 0);
+	cq_ok(fk.calls[6].context, 0, 0, 0);
+	passes(e, 2);
+	assert_int_equal(w[3].status, 0);
+	assert_int_equal(w[4].status, 0);
+	assert_int_equal(e->peer.down, 0);
+	assert_int_equal(rail_state(e, 1).up, 1);
+	assert_int_equal(e->ctx->rails_up, 1);
+	assert_int_equal(e->peer.inflight, 0);
+	/* Fails again at once: down, for twice as long. */
+	assert_int_equal(write_nth(e, &w[0], 5), 0);
+	assert_int_equal(write_nth(e, &w[1], 6), 0);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 9);
+	assert_int_equal(fk.calls[8].rail, 1);
+	cq_err_path(fk.calls[8].context, -TERN_EPROV);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 10);
+	assert_int_equal(e->peer.down, 2);
+	assert_int_equal(rail_state(e, 1).cooldown_ms, 10);
+	assert_int_equal(rail_state(e, 1).downs, 2);
+	cq_ok(fk.calls[7].context, 0, 0, 0);
+	cq_ok(fk.calls[9].context, 0, 0, 0);
+	passes(e, 2);
+	assert_int_equal(w[1].status, 0);
+	/* A probe that fails: still down, twice the wait; nobody told. */
+	sleep_ms(30);
+	assert_int_equal(write_nth(e, &w[5], 7), 0);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 12);
+	assert_int_equal(fk.calls[10].rail, 0);
+	assert_int_equal(fk.calls[11].rail, 1);
+	assert_int_equal(fk.calls[11].len, 0);
+	cq_err_path(fk.calls[11].context, -TERN_EPROV);
+	cq_ok(fk.calls[10].context, 0, 0, 0);
+	passes(e, 3);
+	assert_int_equal(fk.ncalls, 12);
+	assert_int_equal(e->peer.down, 2);
+	assert_int_equal(rail_state(e, 1).cooldown_ms, 20);
+	assert_int_equal(rail_state(e, 1).downs, 2);
+	assert_int_equal(rail_state(e, 1).probes, 2);
+	assert_int_equal(w[5].calls, 1);
+	assert_int_equal(w[5].status, 0);
+	assert_int_equal(e->peer.inflight, 0);
+}
+
+/* A write with immediate is never posted twice: the target might count
+ * it twice. Cut in parts (past max_rma_size), its parts without the
+ * immediate go again; the last, carrying it, fails the request. */
+static void test_imm_never_repeated(void **state)
+{
+	struct env *e = *state;
+	struct tracked w, x;
+
+	two_rails(e, 60000);
+	e->ctx->max_rma_size = 1024;
+	track_init(&w);
+	assert_int_equal(tern_write_imm(&e->peer, &e->mr, e->buf, 64, &e->rdesc,
+					0, 7, &w.req),
+			 0);
+	track_init(&x);
+	assert_int_equal(tern_write_imm(&e->peer, &e->mr, e->buf, 3000,
+					&e->rdesc, 0, 9, &x.req),
+			 0);
+	tern_progress(e->ctx);
+	/* The short one on rail 0; the long one's first two parts from
+	 * rail 1 (its last waits for them). */
+	assert_int_equal(fk.ncalls, 3);
+	assert_int_equal(fk.calls[1].rail, 1);
+	assert_true(fk.calls[1].flags & TERN__PF_DELIVER);
+	cq_err_path(fk.calls[0].context, -TERN_EPROV);
+	tern_progress(e->ctx);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, -TERN_EPROV);
+	assert_int_equal(e->peer.down, 1);
+	/* Part 2 (rail 0, now down) failed: again on rail 1. */
+	assert_int_equal(fk.calls[2].rail, 0);
+	cq_err_path(fk.calls[2].context, -TERN_EPROV);
+	cq_ok(fk.calls[1].context, 0, 0, 0);
+	tern_progress(e->ctx);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 4);
+	assert_int_equal(fk.calls[3].rail, 1);
+	assert_int_equal(fk.calls[3].rkey, RKEY + 1);
+	assert_true(fk.calls[3].flags & TERN__PF_DELIVER);
+	assert_int_equal(fk.calls[3].raddr, RBASE + 1024);
+	cq_ok(fk.calls[3].context, 0, 0, 0);
+	tern_progress(e->ctx);
+	tern_progress(e->ctx);
+	/* The last, with the immediate, on a live rail; it fails: over. */
+	assert_int_equal(fk.ncalls, 5);
+	assert_int_equal(fk.calls[4].rail, 1);
+	assert_true(fk.calls[4].flags & TERN__PF_IMM);
+	assert_int_equal(x.calls, 0);
+	cq_err_path(fk.calls[4].context, -TERN_EPROV);
+	tern_progress(e->ctx);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.status, -TERN_EPROV);
+	assert_int_equal(fk.ncalls, 5);
+	/* Every rail down: the peer is gone. */
+	assert_int_equal(e->peer.gone, 1);
+	assert_int_equal(write_nth(e, &w, 1), -TERN_EPEERGONE);
+}
+
+/* An error that is the operation's own (a bad key, refused access) says
+ * nothing of the path: the request fails, the rail stays up. So with
+ * failover off: every error reaches the caller, as with one rail. */
+static void test_own_errors_and_off(void **state)
+{
+	struct env *e = *state;
+	struct tracked w[2];
+
+	two_rails(e, 60000);
+	assert_int_equal(write_nth(e, &w[0], 0), 0);
+	tern_progress(e->ctx);
+	cq_err(fk.calls[0].context, -TERN_EACCESS, 0, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(w[0].status, -TERN_EACCESS);
+	assert_int_equal(e->peer.down, 0);
+	e->ctx->failover = 0;
+	assert_int_equal(write_nth(e, &w[1], 1), 0);
+	tern_progress(e->ctx);
+	cq_err_path(fk.calls[1].context, -TERN_EPROV);
+	tern_progress(e->ctx);
+	assert_int_equal(w[1].calls, 1);
+	assert_int_equal(w[1].status, -TERN_EPROV);
+	assert_int_equal(e->peer.down, 0);
+	assert_int_equal(fk.ncalls, 2);
+}
+
+/* A batch's piece that fails goes again on the other rail, with that
+ * rail's key for its region; a batch with immediates does not. */
+static void test_pieces_rerouted(void **state)
+{
+	struct env *e = *state;
+	const struct tern_piece pc[3] = {
+		{ .loff = 0, .roff = 4096, .len = 64 },
+		{ .loff = 64, .roff = 8192, .len = 128 },
+		{ .loff = 256, .roff = 0, .len = 32 },
+	};
+	struct tracked w;
+
+	two_rails(e, 60000);
+	track_init(&w);
+	assert_int_equal(tern_write_pieces(&e->peer, &e->mr, pc, 3, &e->rdesc,
+					   1, 0, 0, &w.req),
+			 0);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 3);
+	assert_int_equal(fk.calls[1].rail, 0);
+	cq_ok(fk.calls[0].context, 0, 0, 0);
+	cq_err_path(fk.calls[1].context, -TERN_EPROV);
+	cq_ok(fk.calls[2].context, 0, 0, 0);
+	passes(e, 3); /* the fake reads up to an error entry per pass */
+	assert_int_equal(fk.ncalls, 4);
+	assert_write(&fk.calls[3], 1, e->buf + 64, RBASE + 8192, 128);
+	assert_int_equal(w.calls, 0);
+	cq_ok(fk.calls[3].context, 0, 0, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, 0);
+	assert_int_equal(e->ctx->rails[0].tx_credits, 8);
+	assert_int_equal(e->ctx->rails[1].tx_credits, 8);
+}
+
+/* Rail 1 down, its probe due: the write takes rail 0, the probe rail 1. */
+static void down_then_due(struct env *e, struct tracked *w)
+{
+	assert_int_equal(write_nth(e, &w[0], 0), 0);
+	assert_int_equal(write_nth(e, &w[1], 1), 0);
+	tern_progress(e->ctx);
+	cq_ok(fk.calls[0].context, 0, 0, 0);
+	cq_err_path(fk.calls[1].context, -TERN_EPROV);
+	passes(e, 2);
+	cq_ok(fk.calls[2].context, 0, 0, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(e->peer.down, 2);
+	assert_int_equal(w[1].status, 0);
+	sleep_ms(20);
+}
+
+/* A probe whose post fails (the provider refuses it at once, as tcp may
+ * on a reset connection) is a failed try: the rail waits twice as long,
+ * then is probed again; it is never left waiting on a probe that will
+ * never complete. */
+static void test_probe_post_fails(void **state)
+{
+	struct env *e = *state;
+	static const ssize_t rets[] = { 0, -TERN_EPROV };
+	struct tracked w[4];
+
+	two_rails(e, 5);
+	down_then_due(e, w);
+	fake_script(TERN_ARRAY_SIZE(rets), rets);
+	assert_int_equal(write_nth(e, &w[2], 2), 0);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 5);
+	assert_int_equal(fk.calls[3].rail, 0);
+	assert_int_equal(fk.calls[4].rail, 1);
+	assert_int_equal(fk.calls[4].len, 0);
+	assert_int_equal(fk.calls[4].ret, -TERN_EPROV);
+	cq_ok(fk.calls[3].context, 0, 0, 0);
+	passes(e, 2);
+	assert_int_equal(w[2].status, 0);
+	assert_int_equal(e->peer.down, 2);
+	assert_int_equal(rail_state(e, 1).probes, 1);
+	assert_int_equal(rail_state(e, 1).cooldown_ms, 10);
+	assert_int_equal(e->peer.inflight, 0);
+	assert_int_equal(e->ctx->rails[1].tx_credits, 8);
+	/* Due again: a second probe, which brings the rail back. */
+	sleep_ms(30);
+	assert_int_equal(write_nth(e, &w[3], 3), 0);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 7);
+	assert_int_equal(fk.calls[6].rail, 1);
+	assert_int_equal(fk.calls[6].len, 0);
+	cq_ok(fk.calls[5].context, 0, 0, 0);
+	cq_ok(fk.calls[6].context, 0, 0, 0);
+	passes(e, 2);
+	assert_int_equal(w[3].status, 0);
+	assert_int_equal(e->peer.down, 0);
+	assert_int_equal(rail_state(e, 1).probes, 2);
+	assert_int_equal(e->peer.inflight, 0);
+}
+
+/* A part waiting to go again is work: a caller's own event loop
+ * (tern_ctx_timeout()) is told to come back soon, not to sleep until a
+ * completion that may never come; so while its post is refused. */
+static void test_redo_wakes(void **state)
+{
+	struct env *e = *state;
+	static const ssize_t again[] = { -EAGAIN };
+	struct tracked w;
+
+	two_rails(e, 60000);
+	e->ctx->can_wait = 1;
+	track_init(&w);
+	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, 2048, &e->rdesc,
+				    0, &w.req),
+			 0);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 2);
+	cq_ok(fk.calls[0].context, 0, 0, 0);
+	cq_err_path(fk.calls[1].context, -TERN_EPROV);
+	passes(e, 1);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(e->peer.down, 2);
+	assert_true(e->ctx->redo_head != NULL);
+	assert_in_range(tern_ctx_timeout(e->ctx), 0, 1);
+	fake_script(TERN_ARRAY_SIZE(again), again);
+	passes(e, 1);
+	assert_int_equal(fk.ncalls, 3);
+	assert_int_equal(fk.calls[2].ret, -EAGAIN);
+	assert_true(e->ctx->redo_head != NULL);
+	assert_in_range(tern_ctx_timeout(e->ctx), 0, 1);
+	passes(e, 1);
+	assert_int_equal(fk.ncalls, 4);
+	assert_true(e->ctx->redo_head == NULL);
+	cq_ok(fk.calls[3].context, 0, 0, 0);
+	passes(e, 1);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, 0);
+	assert_string_equal(w.req.errmsg, "");
+	assert_int_equal(w.req.prov_errno, 0);
+	assert_int_equal(e->ctx->rails[0].tx_credits, 8);
+	assert_int_equal(e->ctx->rails[1].tx_credits, 8);
+	assert_int_equal(e->peer.inflight, 0);
+}
+
+/* A part waiting to go again whose peer goes (or whose ctx closes) is
+ * not posted: its request completes once, with the peer's fate, every
+ * credit back and nothing left queued. */
+static void test_redo_peer_gone_or_closing(void **state)
+{
+	struct env *e = *state;
+	struct tracked w[2];
+
+	two_rails(e, 60000);
+	for (int k = 0; k < 2; k++) {
+		size_t at = fk.ncalls;
+
+		track_init(&w[k]);
+		assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, 2048,
+					    &e->rdesc, 0, &w[k].req),
+				 0);
+		tern_progress(e->ctx);
+		assert_int_equal(fk.ncalls, at + 2);
+		cq_ok(fk.calls[at].context, 0, 0, 0);
+		cq_err_path(fk.calls[at + 1].context, -TERN_EPROV);
+		passes(e, 1);
+		assert_true(e->ctx->redo_head != NULL);
+		if (k == 0)
+			assert_int_equal(tern__peer_gone(&e->peer), 0);
+		else
+			e->ctx->closing = 1;
+		passes(e, 2);
+		assert_int_equal(fk.ncalls, at + 2);
+		assert_true(e->ctx->redo_head == NULL);
+		assert_int_equal(w[k].calls, 1);
+		assert_int_equal(w[k].status,
+				 k == 0 ? -TERN_EPEERGONE : -ECANCELED);
+		assert_int_equal(e->ctx->rails[0].tx_credits, 8);
+		assert_int_equal(e->ctx->rails[1].tx_credits, 8);
+		assert_int_equal(e->peer.inflight, 0);
+		e->peer.gone = 0;
+		e->peer.down = 0;
+	}
+	e->ctx->closing = 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+		T(test_striped_parts_rerouted),
+		T(test_new_ops_avoid_down_rail),
+		T(test_probe),
+		T(test_imm_never_repeated),
+		T(test_own_errors_and_off),
+		T(test_pieces_rerouted),
+		T(test_probe_post_fails),
+		T(test_redo_wakes),
+		T(test_redo_peer_gone_or_closing),
+#undef T
+	};
+
+	/* Rails going down are logged; keep stderr quiet. */
+	tern_log_set_level(TERN_LOG_NONE);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -384,6 +384,7 @@ for _attr, _decl in (
         ("char_p", "char *"), ("void_p", "void *"), ("int_p", "int *"),
         ("uintptr", "uintptr_t"), ("u64_a", "uint64_t[]"),
         ("piece_a", "struct tern_piece[]"), ("uint8_a", "uint8_t[]"),
+        ("peer_rail_a", "struct tern_peer_rail[]"),
         ("world_pp", "struct tern_world **"),
         ("world_attr_p", "struct tern_world_attr *"),
         ("world_store_p", "struct tern_world_store *"),

@@ -65,7 +65,7 @@ class Peer:
         "down_ms" (how long down, 0 when up), "cooldown_ms", "downs",
         "rerouted" (operations and parts moved off it) and "probes"
         (tries while down)."""
-        st = ffi.new("struct tern_peer_rail[32]")
+        st = ffi.new(_T.peer_rail_a, 32)
         n = lib.tern_peer_rails(self._h(), st, 32)
         _check(n, "tern_peer_rails")
         return [{"up": bool(st[i].up), "down_ms": st[i].down_ms,

@@ -417,6 +417,8 @@ static const char *const env_help[][2] = {
 	  "0: a failed rail fails its operations (default 1: routed around)" },
 	{ "TERN_RAIL_COOLDOWN_MS",
 	  "wait before a failed rail is tried again (1000)" },
+	{ "TERN_RAIL_STALL_MS",
+	  "a busy rail completing nothing this long is down (1000; 0 off)" },
 	{ "TERN_HMEM", "1: ask efa/verbs for FI_HMEM (GPU zero-copy)" },
 	{ "TERN_THP", "0: host buffers on plain pages (no 2 MiB placement)" },
 	{ "TERN_STAGE_CHUNK", "bytes per GPU staging chunk (1M)" },

@@ -1,18 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tern's own control messages (docs/protocol.md): today, a sender whose
- * write with immediate failed (an error completion, a cancel, its peer
- * gone) tells the target, whose expectation for that immediate then fails
- * with -TERN_EABORTED instead of waiting for writes that will never come.
+ * tern's own control messages (docs/protocol.md):
  *
- * They travel as tagged messages between rails 0 with a tag of their own,
- * which no tern_recv() matches; rail 0 keeps TERN__CTRL_RECVS receives
- * posted for them and has TERN__CTRL_SENDS sends in flight at most, their
- * provider contexts slots of rail 0 past its tx credits' (so the CQ
- * decoding of the hot path needs no test of its own). A rail without
- * tagged messages (efa-direct) carries none: there every tern message
- * buffer takes whatever comes (bounce.c), and a control message could
- * not be told from the user's.
+ * - a sender whose write with immediate failed (an error completion, a
+ *   cancel, its peer gone) tells the target, whose expectation for that
+ *   immediate then fails with -TERN_EABORTED instead of waiting for
+ *   writes that will never come;
+ * - the fence of a rail gone silent or broken (fence.c): "drop my
+ *   connection on rail R" (FENCE), answered "dropped" (FENCED).
+ *
+ * They travel as tagged messages with a tag of their own, which no
+ * tern_recv() matches: between rails 0, and on a ctx that routes around
+ * failed rails (failover.c) between any two rails of the same index, so
+ * that a fence of rail 0 has a live rail to go by. Each such rail keeps
+ * TERN__CTRL_RECVS receives posted for them and has TERN__CTRL_SENDS
+ * sends in flight at most, their provider contexts slots of the rail
+ * past its tx credits' (so the CQ decoding of the hot path needs no test
+ * of its own). A rail without tagged messages (efa-direct) carries none:
+ * there every tern message buffer takes whatever comes (bounce.c), and a
+ * control message could not be told from the user's.
  *
  * Everything that arrives is checked field by field; what fails is
  * dropped and counted. Nothing here runs a callback: an expectation that
@@ -28,19 +34,34 @@
 
 #include "../wire/ctrl.h"
 
+#define NBUF (TERN__CTRL_RECVS + TERN__CTRL_SENDS) /* buffers per rail */
+
+unsigned int tern__ctrl_rails(const struct tern_ctx *ctx)
+{
+	if (!ctx->caps.tagged)
+		return 0;
+	return ctx->failover ? ctx->nrails : 1;
+}
+
 unsigned int tern__ctrl_slots(const struct tern_ctx *ctx)
 {
-	return ctx->caps.tagged ? TERN__CTRL_RECVS + TERN__CTRL_SENDS : 0;
+	return ctx->caps.tagged ? NBUF : 0;
 }
 
-static struct tern__slot *ctrl_slot(struct tern_ctx *ctx, unsigned int i)
+static unsigned int ctrl_nrails(const struct tern__ctrl *c)
 {
-	return &ctx->rails[0].slots[ctx->caps.tx_size + i];
+	return c->nrails != 0 ? c->nrails : 1;
 }
 
-static uint8_t *ctrl_buf(struct tern_ctx *ctx, unsigned int i)
+static struct tern__slot *ctrl_slot(struct tern_ctx *ctx, unsigned int r,
+				    unsigned int i)
 {
-	return ctx->ctrl->buf + (size_t)i * TERN__CTRL_LEN;
+	return &ctx->rails[r].slots[ctx->caps.tx_size + i];
+}
+
+static uint8_t *ctrl_buf(struct tern_ctx *ctx, unsigned int r, unsigned int i)
+{
+	return ctx->ctrl->buf + ((size_t)r * NBUF + i) * TERN__CTRL_LEN;
 }
 
 /* Log at 1, 2, 4, 8...: a peer cannot flood the log. */
@@ -49,31 +70,31 @@ static int pow2(uint64_t n)
 	return (n & (n - 1)) == 0;
 }
 
-static int repost(struct tern_ctx *ctx, unsigned int i)
+static int repost(struct tern_ctx *ctx, unsigned int r, unsigned int i)
 {
 	ssize_t ret;
 	char msg[64];
 	int prov_errno;
 
-	ret = tern__prov_ctrl_recv(&ctx->rails[0].prov, ctrl_buf(ctx, i),
-				   TERN__CTRL_LEN, ctx->ctrl->mr->desc[0],
-				   ctrl_slot(ctx, i)->fictx);
+	ret = tern__prov_ctrl_recv(&ctx->rails[r].prov, ctrl_buf(ctx, r, i),
+				   TERN__CTRL_LEN, ctx->ctrl->mr->desc[r],
+				   ctrl_slot(ctx, r, i)->fictx);
 	if (ret == 0)
 		return 0;
 	tern__prov_post_error(ret, msg, sizeof(msg), &prov_errno);
-	tern__warn("rail 0: posting a control receive: %s (one of %u fewer)",
-		   msg + 6 /* after "post: " */, TERN__CTRL_RECVS);
+	tern__warn("rail %u: posting a control receive: %s (one of %u fewer)",
+		   r, msg + 6 /* after "post: " */, TERN__CTRL_RECVS);
 	return -TERN_EPROV;
 }
 
 int tern__ctrl_open(struct tern_ctx *ctx)
 {
-	size_t len = (size_t)(TERN__CTRL_RECVS + TERN__CTRL_SENDS) *
-		     TERN__CTRL_LEN;
+	unsigned int nrails = tern__ctrl_rails(ctx);
+	size_t len = (size_t)nrails * NBUF * TERN__CTRL_LEN;
 	struct tern__ctrl *c;
 	int ret;
 
-	if (!ctx->caps.tagged)
+	if (nrails == 0)
 		return 0;
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
@@ -90,17 +111,20 @@ int tern__ctrl_open(struct tern_ctx *ctx)
 		return ret;
 	}
 	ctx->nmr--; /* tern's own: not the user's to close */
+	c->nrails = nrails;
 	ctx->ctrl = c;
 	return tern__ctrl_post_all(ctx); /* on failure tern_ctx_open closes */
 }
 
 int tern__ctrl_post_all(struct tern_ctx *ctx)
 {
-	for (unsigned int i = 0; i < TERN__CTRL_RECVS; i++) {
-		int ret = repost(ctx, i);
+	for (unsigned int r = 0; r < ctrl_nrails(ctx->ctrl); r++) {
+		for (unsigned int i = 0; i < TERN__CTRL_RECVS; i++) {
+			int ret = repost(ctx, r, i);
 
-		if (ret != 0)
-			return ret;
+			if (ret != 0)
+				return ret;
+		}
 	}
 	return 0;
 }
@@ -119,7 +143,7 @@ void tern__ctrl_close(struct tern_ctx *ctx, int held)
 
 	if (c == NULL)
 		return;
-	for (unsigned int i = 0; i < TERN__CTRL_SENDS; i++) {
+	for (unsigned int i = 0; i < ctrl_nrails(c) * TERN__CTRL_SENDS; i++) {
 		if (c->out[i].peer != NULL)
 			put_peer(c->out[i].peer);
 	}
@@ -144,52 +168,133 @@ void tern__ctrl_close(struct tern_ctx *ctx, int held)
 static void dropped(struct tern_ctx *ctx, const struct tern__ctrl_out *o,
 		    const char *why)
 {
-	if (pow2(++ctx->ctrl->dropped))
-		tern__warn("rail 0: telling a peer that imm %" PRIu32
-			   " was aborted: %s (%" PRIu64 " not sent so far)",
-			   o->imm, why, ctx->ctrl->dropped);
+	if (pow2(++ctx->ctrl->dropped)) {
+		if (o->type == TERN_CTRL_IMM_ABORT)
+			tern__warn("telling a peer that imm %" PRIu32
+				   " was aborted: %s (%" PRIu64
+				   " not sent so far)",
+				   o->imm, why, ctx->ctrl->dropped);
+		else
+			tern__warn("a fence of rail %u to peer %p: %s (%" PRIu64
+				   " control messages not sent so far)",
+				   o->rail, (void *)o->peer, why,
+				   ctx->ctrl->dropped);
+	}
 	put_peer(o->peer);
+}
+
+/* The rail @o goes by: an abort by rail 0, or the next live one; a fence
+ * by a live rail other than the one fenced; an answer where the fence
+ * came in. */
+static unsigned int send_rail(struct tern_ctx *ctx,
+			      const struct tern__ctrl_out *o)
+{
+	unsigned int n = ctrl_nrails(ctx->ctrl), r;
+
+	switch (o->type) {
+	case TERN_CTRL_FENCE:
+		r = tern__path_pick(o->peer, (o->rail + 1) % ctx->nrails);
+		break;
+	case TERN_CTRL_FENCED:
+		r = o->via;
+		break;
+	default:
+		r = n > 1 ? tern__path_pick(o->peer, 0) : 0;
+		break;
+	}
+	return r < n ? r : 0;
+}
+
+/* A free send slot of rail @r, or -1. */
+static int free_send(const struct tern__ctrl *c, unsigned int r)
+{
+	for (unsigned int i = 0; i < TERN__CTRL_SENDS; i++) {
+		if (c->out[r * TERN__CTRL_SENDS + i].peer == NULL)
+			return (int)i;
+	}
+	return -1;
+}
+
+static ssize_t send_one(struct tern_ctx *ctx, const struct tern__ctrl_out *o,
+			unsigned int r, unsigned int i)
+{
+	struct tern__ctrl_msg m = { .type = o->type,
+				    .imm = o->imm,
+				    .rail = o->rail,
+				    .token = o->token };
+	unsigned int k = TERN__CTRL_RECVS + i;
+
+	tern__ctrl_pack(&m, ctrl_buf(ctx, r, k), TERN__CTRL_LEN);
+	return tern__prov_ctrl_send(&ctx->rails[r].prov, ctrl_buf(ctx, r, k),
+				    TERN_CTRL_LEN, ctx->ctrl->mr->desc[r],
+				    o->peer->fiaddr[r],
+				    ctrl_slot(ctx, r, k)->fictx);
 }
 
 void tern__ctrl_flush(struct tern_ctx *ctx)
 {
 	struct tern__ctrl *c = ctx->ctrl;
 
-	for (unsigned int i = 0; i < TERN__CTRL_SENDS && c->qlen != 0; i++) {
+	while (c->qlen != 0) {
 		struct tern__ctrl_out *o = &c->queue[c->qhead];
-		struct tern__ctrl_msg m = { .type = TERN_CTRL_IMM_ABORT,
-					    .imm = o->imm };
-		unsigned int k = TERN__CTRL_RECVS + i;
+		unsigned int r = send_rail(ctx, o);
+		int i = free_send(c, r);
 		ssize_t ret;
 		char msg[64];
 		int prov_errno;
 
-		if (c->out[i].peer != NULL)
-			continue;
-		tern__ctrl_pack(&m, ctrl_buf(ctx, k), TERN__CTRL_LEN);
-		ret = tern__prov_ctrl_send(&ctx->rails[0].prov,
-					   ctrl_buf(ctx, k), TERN_CTRL_LEN,
-					   c->mr->desc[0], o->peer->fiaddr[0],
-					   ctrl_slot(ctx, k)->fictx);
-		if (ret != 0 && tern__prov_post_error(ret, msg, sizeof(msg),
-						      &prov_errno) == -EAGAIN) {
-			/* The next pass tries again, for a while: a peer
-			 * that takes nothing must not hold the queue. */
-			if (tern__now_ns() < o->until_ns)
-				break;
-			snprintf(msg, sizeof(msg), "post: refused for %s",
-				 o->peer->gone ? "1 s (peer gone)" : "5 s");
+		if (i < 0)
+			break; /* a send of that rail completes first */
+		if (o->type == TERN_CTRL_FENCE && r == o->rail) {
+			/* Every other rail down: the peer is gone. */
+			ret = -EHOSTUNREACH;
+			snprintf(msg, sizeof(msg), "post: no other rail up");
+		} else {
+			ret = send_one(ctx, o, r, (unsigned int)i);
+			if (ret != 0 &&
+			    tern__prov_post_error(ret, msg, sizeof(msg),
+						  &prov_errno) == -EAGAIN) {
+				/* The next pass tries again, for a while: a
+				 * peer that takes nothing must not hold the
+				 * queue. */
+				if (tern__now_ns() < o->until_ns)
+					break;
+				snprintf(msg, sizeof(msg),
+					 "post: refused for %s",
+					 o->peer->gone ? "1 s (peer gone)"
+						       : "5 s");
+			}
 		}
 		c->qhead = (c->qhead + 1) % TERN__CTRL_QUEUE;
 		c->qlen--;
 		if (ret == 0) {
-			c->out[i] = *o;
+			c->out[r * TERN__CTRL_SENDS + (unsigned int)i] = *o;
 			c->sent++;
 			continue;
 		}
 		dropped(ctx, o, msg + 6 /* after "post: " */);
 	}
 	ctx->ctrl_pending = c->qlen != 0;
+}
+
+/* Queue @o (its peer held here) for the next pass; dropped when full. */
+static void enqueue(struct tern_ctx *ctx, const struct tern__ctrl_out *o)
+{
+	struct tern__ctrl *c = ctx->ctrl;
+	struct tern__ctrl_out *q;
+
+	o->peer->inflight++;
+	if (c->qlen == TERN__CTRL_QUEUE) {
+		dropped(ctx, o, "too many waiting");
+		return;
+	}
+	q = &c->queue[(c->qhead + c->qlen++) % TERN__CTRL_QUEUE];
+	*q = *o;
+	/* Refused, it is tried again for 5 s; a peer gone may be only
+	 * slow: for 1 s. */
+	q->until_ns = tern__now_ns() +
+		      (o->peer->gone ? 1000000000ULL : 5000000000ULL);
+	ctx->ctrl_pending = 1;
 }
 
 static int with_imm(const struct tern__req_priv *rp)
@@ -206,31 +311,33 @@ void tern__ctrl_imm_failed(struct tern_ctx *ctx, struct tern_req *req,
 {
 	struct tern__req_priv *rp = tern__rp(req);
 	struct tern_peer *peer = rp->peer;
-	struct tern__ctrl *c = ctx->ctrl;
-	struct tern__ctrl_out *o;
 
 	(void)status;
-	if (c == NULL || peer == NULL || !with_imm(rp) || ctx->closing ||
-	    peer->removing || peer->removed)
+	if (ctx->ctrl == NULL || peer == NULL || !with_imm(rp) ||
+	    ctx->closing || peer->removing || peer->removed)
 		return;
-	if (c->qlen == TERN__CTRL_QUEUE) {
-		struct tern__ctrl_out lost = { .peer = peer, .imm = rp->imm };
+	enqueue(ctx, &(struct tern__ctrl_out){ .peer = peer,
+					       .type = TERN_CTRL_IMM_ABORT,
+					       .imm = rp->imm });
+}
 
-		peer->inflight++;
-		dropped(ctx, &lost, "too many waiting");
-		return;
-	}
-	o = &c->queue[(c->qhead + c->qlen++) % TERN__CTRL_QUEUE];
-	/* Refused, it is tried again for 5 s; a peer gone may be only
-	 * slow: for 1 s. */
-	*o = (struct tern__ctrl_out){
-		.peer = peer,
-		.imm = rp->imm,
-		.until_ns = tern__now_ns() +
-			    (peer->gone ? 1000000000ULL : 5000000000ULL),
-	};
-	peer->inflight++;
-	ctx->ctrl_pending = 1;
+void tern__ctrl_fence(struct tern_ctx *ctx, struct tern_peer *peer,
+		      unsigned int rail, uint32_t token)
+{
+	enqueue(ctx, &(struct tern__ctrl_out){ .peer = peer,
+					       .type = TERN_CTRL_FENCE,
+					       .rail = (uint8_t)rail,
+					       .token = token });
+}
+
+void tern__ctrl_fenced(struct tern_ctx *ctx, struct tern_peer *peer,
+		       unsigned int rail, uint32_t token, unsigned int via)
+{
+	enqueue(ctx, &(struct tern__ctrl_out){ .peer = peer,
+					       .type = TERN_CTRL_FENCED,
+					       .rail = (uint8_t)rail,
+					       .via = (uint8_t)via,
+					       .token = token });
 }
 
 void tern__ctrl_forget_peer(struct tern_ctx *ctx, struct tern_peer *peer)
@@ -255,15 +362,36 @@ void tern__ctrl_forget_peer(struct tern_ctx *ctx, struct tern_peer *peer)
 	ctx->ctrl_pending = k != 0;
 }
 
-void tern__ctrl_done(struct tern_ctx *ctx, const struct tern__cqe *cqe)
+/* A message arrived from @src on @rail: act on it. */
+static void arrived(struct tern_ctx *ctx, struct tern_rail *rail,
+		    const struct tern__ctrl_msg *m, uint32_t src)
+{
+	switch (m->type) {
+	case TERN_CTRL_IMM_ABORT:
+		/* Under ofi_rxm a message's source is not a write's. */
+		tern__imm_aborted(ctx, m->imm, ctx->imm_source ? src : 0);
+		break;
+	case TERN_CTRL_FENCE:
+		tern__fence_asked(ctx, src, m->rail, m->token, rail->idx);
+		break;
+	case TERN_CTRL_FENCED:
+		tern__fence_answered(ctx, src, m->rail, m->token);
+		break;
+	}
+}
+
+void tern__ctrl_done(struct tern_ctx *ctx, struct tern_rail *rail,
+		     const struct tern__cqe *cqe)
 {
 	struct tern__ctrl *c = ctx->ctrl;
-	unsigned int i = (unsigned int)(cqe->slot - ctx->rails[0].slots -
+	unsigned int r = rail->idx;
+	unsigned int i = (unsigned int)(cqe->slot - rail->slots -
 					ctx->caps.tx_size);
 	struct tern__ctrl_msg m;
 
 	if (i >= TERN__CTRL_RECVS) {
-		struct tern__ctrl_out *o = &c->out[i - TERN__CTRL_RECVS];
+		struct tern__ctrl_out *o =
+			&c->out[r * TERN__CTRL_SENDS + i - TERN__CTRL_RECVS];
 
 		if (cqe->status != 0)
 			dropped(ctx, o, tern_strerror(cqe->status));
@@ -278,19 +406,19 @@ void tern__ctrl_done(struct tern_ctx *ctx, const struct tern__cqe *cqe)
 		if (cqe->status == -ECANCELED || ctx->closing)
 			return;
 		if (pow2(++c->bad))
-			tern__warn("rail 0: a control message failed to "
+			tern__warn("rail %u: a control message failed to "
 				   "arrive: %s (%" PRIu64 " dropped so far)",
-				   tern_strerror(cqe->status), c->bad);
-		repost(ctx, i);
+				   r, tern_strerror(cqe->status), c->bad);
+		repost(ctx, r, i);
 		return;
 	}
-	if (tern__ctrl_parse(ctrl_buf(ctx, i), cqe->len, &m) != 0) {
+	if (tern__ctrl_parse(ctrl_buf(ctx, r, i), cqe->len, &m) != 0) {
 		if (pow2(++c->bad))
-			tern__warn("rail 0: a malformed control message (%zu "
+			tern__warn("rail %u: a malformed control message (%zu "
 				   "bytes) dropped (%" PRIu64 " so far)",
-				   cqe->len, c->bad);
+				   r, cqe->len, c->bad);
 	} else {
-		tern__imm_aborted(ctx, m.imm, cqe->src);
+		arrived(ctx, rail, &m, cqe->src);
 	}
-	repost(ctx, i);
+	repost(ctx, r, i);
 }

@@ -156,7 +156,7 @@ static int rail_open(struct tern_ctx *ctx, struct tern_rail *r)
 	if (!ctx->caps.tagged && r->idx == 0)
 		nbounce = tern__bounce_count(ctx);
 	/* Tagged, its control messages' (ctrl.c). */
-	if (r->idx == 0)
+	if (r->idx < tern__ctrl_rails(ctx))
 		nctrl = tern__ctrl_slots(ctx);
 	r->slots = calloc(ctx->caps.tx_size + nbounce + nctrl,
 			  sizeof(*r->slots));
@@ -382,6 +382,8 @@ static int ctx_provider(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
 			tern__env_long("TERN_FAILOVER", 1, 0, 1) != 0;
 	ctx->cooldown_ms = (uint32_t)tern__env_long(
 		"TERN_RAIL_COOLDOWN_MS", TERN__COOLDOWN_DEFAULT_MS, 1, 600000);
+	ctx->stall_ms = (uint32_t)tern__env_long(
+		"TERN_RAIL_STALL_MS", TERN__STALL_DEFAULT_MS, 0, 600000);
 	tern__prov_caps(&ctx->prov, pr, ctx->nrails, &ctx->caps);
 	derive_limits(ctx);
 	mr_chunk(ctx);
@@ -460,10 +462,13 @@ static int ctx_services(struct tern_ctx *ctx)
 	if (ret != 0)
 		return ret;
 	/* Arrivals tell their source where every rail's CQ does. */
-	ctx->imm_source = 1;
-	for (unsigned int i = 0; i < ctx->nrails; i++)
-		ctx->imm_source &= tern__prov_source(&ctx->rails[i].prov);
+	ctx->imm_source = ctx->msg_source = 1;
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		ctx->imm_source &= tern__prov_source_rma(&ctx->rails[i].prov);
+		ctx->msg_source &= tern__prov_source(&ctx->rails[i].prov);
+	}
 	ctx->next_src_id = 1;
+	tern__stall_init(ctx);
 	ret = tern__loop_init(ctx);
 	if (ret != 0)
 		return ret;

@@ -240,6 +240,11 @@ struct tern_rail {
 	 * source id (struct tern_peer) of each AV address, 0 for none. */
 	uint32_t *src_of;
 	size_t nsrc_of;
+	/* Silent rails (fence.c): completions read, ever; what the last
+	 * check saw, and since when the rail has read none while busy. */
+	uint64_t reaped;
+	uint64_t stall_mark;
+	uint64_t stall_since;
 };
 
 /* A peer's path over one local rail, once one of them failed
@@ -253,6 +258,13 @@ struct tern__path {
 	uint64_t downs;	      /* times it went down */
 	uint64_t probes;      /* tries sent while down */
 	uint64_t rerouted;    /* operations and parts moved off it */
+	/* Fences (fence.c): when ours was asked, its number while it waits
+	 * for the answer (0: none); when either end last dropped its
+	 * connection on this rail. */
+	uint64_t fence_ns;
+	uint64_t fenced_ns;
+	uint32_t fence_token;
+	uint8_t fence_stalled; /* asked for a silent rail, not an error */
 };
 
 /* Implicit operations counted in epochs (nbi.c): a peer's, a ctx's. */
@@ -372,24 +384,30 @@ struct tern__imm_abort {
 	uint32_t imm;
 };
 
-/* tern's own control messages (ctrl.c): receives kept posted on rail 0,
- * a few sends in flight; their provider contexts are slots of rail 0 past
+/* tern's own control messages (ctrl.c): receives kept posted on rail 0
+ * (on every rail of a ctx that routes around failed rails), a few sends
+ * in flight on each; their provider contexts are slots of the rail past
  * its tx credits'. */
 #define TERN__CTRL_RECVS 8
 #define TERN__CTRL_SENDS 8
 #define TERN__CTRL_LEN	 64 /* each buffer: room past the one message */
-#define TERN__CTRL_QUEUE 64 /* aborts waiting for a free send */
+#define TERN__CTRL_QUEUE 64 /* messages waiting for a free send */
 
 struct tern__ctrl_out {
 	struct tern_peer *peer; /* holds peer->inflight */
-	uint32_t imm;
-	uint64_t until_ns; /* refused until then: dropped */
+	uint8_t type;		/* TERN_CTRL_* (wire/ctrl.h) */
+	uint8_t rail;		/* FENCE, FENCED: the rail fenced */
+	uint8_t via;		/* FENCED: the rail to answer on */
+	uint32_t imm;		/* IMM_ABORT */
+	uint32_t token;		/* FENCE, FENCED */
+	uint64_t until_ns;	/* refused until then: dropped */
 };
 
 struct tern__ctrl {
-	uint8_t *buf; /* (RECVS + SENDS) * LEN, registered as mr */
+	uint8_t *buf; /* per rail (RECVS + SENDS) * LEN, registered as mr */
 	struct tern_mr *mr;
-	struct tern__ctrl_out out[TERN__CTRL_SENDS]; /* posted sends */
+	unsigned int nrails; /* rails that carry them (0 as 1) */
+	struct tern__ctrl_out out[TERN_MAX_RAILS * TERN__CTRL_SENDS];
 	struct tern__ctrl_out queue[TERN__CTRL_QUEUE];
 	unsigned int qhead, qlen;
 	uint64_t sent, dropped, bad; /* bad: malformed, dropped */
@@ -479,8 +497,10 @@ struct tern_ctx {
 	uint64_t *scratch;
 	struct tern__reqq posted; /* handed to the provider */
 	struct tern__imm_table imm;
-	/* Arrivals tell their source (every rail has FI_SOURCE). */
+	/* Arrivals tell their source (every rail has FI_SOURCE): writes
+	 * with immediate and messages; messages (tern's own) at least. */
 	int imm_source;
+	int msg_source;
 	uint32_t next_src_id;
 	struct tern__imm_abort aborts[TERN__ABORTS]; /* oldest first, a ring */
 	unsigned int abort_head, naborts;
@@ -499,6 +519,17 @@ struct tern_ctx {
 	uint32_t cooldown_ms;
 	struct tern__redo *redo_head, *redo_tail;
 	uint64_t rails_down, rails_up, rerouted;
+	/* Silent rails and fences (fence.c): a rail busy and completing
+	 * nothing this long is silent ($TERN_RAIL_STALL_MS, 0: not
+	 * watched); the timer that watches, running while anything is in
+	 * flight (stall_on) or stopped until the next operation
+	 * (stall_idle); whether the provider can fence. */
+	uint32_t stall_ms;
+	int stall_on, stall_idle;
+	struct tern_timer stall_timer;
+	int fence_ok;
+	uint32_t next_token;
+	uint64_t fences;
 	/* Implicit operations (nbi.c): all of the ctx's, the pool. */
 	struct tern__nbi_scope nbi;
 	struct tern__nbi_op *nbi_free;
@@ -582,6 +613,10 @@ static inline void *tern__mr_desc_at(const struct tern_mr *mr,
 	return mr->cdesc[c * mr->ctx->nrails + rail];
 }
 
+/* Silent rails (fence.c): start watching the rails, an operation being
+ * queued while the watch is stopped. Cold. */
+void tern__stall_arm(struct tern_ctx *ctx);
+
 /* Queue @req on its rail: the operation and its region (and peer) count
  * it in flight from here. */
 static inline void tern__queue_req(struct tern_ctx *ctx, struct tern_req *req)
@@ -598,6 +633,8 @@ static inline void tern__queue_req(struct tern_ctx *ctx, struct tern_req *req)
 	} else {
 		tern__reqq_push(&rail->txq, req);
 		rail->tx_refused = 0;
+		if (tern_unlikely(ctx->stall_idle))
+			tern__stall_arm(ctx);
 	}
 }
 
@@ -661,6 +698,8 @@ int tern__rail_cancel(struct tern_rail *rail, struct tern_req *req);
 /* The first wait before a failed rail is tried again
  * (TERN_RAIL_COOLDOWN_MS). */
 #define TERN__COOLDOWN_DEFAULT_MS 1000
+/* A rail busy and completing nothing this long is silent (fence.c). */
+#define TERN__STALL_DEFAULT_MS 1000
 /* Implicit operations in flight per ctx (TERN_NBI_MAX). */
 #define TERN__NBI_MAX_DEFAULT (1L << 16)
 #define TERN__PART_MORE	      2
@@ -769,6 +808,27 @@ int tern__path_completed(struct tern_ctx *ctx, struct tern_rail *rail,
 void tern__path_probe_unposted(struct tern_req *req, unsigned int r);
 /* A probe of @peer's rail @r completed: the rail is back. */
 void tern__path_probed(struct tern_peer *peer, unsigned int r);
+/* @peer's paths, one per rail, made on first need: NULL without memory. */
+struct tern__path *tern__paths(struct tern_peer *peer);
+/* @peer's path over rail @r completes nothing for a while (@why): mark
+ * it down, and fence it where the provider can (fence.c). */
+void tern__path_stalled(struct tern_ctx *ctx, struct tern_peer *peer,
+			unsigned int r, const char *why);
+/* Fences (fence.c): watch for silent rails (at open, once the rails,
+ * control messages and sources are known); ask @peer to drop its end of
+ * rail @r (@stalled: the rail is silent, else it failed); a FENCE of rail
+ * @r from source @src arrived on rail @via; its FENCED answer arrived. */
+void tern__stall_init(struct tern_ctx *ctx);
+void tern__fence_start(struct tern_peer *peer, unsigned int r, int stalled);
+void tern__fence_asked(struct tern_ctx *ctx, uint32_t src, unsigned int r,
+		       uint32_t token, unsigned int via);
+void tern__fence_answered(struct tern_ctx *ctx, uint32_t src, unsigned int r,
+			  uint32_t token);
+/* Remove and insert again the address of @peer (and of the peers added
+ * with its card) on rail @r (peer.c): the provider drops what it held
+ * for it there. */
+int tern__peer_reinsert(struct tern_ctx *ctx, struct tern_peer *peer,
+			unsigned int r);
 /* Post the parts queued to go again. @return requests finished. */
 int tern__redo_post(struct tern_ctx *ctx);
 void tern__redo_fini(struct tern_ctx *ctx);
@@ -799,20 +859,29 @@ void tern__imm_peer_fail(struct tern_ctx *ctx, struct tern_peer *peer,
 			 int status);
 /* The last peer of source @src went: its arrivals count as unknown's. */
 void tern__imm_src_forget(struct tern_ctx *ctx, uint32_t src);
-/* Control messages (ctrl.c). */
+/* Control messages (ctrl.c): the rails that carry them, and the slots
+ * each of those needs past its tx credits'. */
+unsigned int tern__ctrl_rails(const struct tern_ctx *ctx);
 unsigned int tern__ctrl_slots(const struct tern_ctx *ctx);
 int tern__ctrl_open(struct tern_ctx *ctx);
 /* Post every receive of ctx->ctrl (made by tern__ctrl_open). */
 int tern__ctrl_post_all(struct tern_ctx *ctx);
 void tern__ctrl_close(struct tern_ctx *ctx, int held);
-/* A completion on a control slot of rail 0 (@c->slot). */
-void tern__ctrl_done(struct tern_ctx *ctx, const struct tern__cqe *c);
+/* A completion on a control slot of @rail (@c->slot). */
+void tern__ctrl_done(struct tern_ctx *ctx, struct tern_rail *rail,
+		     const struct tern__cqe *c);
 /* Post queued control messages (progress, when any wait). */
 void tern__ctrl_flush(struct tern_ctx *ctx);
 /* @req, a write with immediate to a peer, failed with @status (an error
  * completion, a cancel, its peer gone): tell the target. Cold. */
 void tern__ctrl_imm_failed(struct tern_ctx *ctx, struct tern_req *req,
 			   int status);
+/* Ask @peer to drop its connection to us on @rail (FENCE, answered
+ * FENCED with @token), or answer its fence on @via. Cold. */
+void tern__ctrl_fence(struct tern_ctx *ctx, struct tern_peer *peer,
+		      unsigned int rail, uint32_t token);
+void tern__ctrl_fenced(struct tern_ctx *ctx, struct tern_peer *peer,
+		       unsigned int rail, uint32_t token, unsigned int via);
 /* Forget queued control messages to @peer (removed). */
 void tern__ctrl_forget_peer(struct tern_ctx *ctx, struct tern_peer *peer);
 void tern__imm_poll(struct tern_ctx *ctx);

@@ -60,7 +60,7 @@ static uint32_t rails_mask(const struct tern_ctx *ctx)
 	return ctx->nrails >= 32 ? UINT32_MAX : (1U << ctx->nrails) - 1;
 }
 
-static struct tern__path *paths_of(struct tern_peer *peer)
+struct tern__path *tern__paths(struct tern_peer *peer)
 {
 	if (peer->paths == NULL)
 		peer->paths = calloc(TERN_MAX_RAILS, sizeof(*peer->paths));
@@ -154,17 +154,18 @@ void tern__path_probe_unposted(struct tern_req *req, unsigned int r)
 		probe_failed(peer, r, req->errmsg);
 }
 
-/* The path of @peer over rail @r failed with @c's error: mark it down. */
+/* The path of @peer over rail @r failed (@why; @probe: the failure was
+ * its probe's): mark it down. */
 static void path_down(struct tern_ctx *ctx, struct tern_peer *peer,
-		      unsigned int r, const struct tern_req *req)
+		      unsigned int r, const char *why, int probe)
 {
 	struct tern__path *p = &peer->paths[r];
 	uint64_t now = tern__now_ns();
 
 	if (peer->down & (1U << r)) {
 		/* Already down: one more of its failures, or its probe's. */
-		if (tern__rp(req)->xflags & TERN__XF_PROBE)
-			probe_failed(peer, r, req->errmsg);
+		if (probe)
+			probe_failed(peer, r, why);
 		return;
 	}
 	/* Up a while: healthy, the first wait; else it flaps: a longer one. */
@@ -184,7 +185,7 @@ static void path_down(struct tern_ctx *ctx, struct tern_peer *peer,
 	ctx->rails_down++;
 	tern__warn("rail %u to peer %p down: %s; its operations move to the "
 		   "other rails, and it is tried again in %u ms",
-		   r, (void *)peer, req->errmsg, p->cooldown_ms);
+		   r, (void *)peer, why, p->cooldown_ms);
 	if ((peer->down & rails_mask(ctx)) == rails_mask(ctx)) {
 		tern__warn("peer %p: every rail is down", (void *)peer);
 		tern__peer_gone(peer);
@@ -204,6 +205,30 @@ void tern__path_probed(struct tern_peer *peer, unsigned int r)
 	peer->ctx->rails_up++;
 	tern__warn("rail %u to peer %p is back after %" PRIu64 " ms", r,
 		   (void *)peer, (now - p->down_ns) / 1000000);
+}
+
+/* Did @c fail because this end dropped its connection on rail @r for a
+ * fence (fence.c): cancelled within a second of it? Then it goes again,
+ * and the rail is not down for it: a peer that asks for fences cannot
+ * take a rail down, only make operations go again. */
+static int fenced_here(const struct tern_peer *peer, unsigned int r,
+		       const struct tern__cqe *c)
+{
+	const struct tern__path *p = &peer->paths[r];
+
+	return c->status == -ECANCELED && p->fenced_ns != 0 &&
+	       tern__now_ns() - p->fenced_ns < 1000000000ULL;
+}
+
+void tern__path_stalled(struct tern_ctx *ctx, struct tern_peer *peer,
+			unsigned int r, const char *why)
+{
+	if (ctx->closing || peer->gone || peer->removing || peer->removed ||
+	    tern__paths(peer) == NULL || (peer->down & (1U << r)))
+		return;
+	path_down(ctx, peer, r, why, 0);
+	if (!peer->gone)
+		tern__fence_start(peer, r, 1);
 }
 
 /* The next live rail after @r, for a part that failed there; @r itself
@@ -290,9 +315,16 @@ int tern__path_failed(struct tern_ctx *ctx, struct tern_rail *rail,
 	unsigned int to;
 
 	if (peer == NULL || ctx->closing || peer->gone || peer->removing ||
-	    peer->removed || paths_of(peer) == NULL)
+	    peer->removed || tern__paths(peer) == NULL)
 		return 0;
-	path_down(ctx, peer, rail->idx, req);
+	if (!fenced_here(peer, rail->idx, c)) {
+		path_down(ctx, peer, rail->idx, req->errmsg,
+			  (rp->xflags & TERN__XF_PROBE) != 0);
+		/* Neither end may keep a broken connection: the next one is
+		 * made anew. */
+		if (!peer->gone)
+			tern__fence_start(peer, rail->idx, 0);
+	}
 	/* A probe is tern's own: it ends here. */
 	if (peer->gone || (rp->xflags & TERN__XF_PROBE) ||
 	    !repeatable(req, c->slot))

@@ -364,10 +364,10 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 	}
 	if (c->slot != NULL) {
 		if (tern_unlikely(req == NULL)) {
-			/* One of rail 0's own receives or sends. */
+			/* One of tern's own receives or sends. */
 			if (ctx->bounce != NULL)
 				return tern__bounce_done(ctx, c);
-			tern__ctrl_done(ctx, c);
+			tern__ctrl_done(ctx, rail, c);
 			return 0;
 		}
 		if (tern_unlikely(c->status != 0) &&
@@ -436,8 +436,10 @@ static TERN_ALWAYS_INLINE int progress_rail(struct tern_ctx *ctx,
 	} while (n == (int)TERN_ARRAY_SIZE(cqe));
 	/* Completions freed credits and callbacks may have queued more: post
 	 * again now rather than a pass later (bandwidth). */
-	if (reaped != 0)
+	if (reaped != 0) {
+		rail->reaped += (unsigned int)reaped;
 		post_rail(ctx, rail);
+	}
 	return done;
 }
 

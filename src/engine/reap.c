@@ -194,7 +194,7 @@ static int read_error(struct tern_rail *rail, struct tern__cqe *cqe)
 int tern__rail_reap(struct tern_rail *rail, const struct tern__prov_cqent *ent,
 		    ssize_t ret, const uint64_t *src, struct tern__cqe *cqe)
 {
-	int source = tern__prov_source(&rail->prov);
+	int source = tern__prov_source_rma(&rail->prov);
 
 	size_t got = 0;
 
@@ -236,7 +236,7 @@ int tern__rail_reap(struct tern_rail *rail, const struct tern__prov_cqent *ent,
 		decode_ctx(rail, op_context, &cqe[got]);
 		/* tern's own message (ctrl.c): who sent it. */
 		if (tern_unlikely(cqe[got].slot != NULL) &&
-		    cqe[got].req == NULL && source)
+		    cqe[got].req == NULL && tern__prov_source(&rail->prov))
 			cqe[got].src = tern__rail_src(rail, src[i]);
 		if (tern_unlikely(rail->sync_n != 0))
 			sync_done(rail, op_context, &cqe[got]);

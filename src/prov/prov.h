@@ -61,8 +61,11 @@ struct tern__prov_rail {
 	 * 2 once closed (shmpark.c) */
 	int shm_park;
 	/* Completions carry their source (FI_SOURCE): read with
-	 * fi_cq_readfrom(). Set by tern__prov_rail_open(). */
+	 * fi_cq_readfrom(); true for messages. source_rma: true for remote
+	 * writes too (rail.c, source_trusted()). Set by
+	 * tern__prov_rail_open(). */
 	int source;
+	int source_rma;
 };
 
 /* The provider objects of a ctx: rail 0's offering and the fabrics. */
@@ -157,9 +160,9 @@ int tern__prov_quirk_sync_rma(const struct fi_info *fi);
 /* Must a rail on @fi post small plain writes whole, never injected, so
  * that a failure reaches the initiator (quirks.c)? */
 int tern__prov_quirk_inject_plain_off(const struct fi_info *fi);
-/* Must provider @prov be asked for FI_SOURCE, lest fi_av_insert() crash
- * while a message waits for its receive (quirks.c)? */
-int tern__prov_quirk_rxm_source(const char *prov);
+/* Set libfabric's settings tern needs, before its first fi_getinfo()
+ * (quirks.c). */
+void tern__prov_params(void);
 /* Does @r's provider complete some writes and reads inside the post and
  * report their failures with no context, in post order (quirks.c)? */
 static inline int tern__prov_sync_rma(const struct tern__prov_rail *r)
@@ -172,6 +175,11 @@ static inline int tern__prov_sync_rma(const struct tern__prov_rail *r)
 static inline int tern__prov_source(const struct tern__prov_rail *r)
 {
 	return r->source;
+}
+/* ...and is it true of writes with immediate as of messages? */
+static inline int tern__prov_source_rma(const struct tern__prov_rail *r)
+{
+	return r->source_rma;
 }
 /* shm endpoints kept open while this process addresses them (shmpark.c):
  * wanted on @fi? Track open rail @r (its address @addr), an AV insert, a

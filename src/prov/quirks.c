@@ -5,6 +5,7 @@
  * library running (fi_version()), never by the headers tern was built
  * with: a tern built against 1.17 runs on 2.x, and the other way round.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdma/fabric.h>
@@ -132,16 +133,25 @@ int tern__prov_quirk_inject_plain_off(const struct fi_info *fi)
  * and 2.5.0 by "prov/rxm: prevent segfault on get addr if conn is NULL"
  * (bcbda9523 on v2.4.x, 47e04dcbf on main).
  *
- * tern asks such a provider for FI_SOURCE: rxm then looks up the
- * connection of every arrival (one index lookup) and the walk finds it.
- * tern does not read the sources (source_trusted() in rail.c).
+ * tern asks every ofi_rxm provider for FI_SOURCE (rail.c, rxm_layered()):
+ * rxm then looks up the connection of every arrival (one index lookup)
+ * and the walk finds it. tern reads those sources for its own messages
+ * only, never for writes (source_trusted() in rail.c).
  */
-int tern__prov_quirk_rxm_source(const char *prov)
-{
-	uint32_t v = fi_version();
-	const char *rxm = prov != NULL ? strstr(prov, ";ofi_rxm") : NULL;
 
-	if (rxm == NULL || rxm[strlen(";ofi_rxm")] != '\0')
-		return 0;
-	return FI_MAJOR(v) == 2 && FI_MINOR(v) < 4;
+/*
+ * libfabric's own settings tern needs, set before its first fi_getinfo()
+ * (which reads them once per process) unless the user set them:
+ *
+ * FI_AV_REMOVE_CLEANUP=1: ofi_rxm closes a connection when its address
+ * leaves the address vector (off by default up to 2.6 at least). A fence
+ * of a silent rail (src/engine/fence.c) relies on it: without it the
+ * connection would stay, and the first copy of an operation could still
+ * land after its repeat. Not set with TERN_FAILOVER=0.
+ */
+void tern__prov_params(void)
+{
+	if (getenv("FI_AV_REMOVE_CLEANUP") == NULL &&
+	    tern__env_long("TERN_FAILOVER", 1, 0, 1) != 0)
+		setenv("FI_AV_REMOVE_CLEANUP", "1", 0);
 }

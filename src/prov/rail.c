@@ -98,6 +98,18 @@ static struct fi_info *make_hints(const struct ask *a, uint64_t extra_caps)
 	return hints;
 }
 
+/* Is @prov the ofi_rxm utility over a core provider ("tcp;ofi_rxm"), or
+ * a core provider whose reliable endpoints it makes ("tcp", "verbs")? */
+static int rxm_layered(const char *prov)
+{
+	const char *rxm = prov != NULL ? strstr(prov, ";ofi_rxm") : NULL;
+
+	if (prov != NULL &&
+	    (strcmp(prov, "tcp") == 0 || strcmp(prov, "verbs") == 0))
+		return 1;
+	return rxm != NULL && rxm[strlen(";ofi_rxm")] == '\0';
+}
+
 /*
  * Does provider @prov tell the true source of a write with immediate
  * (FI_SOURCE)? shm does. tcp;ofi_rxm (libfabric 1.17) offers FI_SOURCE
@@ -240,9 +252,12 @@ static int getinfo_best(const struct ask *a, uint64_t hmem_cap,
 
 	/* The source of each arrival (FI_SOURCE, fi_cq_readfrom()) lets
 	 * tern_imm_expect_from() count one peer's writes: asked for where
-	 * it can be trusted (source_trusted()), and where a release crashes
-	 * without it (quirks.c), which does not make it trusted. */
-	if (source_trusted(a->prov) || tern__prov_quirk_rxm_source(a->prov)) {
+	 * it can be trusted (source_trusted()). Under ofi_rxm it is true of
+	 * messages (the connection's peer) but not of writes: asked for
+	 * there too, for tern's own messages (a fence says who asks,
+	 * src/engine/fence.c), and because some releases crash without it
+	 * (quirks.c). */
+	if (source_trusted(a->prov) || rxm_layered(a->prov)) {
 		ret = getinfo_caps(a,
 				   hmem_cap | FI_TAGGED | FI_ATOMIC | FI_SOURCE,
 				   info_p);
@@ -689,8 +704,8 @@ again:
 	}
 	if (ret != 0)
 		goto err;
-	r->source = (fi->caps & FI_SOURCE) != 0 &&
-		    source_trusted(fi->fabric_attr->prov_name);
+	r->source = (fi->caps & FI_SOURCE) != 0;
+	r->source_rma = r->source && source_trusted(fi->fabric_attr->prov_name);
 	r->fix_rx_flags = tern__prov_quirk_rx_flags(fi);
 	r->sync_rma = tern__prov_quirk_sync_rma(fi);
 	r->inject_plain_off = tern__prov_quirk_inject_plain_off(fi);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tern's own control messages between ctxs (docs/protocol.md): today one
- * kind, "the writes with immediate IMM I sent you failed: stop waiting".
+ * tern's own control messages between ctxs (docs/protocol.md): "the
+ * writes with immediate IMM I sent you failed: stop waiting", and the
+ * fence of a rail gone silent: "drop my connection on rail R", answered
+ * "dropped".
  */
 #ifndef TERN_WIRE_CTRL_H
 #define TERN_WIRE_CTRL_H
@@ -16,11 +18,18 @@
 
 enum tern__ctrl_type {
 	TERN_CTRL_IMM_ABORT = 1,
+	TERN_CTRL_FENCE = 2,  /* drop my connection on rail @rail */
+	TERN_CTRL_FENCED = 3, /* dropped: @token as the FENCE's */
 };
 
+/* The highest rail a FENCE may name, plus one (TERN_MAX_RAILS). */
+#define TERN_CTRL_RAILS 32
+
 struct tern__ctrl_msg {
-	uint8_t type; /* enum tern__ctrl_type */
-	uint32_t imm;
+	uint8_t type;	/* enum tern__ctrl_type */
+	uint32_t imm;	/* IMM_ABORT */
+	uint32_t rail;	/* FENCE, FENCED: below TERN_CTRL_RAILS */
+	uint32_t token; /* FENCE, FENCED: the fence's number */
 };
 
 /* Write @m into @buf: TERN_CTRL_LEN, or -ENOSPC. */

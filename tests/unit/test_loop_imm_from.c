@@ -94,6 +94,7 @@ static void sources_on(struct env *e, struct tern_peer *b)
 	struct tern_rail *r = &e->ctx->rails[0];
 
 	r->prov.source = 1;
+	r->prov.source_rma = 1;
 	e->ctx->imm_source = 1;
 	r->nsrc_of = 16;
 	r->src_of = calloc(r->nsrc_of, sizeof(*r->src_of));
@@ -119,6 +120,7 @@ static void sources_off(struct env *e)
 	r->src_of = NULL;
 	r->nsrc_of = 0;
 	r->prov.source = 0;
+	r->prov.source_rma = 0;
 	e->ctx->peers = NULL;
 	e->peer.next = NULL;
 }

@@ -293,6 +293,48 @@ static void test_ctrl(void **state)
 	assert_memory_equal(&got, &untouched, sizeof(got));
 }
 
+/* A fence and its answer: exact bytes, the rail bounded, the token any
+ * value. */
+static void test_ctrl_fence(void **state)
+{
+	static const uint8_t want[TERN_CTRL_LEN] = { 'T',  'R',	 'N',  'C',
+						     1,	   2,	 16,   0,
+						     3,	   0,	 0,    0,
+						     0xef, 0xbe, 0xad, 0xde };
+	struct tern__ctrl_msg m = { .type = TERN_CTRL_FENCE,
+				    .rail = 3,
+				    .token = 0xdeadbeef };
+	struct tern__ctrl_msg got = { 0 };
+	uint8_t buf[TERN_CTRL_LEN];
+
+	(void)state;
+	assert_int_equal(tern__ctrl_pack(&m, buf, sizeof(buf)), TERN_CTRL_LEN);
+	assert_memory_equal(buf, want, sizeof(want));
+	assert_int_equal(tern__ctrl_parse(buf, sizeof(buf), &got), 0);
+	assert_int_equal(got.type, TERN_CTRL_FENCE);
+	assert_int_equal(got.rail, 3);
+	assert_int_equal(got.token, 0xdeadbeef);
+	m.type = TERN_CTRL_FENCED;
+	assert_int_equal(tern__ctrl_pack(&m, buf, sizeof(buf)), TERN_CTRL_LEN);
+	assert_int_equal(buf[5], 3);
+	assert_int_equal(tern__ctrl_parse(buf, sizeof(buf), &got), 0);
+	assert_int_equal(got.type, TERN_CTRL_FENCED);
+	/* A rail past the last one a ctx can have, and an unknown type. */
+	buf[8] = TERN_CTRL_RAILS;
+	assert_int_equal(tern__ctrl_parse(buf, sizeof(buf), &got),
+			 -TERN_EPROTO);
+	buf[8] = TERN_CTRL_RAILS - 1;
+	assert_int_equal(tern__ctrl_parse(buf, sizeof(buf), &got), 0);
+	assert_int_equal(got.rail, TERN_CTRL_RAILS - 1);
+	buf[11] = 1;
+	assert_int_equal(tern__ctrl_parse(buf, sizeof(buf), &got),
+			 -TERN_EPROTO);
+	buf[11] = 0;
+	buf[5] = 4;
+	assert_int_equal(tern__ctrl_parse(buf, sizeof(buf), &got),
+			 -TERN_EPROTO);
+}
+
 /* The same-host fd broker's messages: round trips, and every field a
  * hostile asker or answerer could get wrong refused with its name. */
 static void test_local_broker(void **state)
@@ -416,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_read_overrun),
 		cmocka_unit_test(test_nested),
 		cmocka_unit_test(test_ctrl),
+		cmocka_unit_test(test_ctrl_fence),
 		cmocka_unit_test(test_local_broker),
 		cmocka_unit_test(test_local_ring),
 	};

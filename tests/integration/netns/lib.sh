@@ -119,7 +119,83 @@ netns_link2() {
 	on "$B" ip link set eth1 up
 }
 
-# tx_bytes DEV: bytes a link of host A has sent (its qdisc's count)
+# tx_bytes DEV [HOST]: bytes a link of host A (or HOST) has sent
 tx_bytes() {
-	on "$A" cat "/sys/class/net/$1/statistics/tx_bytes"
+	on "${2:-$A}" cat "/sys/class/net/$1/statistics/tx_bytes"
+}
+
+# now: seconds since the epoch, to the millisecond (sample_tx's clock)
+now() {
+	date +%s.%3N
+}
+
+# sample_tx HOST FILE DEV...: in the background, every 0.5 s, a line
+# "SECONDS BYTES..." into FILE: the time (as now) and the bytes each DEV of
+# HOST has sent so far. Sets $bgpid; kill it before reading FILE.
+sample_tx() {
+	_h=$1 _f=$2
+	shift 2
+	bg_on "$_h" "$_f" sh -c 'while :; do
+		l=$(date +%s.%3N)
+		for d; do l="$l $(cat /sys/class/net/$d/statistics/tx_bytes)"; done
+		echo "$l"
+		sleep 0.5
+	done' sh "$@"
+}
+
+# tx_rate FILE T1 T2 COL...: Mbit/s that columns COL (2: sample_tx's first
+# DEV) of FILE add up to between its first sample at or after T1 and its
+# last at or before T2; 0 with fewer than two samples there.
+tx_rate() {
+	_f=$1 _t1=$2 _t2=$3
+	shift 3
+	awk -v t1="$_t1" -v t2="$_t2" -v cols="$*" '
+	BEGIN {
+		n = split(cols, c, " ")
+		for (i = 1; i <= n; i++) if (c[i] > m) m = c[i]
+	}
+	NF >= m && $1 >= t1 && $1 <= t2 {
+		s = 0
+		for (i = 1; i <= n; i++) s += $(c[i])
+		if (!seen) { ta = $1; sa = s; seen = 1 }
+		tb = $1; sb = s
+	}
+	END {
+		if (!seen || tb <= ta) { print "0.0"; exit }
+		printf "%.1f\n", (sb - sa) * 8 / (tb - ta) / 1e6
+	}' "$_f"
+}
+
+# tx_rates FILE T: each interval of sample_tx's FILE as "S R..." (its end,
+# in seconds after time T, and each DEV's Mbit/s over it)
+tx_rates() {
+	awk -v t="$2" '
+	NR > 1 && NF == nf && $1 > pt {
+		printf "%7.2f", $1 - t
+		for (i = 2; i <= NF; i++)
+			printf " %6.1f", ($(i) - p[i]) * 8 / ($1 - pt) / 1e6
+		printf "\n"
+	}
+	NR == 1 { nf = NF }
+	NF == nf { pt = $1; for (i = 2; i <= NF; i++) p[i] = $(i) }' "$1"
+}
+
+# tx_start FILE T COL: the time of the first sample after T at which
+# column COL of FILE rose by over 100 kB since the one before (traffic
+# began); empty if none.
+tx_start() {
+	awk -v t="$2" -v c="$3" '
+	NF < c { next }
+	$1 > t && seen && $(c) - prev > 100000 { print $1; exit }
+	{ prev = $(c); seen = 1 }' "$1"
+}
+
+# plus T S: time T plus S seconds (decimals)
+plus() {
+	awk -v t="$1" -v s="$2" 'BEGIN { printf "%.3f\n", t + s }'
+}
+
+# at_least X F Y: whether X >= F * Y (decimals)
+at_least() {
+	awk -v x="$1" -v f="$2" -v y="$3" 'BEGIN { exit !(x >= f * y) }'
 }

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Two hosts for real: `tern fill --listen` on host A, clients on B and C,
 # over tcp;ofi_rxm across veth links (lib.sh), with faults injected.
-# usage: scenario.sh clean|ipv6|lossy|linkdown|kill|vanish|hostile|rails
+# usage: scenario.sh clean|ipv6|lossy|linkdown|kill|vanish|hostile|rails|
+#                    railreset|raildown|raildrop|railfill
 # Every byte a client reports as delivered is verified by the client (tern
 # fill checks each page against MT19937-64 and everything else against
 # its canary; tern bench --verify checks the destination).
@@ -46,10 +47,40 @@ fill() {
 	rc=$?
 }
 
-# shape DEV RATE: limit what host A sends on DEV (tc tbf), or skip.
+# shape DEV RATE [HOST]: limit what host A (or HOST) sends on DEV (tc
+# tbf), or skip.
 shape() {
-	on "$A" tc qdisc add dev "$1" root tbf rate "$2" burst 64kb latency 100ms ||
-		netns_skip "tc tbf unusable here"
+	on "${3:-$A}" tc qdisc add dev "$1" root tbf rate "$2" burst 64kb \
+		latency 100ms || netns_skip "tc tbf unusable here"
+}
+
+# link2_end HOST: HOST's end of link 2 (lib.sh: netns_link2)
+link2_end() {
+	if [ "$1" = "$A" ]; then echo vb2; else echo eth1; fi
+}
+
+# link2_down HOST: take HOST's end of link 2 down. The other end loses its
+# carrier and keeps its routes (checked), so what it sends there goes
+# nowhere, with no error: a cable pulled at the far end. Sets $cut (now).
+link2_down() {
+	_far=$B _names="A's end (vb2) down; B's end"
+	[ "$1" = "$B" ] && _far=$A _names="B's end (eth1) down; A's end"
+	on "$1" ip link set dev "$(link2_end "$1")" down
+	cut=$(now)
+	echo "link 2: $_names now:"
+	on "$_far" ip -br link show dev "$(link2_end "$_far")"
+	on "$_far" ip route show 192.0.2.128/25 | grep -q "$(link2_end "$_far")" ||
+		bad "$_far lost its route over link 2: the link is not silent"
+}
+
+# link2_up HOST: bring HOST's end of link 2 up again, its route back
+# (checked). Sets $back (now).
+link2_up() {
+	on "$1" ip link set dev "$(link2_end "$1")" up
+	back=$(now)
+	echo "link 2 back $(plus "$back" "-$cut") s after it went"
+	on "$1" ip route show 192.0.2.128/25 | grep -q "$(link2_end "$1")" ||
+		{ on "$1" ip route; bad "$1's route over link 2 did not come back"; }
 }
 
 # fill_bg LOG ARGS...: a client on B in the background, its exit status
@@ -376,6 +407,200 @@ railreset)
 	grep -q "rail health .*up at the end" "$work/c.log" &&
 		echo "rail 1 came back once the resets stopped" ||
 		echo "rail 1 still down at the end (libfabric did not connect again)"
+	;;
+raildown | raildrop)
+	# Two NICs per host, each link limited to 100 Mbit/s from B to A. B
+	# benches striped 1 MiB writes over both for 30 s, every byte
+	# verified. After 8 s one link goes silent for 5 s, with no error
+	# from anything: raildown takes A's end of it down (B's end loses its
+	# carrier and keeps its routes: what B sends there goes nowhere, as
+	# with a cable pulled at the far end); raildrop drops every IP packet
+	# that arrives over it, at both ends (nftables). tern must see the
+	# rail stall and route around it (docs/api.md, "When a rail fails"):
+	# no error, every byte verified, and, measured from B's links' byte
+	# counters, the bench keeps >= 0.8x one link's rate during the
+	# outage and is back to >= 1.8x once the link has returned and the
+	# rail's cooldown has passed. A window of 16 writes (16 MiB, 0.7 s
+	# of both links) keeps them busy; the default 64 would queue 2.7 s
+	# on the live link, which would drain through most of the outage
+	# even while the bench waits on the dead one.
+	[ "$scenario" = raildrop ] && ! command -v nft >/dev/null &&
+		netns_skip "no nft (nftables)"
+	cool=1000 stall=300
+	netns_link2
+	for dev in eth0 eth1; do
+		shape $dev 100mbit "$B"
+	done
+	export TERN_RAIL_COOLDOWN_MS=$cool TERN_RAIL_STALL_MS=$stall
+	bg_on "$A" "$work/bench.log" "$TERN" bench --provider $prov \
+		--listen "192.0.2.1:7472" --rails br0,vb2
+	wait_log "$work/bench.log" "listening on" 10 || bad "bench peer did not start"
+	sample_tx "$B" "$work/tx.txt" eth0 eth1
+	spl=$bgpid
+	# One link's rate, measured here: one rail (eth0) for 4 s. Half of
+	# the two links' rate would understate it where this host's CPUs,
+	# not the links, hold the two back, and so pass an outage more
+	# easily.
+	t=$(now)
+	on "$B" timeout 30 "$TERN" bench --provider $prov --peer "192.0.2.1:7472" \
+		--rails eth0 --sizes 1M --window 16 --duration 4 --verify \
+		>"$work/one.log" 2>&1 ||
+		{ show "$work/one.log"; bad "bench over one link failed"; }
+	sleep 0.6
+	s1=$(tx_start "$work/tx.txt" "$t" 2)
+	[ -n "$s1" ] || { bad "no traffic on eth0 from the one-link bench"; s1=$t; }
+	one=$(tx_rate "$work/tx.txt" "$(plus "$s1" 0.5)" "$(plus "$s1" 3)" 2)
+	echo "one link (eth0 alone, 0.5 s to 3 s after its traffic began): $one Mbit/s"
+	at_least "$one" 1 50 || bad "one link carried only $one Mbit/s (shaped to 100)"
+	(
+		on "$B" timeout 60 "$TERN" bench --provider $prov \
+			--peer "192.0.2.1:7472" --rails eth0,eth1 --sizes 1M \
+			--window 16 --duration 30 --verify >"$work/c.log" 2>&1
+		echo "exit $?" >>"$work/c.log"
+	) &
+	cpid=$!
+	t0=$(now)
+	sleep 8
+	if [ "$scenario" = raildown ]; then
+		link2_down "$A"
+		sleep 5
+		link2_up "$A"
+	else
+		for h in "$A" "$B"; do
+			dev=eth1
+			[ "$h" = "$A" ] && dev=vb2
+			on "$h" nft add table inet deadlink &&
+				on "$h" nft add chain inet deadlink in \
+					'{ type filter hook input priority 0; }' &&
+				on "$h" nft add rule inet deadlink in iifname $dev \
+					counter drop ||
+				netns_skip "nftables unusable here"
+		done
+		cut=$(now)
+		echo "link 2 (A vb2 - B eth1): every IP packet arriving over it dropped"
+		sleep 5
+		drops=0
+		for h in "$A" "$B"; do
+			on "$h" nft list chain inet deadlink in
+			d=$(on "$h" nft list chain inet deadlink in |
+				sed -n 's/.*counter packets \([0-9]*\).*/\1/p')
+			drops=$((drops + ${d:-0}))
+			on "$h" nft delete table inet deadlink
+		done
+		back=$(now)
+		echo "link 2 back $(plus "$back" "-$cut") s after it went;" \
+			"packets dropped on it: $drops"
+		[ "$drops" -gt 0 ] || bad "no packet was dropped: the rule did not act"
+	fi
+	wait $cpid
+	sleep 0.6
+	kill "$spl"
+	show "$work/c.log"
+	rc=$(sed -n 's/^exit //p' "$work/c.log")
+	[ "$rc" = 0 ] && grep -q " ok$" "$work/c.log" &&
+		ok "30 s of striped writes verified across the outage" ||
+		bad "bench across the outage (exit $rc)"
+	grep -E "tern error|FAIL|failed" "$work/c.log" &&
+		bad "the bench reported an error"
+	grep -q "rail health .*rail 1 down [0-9]* time(s), [0-9]* moved off it, up at the end" \
+		"$work/c.log" &&
+		ok "rail 1 went down and came back: $(sed -n 's/.*rail health *//p' "$work/c.log")" ||
+		bad "rail 1 not reported down and back up"
+	# Figures from B's counters (data and headers), in Mbit/s.
+	s0=$(tx_start "$work/tx.txt" "$t0" 2)
+	[ -n "$s0" ] || { bad "no traffic from the bench"; s0=$t0; }
+	h1=$(plus "$s0" 1) d1=$(plus "$cut" 1.5) a1=$(plus "$back" $((cool / 1000 + 1)))
+	a2=$(plus "$s0" 29.5)
+	both=$(tx_rate "$work/tx.txt" "$h1" "$cut" 2 3)
+	echo "healthy ($(plus "$h1" "-$t0") s to $(plus "$cut" "-$t0") s after the start):" \
+		"eth0 $(tx_rate "$work/tx.txt" "$h1" "$cut" 2)," \
+		"eth1 $(tx_rate "$work/tx.txt" "$h1" "$cut" 3), together $both"
+	dead=$(tx_rate "$work/tx.txt" "$(plus "$cut" 0.5)" "$back" 3)
+	echo "into link 2 while it was out (0.5 s after the cut to its return): $dead"
+	during=$(tx_rate "$work/tx.txt" "$d1" "$back" 2)
+	echo "during the outage (1.5 s after the cut to the return; link 2" \
+		"delivers nothing then, so eth0 alone): $during"
+	after=$(tx_rate "$work/tx.txt" "$a1" "$a2" 2 3)
+	echo "after ($((cool / 1000 + 1)) s after the return to 29.5 s after the start):" \
+		"eth0 $(tx_rate "$work/tx.txt" "$a1" "$a2" 2)," \
+		"eth1 $(tx_rate "$work/tx.txt" "$a1" "$a2" 3), together $after"
+	echo "--- B's links each 0.5 s (seconds after the cut, Mbit/s on eth0, eth1)"
+	tx_rates "$work/tx.txt" "$cut"
+	[ "$scenario" = raildown ] && ! at_least 1 1 "$dead" &&
+		bad "link 2 was not silent: $dead Mbit/s into it"
+	at_least "$both" 1.8 "$one" &&
+		ok "two links carry $both Mbit/s, >= 1.8x one ($one)" ||
+		bad "two links carry $both Mbit/s, < 1.8x one ($one): this host does not sustain both"
+	at_least "$during" 0.8 "$one" &&
+		ok "during the outage $during Mbit/s, >= 0.8x one link" ||
+		bad "during the outage $during Mbit/s, < 0.8x one link ($one)"
+	at_least "$after" 1.8 "$one" &&
+		ok "after the return $after Mbit/s, >= 1.8x one link" ||
+		bad "after the return $after Mbit/s, < 1.8x one link ($one)"
+	;;
+railfill)
+	# Two NICs per host, each link limited to 100 Mbit/s from A to B:
+	# fills over 2 rails (the server writes whole pages round-robin over
+	# them, each with an immediate the client counts) for about 20 s,
+	# while B's end of link 2 is down for 5 s (A's end loses its
+	# carrier and keeps its routes: what A sends there goes nowhere).
+	# Immediates are never sent twice (docs/api.md, "When a rail
+	# fails"): every fill must still verify with its exact count, and
+	# none may fail.
+	cool=1000 stall=300 n=14
+	netns_link2
+	for dev in vb vb2; do
+		shape $dev 100mbit
+	done
+	export TERN_RAIL_COOLDOWN_MS=$cool TERN_RAIL_STALL_MS=$stall
+	start_server "$A" "192.0.2.1:$port" --rails br0,vb2
+	sample_tx "$A" "$work/tx.txt" vb vb2
+	spl=$bgpid
+	t0=$(now)
+	fill_bg "$work/b.log" "192.0.2.1:$port" --rails eth0,eth1 \
+		--count $n --pages 16 --timeout 20000
+	sleep 7
+	link2_down "$B"
+	c1=$(grep -c "^fill [0-9]*:" "$work/b.log")
+	sleep 5
+	link2_up "$B"
+	c2=$(grep -c "^fill [0-9]*:" "$work/b.log")
+	echo "fills done: $c1 at the cut, $c2 at the return"
+	wait $cpid
+	end=$(now)
+	sleep 0.6
+	kill "$spl"
+	show "$work/b.log"
+	rc=$(sed -n 's/^exit //p' "$work/b.log")
+	[ "$rc" = 0 ] &&
+		grep -q "$n of $n fill(s) verified; 0 failed" "$work/b.log" &&
+		ok "$n fills of 16 MiB verified, every immediate counted, across the outage" ||
+		bad "fills across the outage (exit $rc)"
+	grep -E "tern error|FAIL" "$work/b.log" && bad "the client reported an error"
+	[ "$c1" -ge 1 ] && [ "$c2" -lt $n ] &&
+		ok "the outage fell within the fills ($c1 done before it, $c2 by its end, $n in all)" ||
+		bad "the outage did not fall within the fills ($c1 done before it, $c2 by its end)"
+	# A's links, Mbit/s: both carry fills before the cut and after the
+	# return; link 2 carries nothing while it is out.
+	h0=$(tx_rate "$work/tx.txt" "$t0" "$cut" 2) h2=$(tx_rate "$work/tx.txt" "$t0" "$cut" 3)
+	d0=$(tx_rate "$work/tx.txt" "$(plus "$cut" 0.5)" "$back" 2)
+	dead=$(tx_rate "$work/tx.txt" "$(plus "$cut" 0.5)" "$back" 3)
+	a0=$(tx_rate "$work/tx.txt" "$back" "$end" 2) a2=$(tx_rate "$work/tx.txt" "$back" "$end" 3)
+	echo "A's links, Mbit/s: before the cut vb $h0, vb2 $h2; while link 2 was" \
+		"out (0.5 s after the cut to the return) vb $d0, vb2 $dead; after the" \
+		"return vb $a0, vb2 $a2; the fills took $(plus "$end" "-$t0") s"
+	echo "--- A's links each 0.5 s (seconds after the cut, Mbit/s on vb, vb2)"
+	tx_rates "$work/tx.txt" "$cut"
+	at_least 1 1 "$dead" || bad "link 2 was not silent: $dead Mbit/s into it"
+	at_least "$h2" 1 10 && at_least "$a2" 1 10 &&
+		ok "link 2 carried fills before the cut and after its return" ||
+		bad "link 2 idle before the cut or after its return"
+	stop_server
+	show "$work/server.log"
+	[ "$src" -eq 0 ] || bad "server exited $src"
+	grep -q "serve: served 1 session(s), $n fill(s)" "$work/server.log" &&
+		grep -q " 0 failed, " "$work/server.log" ||
+		bad "the server did not serve $n fills without a failure"
 	;;
 *)
 	echo "unknown scenario $scenario"

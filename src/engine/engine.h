@@ -245,6 +245,7 @@ struct tern_rail {
 	uint64_t reaped;
 	uint64_t stall_mark;
 	uint64_t stall_since;
+	uint64_t fenced_ns; /* when it last dropped connections (fence.c) */
 };
 
 /* A peer's path over one local rail, once one of them failed
@@ -258,13 +259,12 @@ struct tern__path {
 	uint64_t downs;	      /* times it went down */
 	uint64_t probes;      /* tries sent while down */
 	uint64_t rerouted;    /* operations and parts moved off it */
-	/* Fences (fence.c): when ours was asked, its number while it waits
-	 * for the answer (0: none); when either end last dropped its
-	 * connection on this rail. */
+	/* Fences (fence.c): when we asked the peer to drop its half, the
+	 * number of that ask until answered (0: none); when this end last
+	 * dropped its connections on this rail. */
 	uint64_t fence_ns;
 	uint64_t fenced_ns;
 	uint32_t fence_token;
-	uint8_t fence_stalled; /* asked for a silent rail, not an error */
 };
 
 /* Implicit operations counted in epochs (nbi.c): a peer's, a ctx's. */
@@ -815,20 +815,16 @@ struct tern__path *tern__paths(struct tern_peer *peer);
 void tern__path_stalled(struct tern_ctx *ctx, struct tern_peer *peer,
 			unsigned int r, const char *why);
 /* Fences (fence.c): watch for silent rails (at open, once the rails,
- * control messages and sources are known); ask @peer to drop its end of
- * rail @r (@stalled: the rail is silent, else it failed); a FENCE of rail
- * @r from source @src arrived on rail @via; its FENCED answer arrived. */
+ * control messages and sources are known); fence rail @r to @peer (drop
+ * this end's connections, ask the peer to drop its half; @stalled: the
+ * rail is silent, else it failed); a FENCE of rail @r from source @src
+ * arrived on rail @via; its FENCED answer arrived. */
 void tern__stall_init(struct tern_ctx *ctx);
 void tern__fence_start(struct tern_peer *peer, unsigned int r, int stalled);
 void tern__fence_asked(struct tern_ctx *ctx, uint32_t src, unsigned int r,
 		       uint32_t token, unsigned int via);
 void tern__fence_answered(struct tern_ctx *ctx, uint32_t src, unsigned int r,
 			  uint32_t token);
-/* Remove and insert again the address of @peer (and of the peers added
- * with its card) on rail @r (peer.c): the provider drops what it held
- * for it there. */
-int tern__peer_reinsert(struct tern_ctx *ctx, struct tern_peer *peer,
-			unsigned int r);
 /* Post the parts queued to go again. @return requests finished. */
 int tern__redo_post(struct tern_ctx *ctx);
 void tern__redo_fini(struct tern_ctx *ctx);

@@ -207,17 +207,14 @@ void tern__path_probed(struct tern_peer *peer, unsigned int r)
 		   (void *)peer, (now - p->down_ns) / 1000000);
 }
 
-/* Did @c fail because this end dropped its connection on rail @r for a
- * fence (fence.c): cancelled within a second of it? Then it goes again,
+/* Did @rail's operation fail because this end dropped its connections
+ * there for a fence (fence.c), within a second of it? Then it goes again,
  * and the rail is not down for it: a peer that asks for fences cannot
  * take a rail down, only make operations go again. */
-static int fenced_here(const struct tern_peer *peer, unsigned int r,
-		       const struct tern__cqe *c)
+static int fenced_here(const struct tern_rail *rail)
 {
-	const struct tern__path *p = &peer->paths[r];
-
-	return c->status == -ECANCELED && p->fenced_ns != 0 &&
-	       tern__now_ns() - p->fenced_ns < 1000000000ULL;
+	return rail->fenced_ns != 0 &&
+	       tern__now_ns() - rail->fenced_ns < 1000000000ULL;
 }
 
 void tern__path_stalled(struct tern_ctx *ctx, struct tern_peer *peer,
@@ -317,7 +314,7 @@ int tern__path_failed(struct tern_ctx *ctx, struct tern_rail *rail,
 	if (peer == NULL || ctx->closing || peer->gone || peer->removing ||
 	    peer->removed || tern__paths(peer) == NULL)
 		return 0;
-	if (!fenced_here(peer, rail->idx, c)) {
+	if (!fenced_here(rail)) {
 		path_down(ctx, peer, rail->idx, req->errmsg,
 			  (rp->xflags & TERN__XF_PROBE) != 0);
 		/* Neither end may keep a broken connection: the next one is

@@ -10,31 +10,27 @@
  *
  * What the silent rail holds cannot simply go again elsewhere: the link
  * may come back and deliver the first copy late, after the caller reused
- * the memory it wrote. So tern fences it first, where the provider lets
- * it (connections under ofi_rxm, which close when their address-vector
- * entry goes, FI_AV_REMOVE_CLEANUP):
+ * the memory it wrote. So tern fences it first, where it can: over
+ * libfabric's tcp provider its connections are this process's own
+ * sockets, and tern disconnects those of the rail to that peer's host
+ * (src/prov/tcpfence.c): their send queues are purged, nothing they held
+ * can be sent any more, and libfabric fails what was posted on them,
+ * which failover.c posts again on a live rail.
  *
- * 1. the initiator asks the target, over a live rail, to drop its
- *    connection on the silent rail (FENCE, ctrl.c);
- * 2. the target removes the initiator's address on that rail and inserts
- *    it again: its connection closes, and whatever arrives on it later
- *    is refused by its kernel (a closed TCP socket answers data with a
- *    reset), never written; it answers FENCED over the rail the FENCE
- *    came by;
- * 3. the initiator then does the same on its side: its connection closes,
- *    and the provider fails everything it held with "cancelled", which
- *    failover.c posts again on a live rail (nothing it held can land any
- *    more: the target's end is closed).
+ * The far end still holds its half of each connection, and ofi_rxm
+ * refuses a new connection from a process it has one with: the rail
+ * could not come back. So tern also asks the peer, over a live rail, to
+ * disconnect its half (FENCE, ctrl.c); it does, and answers FENCED on the
+ * fenced rail itself, which on a connection the first end dropped is
+ * answered by a reset that ends it, wherever it was accepted.
  *
- * A new connection is made on the next use of the rail: its probe. The
- * same fence follows a path error on such a rail (a connection reset),
- * so that neither end keeps a half-dead connection libfabric would not
- * make again. Where there is no such provider, or no control messages
- * (efa-direct), or no source address on arrivals (FI_SOURCE), a silent
- * rail is only avoided: what it holds waits for the provider, which on
- * EFA and verbs fails it within its retry timeout.
- *
- * A peer can make us fence only its own connection, once per cooldown.
+ * Elsewhere (efa, verbs, shm) a silent rail is only avoided: what it
+ * holds waits for the provider, which on EFA and verbs fails it within
+ * its retry timeout. A peer's FENCE disconnects the rail's connections to
+ * its host (those another process there made cannot be told from its
+ * own), once per half cooldown; what that fails here within a second
+ * goes again and takes no rail down, so a peer that asks for fences can
+ * make operations go again, never take a rail or a peer away.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,16 +40,12 @@
 
 #include "engine.h"
 
-/* A fence not answered in this long is given up (its operations wait
- * for the provider). */
-#define FENCE_WAIT_MS 3000
+#include "../wire/card.h"
 
-/* Does the provider close a connection when its address goes? */
+/* Can this ctx fence: are its rails libfabric's tcp? */
 static int fence_possible(const struct tern_ctx *ctx)
 {
-	return ctx->failover && ctx->ctrl != NULL && ctx->msg_source &&
-	       ctx->ctrl->nrails == ctx->nrails &&
-	       strstr(ctx->caps.prov_name, "ofi_rxm") != NULL;
+	return ctx->failover && strncmp(ctx->caps.prov_name, "tcp", 3) == 0;
 }
 
 /* The peer added for source @src, or NULL. */
@@ -68,39 +60,60 @@ static struct tern_peer *peer_of(struct tern_ctx *ctx, uint32_t src)
 	return NULL;
 }
 
-/* Ask @peer to drop its end of rail @r, unless a fence of it is under
- * way or was done within the cooldown. */
+/* Disconnect this process's connections of rail @r to @peer's host:
+ * to its listener, and (@any_port) those any process of it made to
+ * ours, which cannot be told apart. */
+static int disconnect(struct tern_ctx *ctx, struct tern_peer *peer,
+		      unsigned int r, int any_port)
+{
+	struct tern__card c;
+	char why[128];
+	int n;
+
+	if (tern__card_parse(peer->card, peer->card_len, &c, why,
+			     sizeof(why)) != 0)
+		return -TERN_ECARD;
+	n = tern__prov_fence(ctx->rails[r].addr, ctx->rails[r].addrlen,
+			     c.addrs + (r % c.nrails) * c.addrlen, c.addrlen,
+			     any_port);
+	if (n >= 0) {
+		peer->paths[r].fenced_ns = tern__now_ns();
+		ctx->rails[r].fenced_ns = peer->paths[r].fenced_ns;
+		ctx->fences++;
+	}
+	return n;
+}
+
 void tern__fence_start(struct tern_peer *peer, unsigned int r, int stalled)
 {
 	struct tern_ctx *ctx = peer->ctx;
 	struct tern__path *p = &peer->paths[r];
 	uint64_t now = tern__now_ns();
+	int n;
 
-	if (!ctx->fence_ok || peer->nrails != ctx->nrails || p->fence_token ||
+	if (!ctx->fence_ok ||
 	    (p->fenced_ns != 0 &&
-	     now - p->fenced_ns < (uint64_t)ctx->cooldown_ms * 1000000))
+	     now - p->fenced_ns < (uint64_t)ctx->cooldown_ms * 1000000 / 2))
 		return;
-	if (++ctx->next_token == 0)
-		ctx->next_token = 1;
-	p->fence_token = ctx->next_token;
-	p->fence_ns = now;
-	p->fence_stalled = (uint8_t)stalled;
-	tern__debug("rail %u to peer %p: fencing (token %" PRIu32 ")", r,
-		    (void *)peer, p->fence_token);
-	tern__ctrl_fence(ctx, peer, r, p->fence_token);
-}
-
-/* Drop and make again our address of @peer (and of every peer added with
- * its card) on rail @r: the provider closes the connection. */
-static int drop_end(struct tern_ctx *ctx, struct tern_peer *peer,
-		    unsigned int r)
-{
-	int ret = tern__peer_reinsert(ctx, peer, r);
-
-	if (ret != 0)
-		tern__warn("rail %u to peer %p: making its address again: %s",
-			   r, (void *)peer, tern_strerror(ret));
-	return ret;
+	n = disconnect(ctx, peer, r, 1);
+	if (n < 0) {
+		tern__warn("rail %u to peer %p: cannot fence: %s", r,
+			   (void *)peer, tern_strerror(n));
+		return;
+	}
+	if (stalled || n > 0)
+		tern__warn("rail %u to peer %p fenced: %d connection(s) "
+			   "dropped; what the rail held goes again on the "
+			   "other rails",
+			   r, (void *)peer, n);
+	/* The far end drops its half too, so the rail can come back. */
+	if (ctx->ctrl != NULL && ctx->ctrl->nrails == ctx->nrails) {
+		if (++ctx->next_token == 0)
+			ctx->next_token = 1;
+		p->fence_token = ctx->next_token;
+		p->fence_ns = now;
+		tern__ctrl_fence(ctx, peer, r, p->fence_token);
+	}
 }
 
 void tern__fence_asked(struct tern_ctx *ctx, uint32_t src, unsigned int r,
@@ -109,31 +122,30 @@ void tern__fence_asked(struct tern_ctx *ctx, uint32_t src, unsigned int r,
 	struct tern_peer *peer = peer_of(ctx, src);
 	struct tern__path *p;
 	uint64_t now = tern__now_ns();
+	int n;
 
+	(void)via;
 	if (peer == NULL || !ctx->fence_ok || r >= ctx->nrails ||
-	    peer->nrails != ctx->nrails || tern__paths(peer) == NULL) {
-		if (ctx->fence_ok || peer == NULL)
-			tern__debug("a fence of rail %u from source %" PRIu32
-				    " not done: %s",
-				    r, src,
-				    peer == NULL ? "no such peer"
-						 : "this ctx cannot fence");
+	    tern__paths(peer) == NULL) {
+		tern__debug("a fence of rail %u from source %" PRIu32
+			    " not done: %s",
+			    r, src,
+			    peer == NULL ? "no such peer"
+					 : "this ctx cannot fence");
 		return;
 	}
 	p = &peer->paths[r];
-	/* One per cooldown: a peer cannot make us churn. An answer still
-	 * goes: the first was done. */
-	if (p->fenced_ns == 0 ||
-	    now - p->fenced_ns >= (uint64_t)ctx->cooldown_ms * 1000000 / 2) {
-		if (drop_end(ctx, peer, r) != 0)
-			return;
-		p->fenced_ns = now;
-		ctx->fences++;
-		tern__info("rail %u to peer %p: its connection dropped, as "
-			   "the peer asked (the rail failed there)",
-			   r, (void *)peer);
-	}
-	tern__ctrl_fenced(ctx, peer, r, token, via);
+	/* One per half cooldown: a peer cannot make us churn. */
+	if (p->fenced_ns != 0 &&
+	    now - p->fenced_ns < (uint64_t)ctx->cooldown_ms * 1000000 / 2)
+		return;
+	n = disconnect(ctx, peer, r, 1);
+	tern__info("rail %u to peer %p: %d connection(s) dropped, as the "
+		   "peer asked (the rail went silent or failed there)",
+		   r, (void *)peer, n < 0 ? 0 : n);
+	/* On the fenced rail: over a half the peer dropped, it meets a
+	 * reset, which ends that half here too. */
+	tern__ctrl_fenced(ctx, peer, r, token, r);
 }
 
 void tern__fence_answered(struct tern_ctx *ctx, uint32_t src, unsigned int r,
@@ -146,15 +158,11 @@ void tern__fence_answered(struct tern_ctx *ctx, uint32_t src, unsigned int r,
 		return;
 	p = &peer->paths[r];
 	if (p->fence_token == 0 || p->fence_token != token)
-		return; /* not ours, or given up */
-	p->fence_token = 0;
-	if (drop_end(ctx, peer, r) != 0)
 		return;
-	p->fenced_ns = tern__now_ns();
-	ctx->fences++;
-	tern__warn("rail %u to peer %p fenced after %" PRIu64
-		   " ms: what it held goes again on the other rails",
-		   r, (void *)peer, (p->fenced_ns - p->fence_ns) / 1000000);
+	p->fence_token = 0;
+	tern__debug("rail %u to peer %p: the peer dropped its half in %" PRIu64
+		    " ms",
+		    r, (void *)peer, (tern__now_ns() - p->fence_ns) / 1000000);
 }
 
 /* Peers with operations posted on @rail: walk what it holds. */
@@ -183,28 +191,6 @@ static void rail_stalled(struct tern_ctx *ctx, struct tern_rail *rail,
 	}
 }
 
-/* Fences asked and not answered in time: given up. */
-static void fences_expire(struct tern_ctx *ctx, uint64_t now)
-{
-	for (struct tern_peer *peer = ctx->peers; peer != NULL;
-	     peer = peer->next) {
-		if (peer->paths == NULL)
-			continue;
-		for (unsigned int r = 0; r < ctx->nrails; r++) {
-			struct tern__path *p = &peer->paths[r];
-
-			if (p->fence_token == 0 ||
-			    now < p->fence_ns + FENCE_WAIT_MS * 1000000ULL)
-				continue;
-			p->fence_token = 0;
-			tern__warn("rail %u to peer %p: no answer to its fence "
-				   "in %u ms; what the rail holds waits for "
-				   "the provider",
-				   r, (void *)peer, FENCE_WAIT_MS);
-		}
-	}
-}
-
 static void stall_tick(struct tern_timer *t)
 {
 	struct tern_ctx *ctx = t->data;
@@ -227,8 +213,6 @@ static void stall_tick(struct tern_timer *t)
 			rail->stall_since = now;
 		}
 	}
-	if (ctx->fence_ok)
-		fences_expire(ctx, now);
 	if (!busy_any && ctx->redo_head == NULL) {
 		tern_timer_stop(t);
 		ctx->stall_on = 0;

@@ -219,34 +219,6 @@ err_remove:
 	return ret;
 }
 
-int tern__peer_reinsert(struct tern_ctx *ctx, struct tern_peer *peer,
-			unsigned int r)
-{
-	struct tern_rail *rail = &ctx->rails[r];
-	uint64_t old = peer->fiaddr[r], fresh;
-	struct tern__card c;
-	int ret;
-
-	ret = card_check(ctx, peer->card, peer->card_len, &c);
-	if (ret != 0)
-		return ret;
-	tern__prov_av_remove(&rail->prov, old);
-	ret = tern__prov_av_insert(
-		&rail->prov, r, c.addrs + (r % c.nrails) * c.addrlen, &fresh);
-	if (ret != 0)
-		return ret; /* its operations on @r fail: the rail is down */
-	if (old < rail->nsrc_of)
-		rail->src_of[old] = 0;
-	for (struct tern_peer *p = ctx->peers; p != NULL; p = p->next) {
-		if (p->card_len == peer->card_len &&
-		    memcmp(p->card, peer->card, peer->card_len) == 0)
-			p->fiaddr[r] = fresh;
-	}
-	if (ctx->imm_source || ctx->msg_source)
-		src_map(ctx, peer, peer->src_id);
-	return 0;
-}
-
 /* Free a removed peer once nothing in flight refers to it. */
 void tern__peer_release(struct tern_peer *peer)
 {

@@ -160,9 +160,13 @@ int tern__prov_quirk_sync_rma(const struct fi_info *fi);
 /* Must a rail on @fi post small plain writes whole, never injected, so
  * that a failure reaches the initiator (quirks.c)? */
 int tern__prov_quirk_inject_plain_off(const struct fi_info *fi);
-/* Set libfabric's settings tern needs, before its first fi_getinfo()
- * (quirks.c). */
-void tern__prov_params(void);
+/* The fence of a silent rail over tcp (tcpfence.c): disconnect this
+ * process's TCP connections between the rail address @mine and the peer's
+ * rail address @theirs (the far end's listener; with @any_port, also
+ * what the far host connected to our listener). @return how many, or
+ * -EAFNOSUPPORT where the addresses are not IP. */
+int tern__prov_fence(const void *mine, size_t mlen, const void *theirs,
+		     size_t tlen, int any_port);
 /* Does @r's provider complete some writes and reads inside the post and
  * report their failures with no context, in post order (quirks.c)? */
 static inline int tern__prov_sync_rma(const struct tern__prov_rail *r)

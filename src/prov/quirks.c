@@ -5,7 +5,6 @@
  * library running (fi_version()), never by the headers tern was built
  * with: a tern built against 1.17 runs on 2.x, and the other way round.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include <rdma/fabric.h>
@@ -115,43 +114,4 @@ int tern__prov_quirk_inject_plain_off(const struct fi_info *fi)
 	    strcmp(fi->fabric_attr->prov_name, "shm") != 0)
 		return 0;
 	return FI_MAJOR(v) > 2 || (FI_MAJOR(v) == 2 && FI_MINOR(v) >= 5);
-}
-
-/*
- * ofi_rxm from libfabric 2.0.0 to 2.3.x crashes in fi_av_insert() while a
- * message that arrived before its receive was posted waits in its
- * shared receive queue. On each insert it asks, for every such message
- * of a source it could not name, which address sent it (rxm_av_insert()
- * calls util_foreach_unspec() with rxm_get_addr()), and rxm_get_addr()
- * follows the message's connection; but rxm looks that connection up
- * only when the endpoint has FI_SOURCE or FI_DIRECTED_RECV
- * (rxm_handle_recv_comp()), so without them it is NULL. With rxm's shared
- * receive queue, its default over tcp, a server that adds a client's
- * card while another client's HELLO waits crashed: atomic_tcp's server on
- * Debian 13 (2.1), about 1 run in 10. Caused by "prov/rxm: replace rxm
- * managed srx with util srx, support FI_PEER" (622a77315), fixed in 2.4.0
- * and 2.5.0 by "prov/rxm: prevent segfault on get addr if conn is NULL"
- * (bcbda9523 on v2.4.x, 47e04dcbf on main).
- *
- * tern asks every ofi_rxm provider for FI_SOURCE (rail.c, rxm_layered()):
- * rxm then looks up the connection of every arrival (one index lookup)
- * and the walk finds it. tern reads those sources for its own messages
- * only, never for writes (source_trusted() in rail.c).
- */
-
-/*
- * libfabric's own settings tern needs, set before its first fi_getinfo()
- * (which reads them once per process) unless the user set them:
- *
- * FI_AV_REMOVE_CLEANUP=1: ofi_rxm closes a connection when its address
- * leaves the address vector (off by default up to 2.6 at least). A fence
- * of a silent rail (src/engine/fence.c) relies on it: without it the
- * connection would stay, and the first copy of an operation could still
- * land after its repeat. Not set with TERN_FAILOVER=0.
- */
-void tern__prov_params(void)
-{
-	if (getenv("FI_AV_REMOVE_CLEANUP") == NULL &&
-	    tern__env_long("TERN_FAILOVER", 1, 0, 1) != 0)
-		setenv("FI_AV_REMOVE_CLEANUP", "1", 0);
 }

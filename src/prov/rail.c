@@ -99,7 +99,15 @@ static struct fi_info *make_hints(const struct ask *a, uint64_t extra_caps)
 }
 
 /* Is @prov the ofi_rxm utility over a core provider ("tcp;ofi_rxm"), or
- * a core provider whose reliable endpoints it makes ("tcp", "verbs")? */
+ * a core provider whose reliable endpoints it makes ("tcp", "verbs")?
+ * Such a provider is asked for FI_SOURCE (getinfo_best()). Besides the
+ * source of tern's own messages, it avoids a crash: ofi_rxm from 2.0.0
+ * to 2.3.x crashes in fi_av_insert() while a message that arrived before
+ * its receive waits in its shared receive queue, looking up the message's
+ * connection, which it notes only with FI_SOURCE or FI_DIRECTED_RECV
+ * (rxm_get_addr(); fixed in 2.4.0 and 2.5.0 by "prov/rxm: prevent
+ * segfault on get addr if conn is NULL"). atomic_tcp's server on Debian
+ * 13 (2.1) crashed about 1 run in 10 without it. */
 static int rxm_layered(const char *prov)
 {
 	const char *rxm = prov != NULL ? strstr(prov, ";ofi_rxm") : NULL;
@@ -256,7 +264,7 @@ static int getinfo_best(const struct ask *a, uint64_t hmem_cap,
 	 * messages (the connection's peer) but not of writes: asked for
 	 * there too, for tern's own messages (a fence says who asks,
 	 * src/engine/fence.c), and because some releases crash without it
-	 * (quirks.c). */
+	 * (rxm_layered()). */
 	if (source_trusted(a->prov) || rxm_layered(a->prov)) {
 		ret = getinfo_caps(a,
 				   hmem_cap | FI_TAGGED | FI_ATOMIC | FI_SOURCE,

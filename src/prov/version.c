@@ -54,7 +54,6 @@ uint32_t tern__prov_api(void)
 
 	if (api_version != 0)
 		return api_version;
-	tern__prov_params();
 	run = fi_version();
 	want = run < TERN__FI_API_MAX ? run : TERN__FI_API_MAX;
 	env = tern__env_str("TERN_FI_API");

@@ -544,6 +544,18 @@ void tern__prov_av_remove(struct tern__prov_rail *r, uint64_t fiaddr)
 	(void)fiaddr;
 }
 
+int tern__prov_fence(const void *mine, size_t mlen, const void *theirs,
+		     size_t tlen, int any_port)
+{
+	(void)mine;
+	(void)mlen;
+	(void)theirs;
+	(void)tlen;
+	(void)any_port;
+	fail_msg("the fake provider has no connections to fence");
+	return -EAFNOSUPPORT;
+}
+
 /* Named in the ctx's log line. */
 const char *tern_fabric_version(void)
 {

@@ -383,6 +383,10 @@ static int ctx_provider(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
 	ctx->cooldown_ms = (uint32_t)tern__env_long(
 		"TERN_RAIL_COOLDOWN_MS", TERN__COOLDOWN_DEFAULT_MS, 1, 600000);
 	tern__prov_caps(&ctx->prov, pr, ctx->nrails, &ctx->caps);
+	/* Writes with immediate stamped, to go again after a rail failure
+	 * (dedup.h), where the remote CQ data has room beside the
+	 * immediate: shm, tcp (8 bytes); efa and verbs (4) fail as before. */
+	ctx->stamp = ctx->failover && ctx->caps.cq_data_size >= 8;
 	derive_limits(ctx);
 	mr_chunk(ctx);
 	if (ctx->caps.tx_size == 0 ||
@@ -645,6 +649,7 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	tern__prov_close(&ctx->prov, pr, TERN_MAX_RAILS);
 	tern__imm_fini(&ctx->imm);
 	tern__redo_fini(ctx);
+	free(ctx->stamps_of);
 	free(ctx);
 }
 

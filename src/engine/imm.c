@@ -19,6 +19,7 @@
  * expectation or expectations from peers, never both at once.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -342,6 +343,73 @@ static int abort_take(struct tern_ctx *ctx, uint32_t src, uint32_t imm)
 		}
 	}
 	return 0;
+}
+
+/* Log at 1, 2, 4, 8...: a peer cannot flood the log. */
+static int pow2(uint64_t n)
+{
+	return (n & (n - 1)) == 0;
+}
+
+/* A repeat (@stamp) that cannot be checked: its write is the sender's
+ * abort, told to its expectation, never counted twice. */
+static void unchecked(struct tern_ctx *ctx, uint32_t imm, uint32_t src,
+		      uint32_t stamp, const char *why)
+{
+	if (pow2(++ctx->imm_unchecked))
+		tern__warn("imm %" PRIu32 " (number %" PRIu32 ") told as "
+			   "aborted: %s (%" PRIu64 " so far)",
+			   imm, stamp & TERN__STAMP_SEQ_MAX, why,
+			   ctx->imm_unchecked);
+	tern__imm_aborted(ctx, imm, src);
+}
+
+void tern__imm_stamped(struct tern_ctx *ctx, uint64_t data, uint32_t src)
+{
+	uint32_t imm = (uint32_t)data, stamp = (uint32_t)(data >> 32);
+	struct tern__stamps *st = src < ctx->nstamps_of ? ctx->stamps_of[src]
+							: NULL;
+	int repeat = (stamp & TERN__STAMP_REPEAT) != 0;
+
+	if (st != NULL && st->win == NULL)
+		st->win = calloc(1, sizeof(*st->win));
+	if (st == NULL || st->win == NULL) {
+		/* No window: an original counts, a repeat cannot. */
+		if (!repeat)
+			tern__imm_arrived(ctx, imm, src);
+		else
+			unchecked(ctx, imm, src, stamp,
+				  st == NULL
+					  ? "a repeated write with immediate "
+					    "from a sender this ctx has "
+					    "not added as a peer cannot "
+					    "be checked"
+					  : "no memory for its sender's "
+					    "window");
+		return;
+	}
+	switch (tern__dedup_check(st->win, stamp)) {
+	case TERN__DEDUP_COUNT:
+		tern__imm_arrived(ctx, imm, src);
+		return;
+	case TERN__DEDUP_DUP:
+		ctx->imm_dups++;
+		tern__debug("imm %" PRIu32 " (number %" PRIu32 ") arrived "
+			    "again after a rail failure: counted once",
+			    imm, stamp & TERN__STAMP_SEQ_MAX);
+		if (pow2(ctx->imm_dups))
+			tern__warn("writes with immediate repeated after a "
+				   "rail failure: %" PRIu64 " second "
+				   "arrival(s) not counted",
+				   ctx->imm_dups);
+		return;
+	default:
+		unchecked(ctx, imm, src, stamp,
+			  "a repeated write with immediate whose first "
+			  "attempt may have been counted out of what this ctx "
+			  "remembers of its sender");
+		return;
+	}
 }
 
 void tern__imm_aborted(struct tern_ctx *ctx, uint32_t imm, uint32_t src)

@@ -4,10 +4,10 @@
  * the fake provider (loop_fixture.h), two rails to one peer: a part whose
  * completion says the path is gone goes again on the other rail with
  * that rail's key, the request completing once, clean; new operations
- * avoid the rail; what the target counts (an immediate) and atomics are
- * never repeated; after the cooldown one plain write probes the rail;
- * every rail down is the peer gone; an error that is the operation's own,
- * or failover turned off, fails as before.
+ * avoid the rail; what the target counts (an immediate) is repeated only
+ * stamped, and counted once, atomics never; after the cooldown one plain write
+ * probes the rail; every rail down is the peer gone; an error that is the
+ * operation's own, or failover turned off, fails as before.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -540,6 +540,389 @@ static void test_redo_peer_gone_or_closing(void **state)
 	e->ctx->closing = 0;
 }
 
+/* ---- Writes with immediate stamped (dedup.h) ---- */
+
+/* @nrails rails to the peer, failover on, writes with immediate stamped
+ * (remote CQ data of 8 bytes): the ctx is its own target, its arrivals
+ * on rail r from the peer's address there (source id 1), so what a
+ * write delivers (fake_call.data) comes back through deliver(). */
+static void stamping(struct env *e, unsigned int nrails)
+{
+	two_rails(e, 60000);
+	e->ctx->nrails = nrails;
+	e->peer.nrails = nrails;
+	e->rdesc.nkeys = nrails;
+	for (unsigned int r = 2; r < nrails; r++) {
+		e->peer.fiaddr[r] = PEER_ADDR + r;
+		e->rdesc.keys[r] = RKEY + r;
+	}
+	e->ctx->stamp = 1;
+	e->ctx->imm_source = 1;
+	e->peer.src_id = 1;
+	for (unsigned int r = 0; r < nrails; r++) {
+		struct tern_rail *rail = &e->ctx->rails[r];
+
+		rail->prov.source = 1;
+		rail->nsrc_of = 16;
+		rail->src_of = calloc(rail->nsrc_of, sizeof(*rail->src_of));
+		assert_non_null(rail->src_of);
+		rail->src_of[PEER_ADDR + r] = 1;
+	}
+	assert_int_equal(tern__stamps_get(e->ctx, &e->peer, NULL), 0);
+	e->peer.stamps->seq = 0; /* numbered from 1 here */
+}
+
+/* Write @k (a provider call) landed at its target. */
+static void deliver(unsigned int k)
+{
+	const struct fake_call *c = &fk.calls[k];
+
+	assert_int_equal(c->op, FOP_WRITE);
+	assert_true(c->flags & TERN__PF_IMM);
+	cq_imm_data(c->rail, PEER_ADDR + c->rail, c->data);
+}
+
+/* Call @k carries immediate @imm stamped @seq, a repeat or not. */
+static void assert_stamp(unsigned int k, uint32_t imm, uint32_t seq, int repeat)
+{
+	assert_int_equal((uint32_t)fk.calls[k].data, imm);
+	assert_int_equal(fk.calls[k].data >> 32,
+			 seq | (repeat ? TERN__STAMP_REPEAT : 0));
+}
+
+static void expect(struct env *e, struct tracked *x, uint32_t imm,
+		   uint64_t count)
+{
+	track_init(x);
+	assert_int_equal(tern_imm_expect(e->ctx, imm, count, &x->req), 0);
+}
+
+/* One write with immediate 7 (the target expecting @count of them):
+ * its first attempt, landed or not (@landed), completes with a path
+ * error; call 1 is its repeat. */
+static void imm_failed_once(struct env *e, struct tracked *w, struct tracked *x,
+			    uint64_t count, int landed)
+{
+	stamping(e, 2);
+	expect(e, x, 7, count);
+	track_init(w);
+	assert_int_equal(tern_write_imm(&e->peer, &e->mr, e->buf, 64, &e->rdesc,
+					0, 7, &w->req),
+			 0);
+	tern_progress(e->ctx);
+	if (landed)
+		deliver(0);
+	cq_err_path(fk.calls[0].context, -TERN_EPROV);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(fk.calls[1].rail, 1);
+	assert_stamp(1, 7, 1, 1);
+}
+
+/* A write with immediate whose first attempt landed, then completed
+ * with a path error: it goes again on the other rail, with its number
+ * and REPEAT; the target drops the repeat. Counted once: the
+ * expectation completes with the other write's arrival, nothing left
+ * over; the writes complete clean. */
+static void test_imm_repeat_after_delivery(void **state)
+{
+	struct env *e = *state;
+	struct tracked w[2], x;
+
+	stamping(e, 2);
+	expect(e, &x, 7, 2);
+	for (int k = 0; k < 2; k++) {
+		track_init(&w[k]);
+		assert_int_equal(tern_write_imm(&e->peer, &e->mr, e->buf, 64,
+						&e->rdesc, 0, 7, &w[k].req),
+				 0);
+	}
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(fk.calls[0].rail, 0);
+	assert_stamp(0, 7, 1, 0);
+	assert_stamp(1, 7, 2, 0);
+	deliver(0);
+	cq_err_path(fk.calls[0].context, -TERN_EPROV);
+	passes(e, 2);
+	assert_int_equal(e->peer.down, 1);
+	assert_int_equal(fk.ncalls, 3);
+	assert_int_equal(fk.calls[2].rail, 1);
+	assert_int_equal(fk.calls[2].rkey, RKEY + 1);
+	assert_stamp(2, 7, 1, 1);
+	deliver(2);
+	passes(e, 1);
+	assert_int_equal(x.calls, 0); /* one write counted, not two */
+	assert_int_equal(tern_imm_count(e->ctx, 7), 1);
+	assert_int_equal(e->ctx->imm_dups, 1);
+	deliver(1);
+	cq_ok(fk.calls[1].context, 0, 0, 0);
+	cq_ok(fk.calls[2].context, 0, 0, 0);
+	passes(e, 1);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.status, 0);
+	assert_int_equal(tern_imm_count(e->ctx, 7), 0);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(w[k].calls, 1);
+		assert_int_equal(w[k].status, 0);
+	}
+	assert_int_equal(e->peer.inflight, 0);
+}
+
+/* The first attempt failed before it landed: the repeat is the one
+ * counted, once. */
+static void test_imm_repeat_after_loss(void **state)
+{
+	struct env *e = *state;
+	struct tracked w, x;
+
+	imm_failed_once(e, &w, &x, 1, 0);
+	deliver(1);
+	cq_ok(fk.calls[1].context, 0, 0, 0);
+	passes(e, 1);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.status, 0);
+	assert_int_equal(w.status, 0);
+	assert_int_equal(tern_imm_count(e->ctx, 7), 0);
+	assert_int_equal(e->ctx->imm_dups, 0);
+	assert_int_equal(e->ctx->imm_unchecked, 0);
+}
+
+/* The repeat lands first, the original late (its rail's CQ read after
+ * the other's): the repeat counts, the original is dropped. A count of 2
+ * met by one write and its repeat would be a count reached early: the
+ * expectation still waits. */
+static void test_imm_original_late(void **state)
+{
+	struct env *e = *state;
+	struct tracked w, x;
+
+	imm_failed_once(e, &w, &x, 2, 0);
+	deliver(1);
+	passes(e, 1);
+	assert_int_equal(tern_imm_count(e->ctx, 7), 1);
+	deliver(0); /* the original, on rail 0, read after */
+	cq_ok(fk.calls[1].context, 0, 0, 0);
+	passes(e, 2);
+	assert_int_equal(x.calls, 0);
+	assert_int_equal(tern_imm_count(e->ctx, 7), 1);
+	assert_int_equal(e->ctx->imm_dups, 1);
+	assert_int_equal(w.status, 0);
+	/* A second write: the count is met, exactly. */
+	track_init(&w);
+	assert_int_equal(tern_write_imm(&e->peer, &e->mr, e->buf, 64, &e->rdesc,
+					0, 7, &w.req),
+			 0);
+	passes(e, 1);
+	assert_int_equal(fk.ncalls, 3);
+	assert_stamp(2, 7, 2, 0);
+	deliver(2);
+	cq_ok(fk.calls[2].context, 0, 0, 0);
+	passes(e, 1);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.status, 0);
+	assert_int_equal(tern_imm_count(e->ctx, 7), 0);
+}
+
+/* A piece with an immediate (TERN_PIECES_IMM) over three rails: its
+ * rail fails before it lands; the repeat lands, then its rail fails
+ * too; it goes again, still a repeat with the same number. The target
+ * counts it once. */
+static void test_imm_repeat_fails_again(void **state)
+{
+	struct env *e = *state;
+	const struct tern_piece pc = { .loff = 0, .roff = 4096, .len = 64 };
+	struct tracked w, x;
+
+	stamping(e, 3);
+	expect(e, &x, 5, 1);
+	track_init(&w);
+	assert_int_equal(tern_write_pieces(&e->peer, &e->mr, &pc, 1, &e->rdesc,
+					   1, TERN_PIECES_IMM, 5, &w.req),
+			 0);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 1);
+	assert_stamp(0, 5, 1, 0);
+	cq_err_path(fk.calls[0].context, -TERN_EPROV);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 2);
+	assert_int_equal(fk.calls[1].rail, 1);
+	assert_stamp(1, 5, 1, 1);
+	deliver(1);
+	cq_err_path(fk.calls[1].context, -TERN_EPROV);
+	passes(e, 3);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.status, 0);
+	assert_int_equal(e->peer.down, 3);
+	assert_int_equal(fk.ncalls, 3);
+	assert_int_equal(fk.calls[2].rail, 2);
+	assert_int_equal(fk.calls[2].rkey, RKEY + 2);
+	assert_int_equal(fk.calls[2].raddr, RBASE + 4096);
+	assert_stamp(2, 5, 1, 1);
+	deliver(2);
+	deliver(0); /* and the first, late after all */
+	cq_ok(fk.calls[2].context, 0, 0, 0);
+	passes(e, 2);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, 0);
+	assert_int_equal(tern_imm_count(e->ctx, 5), 0);
+	assert_int_equal(e->ctx->imm_dups, 2);
+	assert_int_equal(e->ctx->rails[2].tx_credits, 8);
+}
+
+/* A write with immediate cut in parts (past max_rma_size), stamped: a
+ * part without the immediate fails and goes again; the part with the
+ * immediate waits for it to land (never early); it fails after landing
+ * and goes again, a repeat, which the target drops. */
+static void test_imm_cut_repeat(void **state)
+{
+	struct env *e = *state;
+	struct tracked w, x;
+
+	stamping(e, 3);
+	e->ctx->max_rma_size = 1024;
+	expect(e, &x, 9, 1);
+	track_init(&w);
+	assert_int_equal(tern_write_imm(&e->peer, &e->mr, e->buf, 3000,
+					&e->rdesc, 0, 9, &w.req),
+			 0);
+	passes(e, 1);
+	assert_int_equal(fk.ncalls, 2); /* the last waits */
+	assert_int_equal(fk.calls[1].rail, 1);
+	cq_err_path(fk.calls[1].context, -TERN_EPROV);
+	cq_ok(fk.calls[0].context, 0, 0, 0);
+	passes(e, 3);
+	assert_int_equal(fk.ncalls, 3);
+	assert_int_equal(fk.calls[2].rail, 2);
+	assert_int_equal(fk.calls[2].raddr, RBASE + 1024);
+	assert_false(fk.calls[2].flags & TERN__PF_IMM);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 3); /* the repeat has not landed */
+	cq_ok(fk.calls[2].context, 0, 0, 0);
+	passes(e, 2);
+	assert_int_equal(fk.ncalls, 4);
+	assert_int_equal(fk.calls[3].rail, 2);
+	assert_int_equal(fk.calls[3].raddr, RBASE + 2048);
+	assert_stamp(3, 9, 1, 0);
+	deliver(3);
+	cq_err_path(fk.calls[3].context, -TERN_EPROV);
+	passes(e, 3);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(fk.ncalls, 5);
+	assert_int_equal(fk.calls[4].rail, 0);
+	assert_int_equal(fk.calls[4].raddr, RBASE + 2048);
+	assert_int_equal(fk.calls[4].len, 3000 - 2048);
+	assert_stamp(4, 9, 1, 1);
+	deliver(4);
+	cq_ok(fk.calls[4].context, 0, 0, 0);
+	passes(e, 2);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, 0);
+	assert_int_equal(tern_imm_count(e->ctx, 9), 0);
+	assert_int_equal(e->ctx->imm_dups, 1);
+}
+
+/* Two batches with immediates (TERN_PIECES_IMM), one on each rail; rail
+ * 0 fails with two of its three pieces landed: all three go again on
+ * rail 1. Every piece counted once: the expectation of all six is met
+ * exactly. */
+static void test_imm_pieces_rail_fails(void **state)
+{
+	struct env *e = *state;
+	const struct tern_piece pc[3] = {
+		{ .loff = 0, .roff = 4096, .len = 64 },
+		{ .loff = 64, .roff = 8192, .len = 128 },
+		{ .loff = 256, .roff = 0, .len = 32 },
+	};
+	struct tracked w[2], x;
+
+	stamping(e, 2);
+	expect(e, &x, 5, 6);
+	for (int k = 0; k < 2; k++) {
+		track_init(&w[k]);
+		assert_int_equal(
+			tern_write_pieces(&e->peer, &e->mr, pc, 3, &e->rdesc, 1,
+					  TERN_PIECES_IMM, 5, &w[k].req),
+			0);
+	}
+	passes(e, 1);
+	assert_int_equal(fk.ncalls, 6);
+	for (unsigned int k = 0; k < 6; k++) {
+		assert_int_equal(fk.calls[k].rail, k / 3);
+		assert_stamp(k, 5, k + 1, 0);
+	}
+	deliver(0);
+	deliver(1);
+	for (unsigned int k = 0; k < 3; k++)
+		cq_err_path(fk.calls[k].context, -TERN_EPROV);
+	for (unsigned int k = 3; k < 6; k++) {
+		deliver(k);
+		cq_ok(fk.calls[k].context, 0, 0, 0);
+	}
+	passes(e, 5);
+	assert_int_equal(w[1].status, 0);
+	assert_int_equal(fk.ncalls, 9);
+	for (unsigned int k = 6; k < 9; k++) {
+		assert_int_equal(fk.calls[k].rail, 1);
+		assert_stamp(k, 5, k - 5, 1);
+		deliver(k);
+		cq_ok(fk.calls[k].context, 0, 0, 0);
+	}
+	passes(e, 2);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.status, 0);
+	assert_int_equal(w[0].calls, 1);
+	assert_int_equal(w[0].status, 0);
+	assert_int_equal(tern_imm_count(e->ctx, 5), 0);
+	assert_int_equal(e->ctx->imm_dups, 2);
+}
+
+/* A repeat from a source this ctx cannot name (the CQ gives no address
+ * it knows) cannot be checked: it is the sender's abort, told to the
+ * expectation (-TERN_EABORTED), never a second count. A stamped
+ * original from there counts. */
+static void test_imm_repeat_unknown_source(void **state)
+{
+	struct env *e = *state;
+	struct tracked w, x;
+
+	imm_failed_once(e, &w, &x, 3, 1);
+	e->ctx->rails[1].src_of[PEER_ADDR + 1] = 0;
+	cq_imm_data(1, PEER_ADDR + 1, 7 | (uint64_t)40 << 32);
+	passes(e, 1);
+	assert_int_equal(x.calls, 0);
+	assert_int_equal(tern_imm_count(e->ctx, 7), 2);
+	deliver(1); /* on rail 1: of no known source */
+	cq_ok(fk.calls[1].context, 0, 0, 0);
+	passes(e, 2);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.status, -TERN_EABORTED);
+	assert_int_equal(x.req.len, 2);
+	assert_int_equal(e->ctx->imm_unchecked, 1);
+	assert_int_equal(w.status, 0);
+}
+
+/* One rail, or remote CQ data of 4 bytes (efa, verbs): nothing is
+ * stamped, the high word stays 0. */
+static void test_imm_unstamped(void **state)
+{
+	struct env *e = *state;
+	struct tracked w;
+
+	two_rails(e, 60000);
+	track_init(&w);
+	assert_int_equal(tern_write_imm(&e->peer, &e->mr, e->buf, 64, &e->rdesc,
+					0, 7, &w.req),
+			 0);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 1);
+	assert_int_equal(fk.calls[0].data, 7);
+	/* A high word from elsewhere that is not a stamp counts. */
+	cq_imm_data(0, 0, 8);
+	passes(e, 1);
+	assert_int_equal(tern_imm_count(e->ctx, 8), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -553,6 +936,14 @@ int main(void)
 		T(test_probe_post_fails),
 		T(test_redo_wakes),
 		T(test_redo_peer_gone_or_closing),
+		T(test_imm_repeat_after_delivery),
+		T(test_imm_repeat_after_loss),
+		T(test_imm_original_late),
+		T(test_imm_repeat_fails_again),
+		T(test_imm_cut_repeat),
+		T(test_imm_pieces_rail_fails),
+		T(test_imm_repeat_unknown_source),
+		T(test_imm_unstamped),
 #undef T
 	};
 

@@ -445,6 +445,19 @@ static int ctx_rails(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
 	return 0;
 }
 
+/* The stamps of writes with immediate (dedup.h): where the CQ names no
+ * source of writes (tcp), each carries a tag of this ctx's card, by
+ * which its target finds who sent it. */
+static void stamp_layout(struct tern_ctx *ctx)
+{
+	uint8_t card[TERN_CARD_MAX];
+	ssize_t n = 0;
+
+	if (ctx->stamp && !ctx->imm_source)
+		n = tern_ctx_card(ctx, card, sizeof(card));
+	tern__stamp_layout(ctx, n > 0 ? tern__stamp_tag(card, (size_t)n) : 0);
+}
+
 /* What runs on the rails: atomics' scratch, message buffers, control
  * messages, the event loop, the same-host path. On error the caller
  * closes them (each close takes one never opened). */
@@ -480,6 +493,7 @@ static int ctx_services(struct tern_ctx *ctx)
 			   ctx->nrails, tern__card_addrlen(ctx));
 		return -EINVAL;
 	}
+	stamp_layout(ctx);
 	return 0;
 }
 
@@ -650,6 +664,7 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	tern__imm_fini(&ctx->imm);
 	tern__redo_fini(ctx);
 	free(ctx->stamps_of);
+	free(ctx->tag_src);
 	free(ctx);
 }
 

@@ -264,10 +264,12 @@ struct tern__path {
 /* Who sends, shared by the peers added with one card (one source id):
  * the last number stamped on writes with immediate to it, and the window
  * of those it stamped that have arrived here (dedup.h), made on the
- * first. */
+ * first; its card's tag and its source id, by which a tagged arrival
+ * finds it (ctx->tag_src). */
 struct tern__stamps {
 	unsigned int refs;
 	uint32_t seq;
+	uint32_t tag, src;
 	struct tern__dedup *win;
 };
 
@@ -517,12 +519,17 @@ struct tern_ctx {
 	struct tern__redo *redo_head, *redo_tail;
 	uint64_t rails_down, rails_up, rerouted;
 	/* Writes with immediate stamped (dedup.h): on a failover ctx whose
-	 * remote CQ data has room; the stamps of each source id, for the
-	 * arrivals; arrivals dropped as repeats, and repeats that could not
-	 * be checked (told as aborted). */
+	 * remote CQ data has room, in its layout (the bits every stamp
+	 * carries: tagged where the CQ names no source of writes; the last
+	 * number); the stamps of each source id, and the source id of
+	 * each tag (TERN__TAG_SHARED: two peers'), for the arrivals;
+	 * arrivals dropped as repeats, and repeats that could not be
+	 * checked (told as aborted). */
 	int stamp;
+	uint32_t stamp_hi, stamp_max;
 	struct tern__stamps **stamps_of;
 	size_t nstamps_of;
+	uint32_t *tag_src;
 	uint64_t imm_dups, imm_unchecked;
 	/* Implicit operations (nbi.c): all of the ctx's, the pool. */
 	struct tern__nbi_scope nbi;
@@ -823,14 +830,21 @@ int tern__stamps_get(struct tern_ctx *ctx, struct tern_peer *peer,
 		     struct tern_peer *same);
 /* The last peer of its card holding them gone: freed. */
 void tern__stamps_put(struct tern_ctx *ctx, struct tern_peer *peer);
+/* ctx->tag_src[tag]: two live peers' cards have that tag. */
+#define TERN__TAG_SHARED UINT32_MAX
+/* The layout of the ctx's stamps: tagged with @tag (its card's), or
+ * untagged (@tag 0). */
+void tern__stamp_layout(struct tern_ctx *ctx, uint32_t tag);
 /* The stamp of a write with immediate to @peer: the next number where
- * the ctx stamps, else 0 (its high word stays 0, as without stamps). */
+ * the ctx stamps, in its layout, else 0 (its high word stays 0, as
+ * without stamps). */
 static inline uint32_t tern__stamp_take(const struct tern_ctx *ctx,
 					struct tern_peer *peer)
 {
 	if (!ctx->stamp)
 		return 0;
-	return tern__stamp_next(&peer->stamps->seq);
+	return tern__stamp_next(&peer->stamps->seq, ctx->stamp_max) |
+	       ctx->stamp_hi;
 }
 void tern__imm_cancel_all(struct tern_ctx *ctx);
 /* A sender said its writes with @imm failed (ctrl.c): fail the pending

@@ -359,33 +359,61 @@ static void unchecked(struct tern_ctx *ctx, uint32_t imm, uint32_t src,
 	if (pow2(++ctx->imm_unchecked))
 		tern__warn("imm %" PRIu32 " (number %" PRIu32 ") told as "
 			   "aborted: %s (%" PRIu64 " so far)",
-			   imm, stamp & TERN__STAMP_SEQ_MAX, why,
+			   imm, stamp & tern__stamp_max(stamp), why,
 			   ctx->imm_unchecked);
 	tern__imm_aborted(ctx, imm, src);
+}
+
+void tern__stamp_layout(struct tern_ctx *ctx, uint32_t tag)
+{
+	ctx->stamp_max = tag != 0 ? TERN__STAMP_TSEQ_MAX : TERN__STAMP_SEQ_MAX;
+	ctx->stamp_hi = tag != 0 ? TERN__STAMP_TAGGED |
+					   tag << TERN__STAMP_TAG_SHIFT
+				 : 0;
+}
+
+/* The stamps of who sent @stamp: found by its tag where tagged, else by
+ * the source the CQ names (@src); NULL, with *@why, where none can be. */
+static struct tern__stamps *stamps_find(const struct tern_ctx *ctx,
+					uint32_t stamp, uint32_t src,
+					const char **why)
+{
+	if (stamp & TERN__STAMP_TAGGED) {
+		src = ctx->tag_src != NULL
+			      ? ctx->tag_src[tern__stamp_tag_of(stamp)]
+			      : 0;
+		*why = src == TERN__TAG_SHARED
+			       ? "a repeated write with immediate whose "
+				 "sender's tag two peers of this ctx share "
+				 "cannot be checked"
+			       : "a repeated write with immediate whose "
+				 "sender's tag names no peer of this ctx "
+				 "cannot be checked";
+	} else {
+		*why = "a repeated write with immediate from a sender the "
+		       "CQ does not name, or this ctx has not added as a "
+		       "peer, cannot be checked";
+	}
+	return src < ctx->nstamps_of ? ctx->stamps_of[src] : NULL;
 }
 
 void tern__imm_stamped(struct tern_ctx *ctx, uint64_t data, uint32_t src)
 {
 	uint32_t imm = (uint32_t)data, stamp = (uint32_t)(data >> 32);
-	struct tern__stamps *st = src < ctx->nstamps_of ? ctx->stamps_of[src]
-							: NULL;
 	int repeat = (stamp & TERN__STAMP_REPEAT) != 0;
+	const char *why;
+	struct tern__stamps *st = stamps_find(ctx, stamp, src, &why);
 
-	if (st != NULL && st->win == NULL)
+	if (st != NULL && st->win == NULL) {
 		st->win = calloc(1, sizeof(*st->win));
+		why = "no memory for its sender's window";
+	}
 	if (st == NULL || st->win == NULL) {
 		/* No window: an original counts, a repeat cannot. */
 		if (!repeat)
 			tern__imm_arrived(ctx, imm, src);
 		else
-			unchecked(ctx, imm, src, stamp,
-				  st == NULL
-					  ? "a repeated write with immediate "
-					    "from a sender this ctx has "
-					    "not added as a peer cannot "
-					    "be checked"
-					  : "no memory for its sender's "
-					    "window");
+			unchecked(ctx, imm, src, stamp, why);
 		return;
 	}
 	switch (tern__dedup_check(st->win, stamp)) {
@@ -396,7 +424,7 @@ void tern__imm_stamped(struct tern_ctx *ctx, uint64_t data, uint32_t src)
 		ctx->imm_dups++;
 		tern__debug("imm %" PRIu32 " (number %" PRIu32 ") arrived "
 			    "again after a rail failure: counted once",
-			    imm, stamp & TERN__STAMP_SEQ_MAX);
+			    imm, stamp & tern__stamp_max(stamp));
 		if (pow2(ctx->imm_dups))
 			tern__warn("writes with immediate repeated after a "
 				   "rail failure: %" PRIu64 " second "

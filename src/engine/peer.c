@@ -156,6 +156,45 @@ static void src_map(struct tern_ctx *ctx, const struct tern_peer *peer,
 	}
 }
 
+/* Note @st's card tag for the tagged arrivals (dedup.h): a tag already
+ * another card's is shared, and names neither. */
+static void tag_note(struct tern_ctx *ctx, const struct tern__stamps *st)
+{
+	uint32_t *t;
+
+	if (ctx->tag_src == NULL)
+		ctx->tag_src = calloc(TERN__STAMP_TAGS, sizeof(*ctx->tag_src));
+	if (ctx->tag_src == NULL)
+		return; /* tagged arrivals of an unknown source */
+	t = &ctx->tag_src[st->tag];
+	*t = *t == 0 ? st->src : TERN__TAG_SHARED;
+}
+
+/* @st's card's last peer gone: its tag names what other cards have it,
+ * one or several (the peers still listed, @st's unlinked). */
+static void tag_forget(struct tern_ctx *ctx, const struct tern__stamps *st)
+{
+	uint32_t *t;
+
+	if (ctx->tag_src == NULL)
+		return;
+	t = &ctx->tag_src[st->tag];
+	if (*t != TERN__TAG_SHARED) {
+		if (*t == st->src)
+			*t = 0;
+		return;
+	}
+	*t = 0;
+	for (struct tern_peer *p = ctx->peers; p != NULL; p = p->next) {
+		if (p->stamps == NULL || p->stamps == st ||
+		    p->stamps->tag != st->tag || *t == p->stamps->src)
+			continue;
+		*t = *t == 0 ? p->stamps->src : TERN__TAG_SHARED;
+		if (*t == TERN__TAG_SHARED)
+			return;
+	}
+}
+
 int tern__stamps_get(struct tern_ctx *ctx, struct tern_peer *peer,
 		     struct tern_peer *same)
 {
@@ -176,12 +215,16 @@ int tern__stamps_get(struct tern_ctx *ctx, struct tern_peer *peer,
 	 * sees a new sender (dedup.h, TERN__DEDUP_FAR). */
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
 		r = (uint32_t)tern__now_ns();
-	st->seq = r % TERN__STAMP_SEQ_MAX;
+	if (ctx->stamp_max != 0)
+		st->seq = r % ctx->stamp_max;
+	st->tag = tern__stamp_tag(peer->card, peer->card_len);
+	st->src = peer->src_id;
 	peer->stamps = st;
-	/* Where arrivals tell their source, theirs are found by it; past
-	 * what a table can sensibly hold, they count as of an unknown
-	 * source (its repeats cannot be checked). */
-	if (!ctx->imm_source || peer->src_id >= SRC_OF_MAX)
+	/* Arrivals are found by their source id: the one the CQ names
+	 * (untagged), or their tag's. Past what a table can sensibly hold,
+	 * they count as of an unknown source (its repeats cannot be
+	 * checked). */
+	if (peer->src_id >= SRC_OF_MAX)
 		return 0;
 	if (peer->src_id >= ctx->nstamps_of) {
 		size_t n = ctx->nstamps_of ? ctx->nstamps_of : 64;
@@ -198,6 +241,7 @@ int tern__stamps_get(struct tern_ctx *ctx, struct tern_peer *peer,
 		ctx->nstamps_of = n;
 	}
 	ctx->stamps_of[peer->src_id] = st;
+	tag_note(ctx, st);
 	return 0;
 }
 
@@ -212,8 +256,10 @@ void tern__stamps_put(struct tern_ctx *ctx, struct tern_peer *peer)
 		return;
 	/* Its card's last peer: a peer added again starts a new window. */
 	if (peer->src_id < ctx->nstamps_of &&
-	    ctx->stamps_of[peer->src_id] == st)
+	    ctx->stamps_of[peer->src_id] == st) {
 		ctx->stamps_of[peer->src_id] = NULL;
+		tag_forget(ctx, st);
+	}
 	free(st->win);
 	free(st);
 }

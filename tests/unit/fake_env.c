@@ -86,6 +86,7 @@ int teardown(void **state)
 	free(e->peer.paths);		    /* a rail went down (failover.c) */
 	tern__stamps_put(e->ctx, &e->peer); /* stamped (dedup.h) */
 	free(e->ctx->stamps_of);
+	free(e->ctx->tag_src);
 	tern__redo_fini(e->ctx);
 	tern__nbi_scope_fini(e->ctx, &e->peer.nbi);
 	tern__nbi_fini(e->ctx);

@@ -385,6 +385,10 @@ static int ctx_provider(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
 	ctx->stall_ms = (uint32_t)tern__env_long(
 		"TERN_RAIL_STALL_MS", TERN__STALL_DEFAULT_MS, 0, 600000);
 	tern__prov_caps(&ctx->prov, pr, ctx->nrails, &ctx->caps);
+	/* Writes with immediate stamped, to go again after a rail failure
+	 * (dedup.h), where the remote CQ data has room beside the
+	 * immediate: shm, tcp (8 bytes); efa and verbs (4) fail as before. */
+	ctx->stamp = ctx->failover && ctx->caps.cq_data_size >= 8;
 	derive_limits(ctx);
 	mr_chunk(ctx);
 	if (ctx->caps.tx_size == 0 ||
@@ -443,6 +447,19 @@ static int ctx_rails(struct tern_ctx *ctx, const struct tern_ctx_attr *attr,
 	return 0;
 }
 
+/* The stamps of writes with immediate (dedup.h): where the CQ names no
+ * source of writes (tcp), each carries a tag of this ctx's card, by
+ * which its target finds who sent it. */
+static void stamp_layout(struct tern_ctx *ctx)
+{
+	uint8_t card[TERN_CARD_MAX];
+	ssize_t n = 0;
+
+	if (ctx->stamp && !ctx->imm_source)
+		n = tern_ctx_card(ctx, card, sizeof(card));
+	tern__stamp_layout(ctx, n > 0 ? tern__stamp_tag(card, (size_t)n) : 0);
+}
+
 /* What runs on the rails: atomics' scratch, message buffers, control
  * messages, the event loop, the same-host path. On error the caller
  * closes them (each close takes one never opened). */
@@ -481,6 +498,7 @@ static int ctx_services(struct tern_ctx *ctx)
 			   ctx->nrails, tern__card_addrlen(ctx));
 		return -EINVAL;
 	}
+	stamp_layout(ctx);
 	return 0;
 }
 
@@ -650,6 +668,8 @@ void tern__ctx_finish_close(struct tern_ctx *ctx)
 	tern__prov_close(&ctx->prov, pr, TERN_MAX_RAILS);
 	tern__imm_fini(&ctx->imm);
 	tern__redo_fini(ctx);
+	free(ctx->stamps_of);
+	free(ctx->tag_src);
 	free(ctx);
 }
 

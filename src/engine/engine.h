@@ -18,12 +18,14 @@
 #include "../core/core.h"
 #include "../prov/prov.h"
 #include "../wire/desc.h"
+#include "dedup.h"
 
 struct tern__stage;
 struct tern__local;	 /* local_inbox.c: a ctx's inbox */
 struct tern__local_peer; /* local_attach.c: a same-host peer attached */
 struct tern__mreg;	 /* mr.c: a provider registration, shared */
 struct tern__redo;	 /* failover.c: a part to post again */
+struct tern__dedup;	 /* dedup.h: stamped arrivals seen from a sender */
 
 /* A pooled copy of a remote descriptor, for operations that address the
  * peer's region on several rails or in several chunks (striped, staged):
@@ -70,6 +72,9 @@ struct tern__req_priv {
 			 * again should its rail fail (failover.c). */
 			uint64_t rkey_next;
 			uint8_t rail_next;
+			/* A write with immediate: its stamp (dedup.h), 0 for
+			 * none, the high word of its remote CQ data. */
+			uint32_t stamp;
 		} rma;
 		struct { /* same host (local_copy.c): rail = region index */
 			uint64_t raddr, gen, base; /* as found at the post */
@@ -202,6 +207,7 @@ struct tern__slot {
 	 * batch's piece and how far into it. */
 	uint64_t part;
 	uint32_t piece;
+	uint32_t stamp; /* a part with an immediate: its stamp (dedup.h) */
 };
 
 struct tern_rail {
@@ -267,6 +273,18 @@ struct tern__path {
 	uint32_t fence_token;
 };
 
+/* Who sends, shared by the peers added with one card (one source id):
+ * the last number stamped on writes with immediate to it, and the window
+ * of those it stamped that have arrived here (dedup.h), made on the
+ * first; its card's tag and its source id, by which a tagged arrival
+ * finds it (ctx->tag_src). */
+struct tern__stamps {
+	unsigned int refs;
+	uint32_t seq;
+	uint32_t tag, src;
+	struct tern__dedup *win;
+};
+
 /* Implicit operations counted in epochs (nbi.c): a peer's, a ctx's. */
 struct tern__nbi_epoch;
 struct tern__nbi_op;
@@ -302,7 +320,8 @@ struct tern_peer {
 	 * rail's state, made on the first failure (failover.c). */
 	uint32_t down;
 	struct tern__path *paths;
-	struct tern__nbi_scope nbi; /* its implicit operations (nbi.c) */
+	struct tern__stamps *stamps; /* shared with its card's other peers */
+	struct tern__nbi_scope nbi;  /* its implicit operations (nbi.c) */
 	size_t card_len;
 	uint8_t card[]; /* the card it was added with */
 };
@@ -530,6 +549,19 @@ struct tern_ctx {
 	int fence_ok;
 	uint32_t next_token;
 	uint64_t fences;
+	/* Writes with immediate stamped (dedup.h): on a failover ctx whose
+	 * remote CQ data has room, in its layout (the bits every stamp
+	 * carries: tagged where the CQ names no source of writes; the last
+	 * number); the stamps of each source id, and the source id of
+	 * each tag (TERN__TAG_SHARED: two peers'), for the arrivals;
+	 * arrivals dropped as repeats, and repeats that could not be
+	 * checked (told as aborted). */
+	int stamp;
+	uint32_t stamp_hi, stamp_max;
+	struct tern__stamps **stamps_of;
+	size_t nstamps_of;
+	uint32_t *tag_src;
+	uint64_t imm_dups, imm_unchecked;
 	/* Implicit operations (nbi.c): all of the ctx's, the pool. */
 	struct tern__nbi_scope nbi;
 	struct tern__nbi_op *nbi_free;
@@ -831,7 +863,7 @@ void tern__redo_fini(struct tern_ctx *ctx);
 /* Post again, on @rail, a part of @req that failed elsewhere: at @off of
  * a striped or cut write or read, or of piece @piece from @off. */
 int tern__rail_repost(struct tern_rail *rail, struct tern_req *req,
-		      uint64_t off, uint32_t piece);
+		      uint64_t off, uint32_t piece, uint32_t stamp);
 /* A part of batch @req finished with @status. @return 1 if the batch
  * completed. */
 int tern__piece_done(struct tern_ctx *ctx, struct tern_req *req, int status);
@@ -846,6 +878,30 @@ void tern__loop_cancel_posted(struct tern_ctx *ctx);
 int tern__imm_init(struct tern__imm_table *t);
 void tern__imm_fini(struct tern__imm_table *t);
 void tern__imm_arrived(struct tern_ctx *ctx, uint32_t imm, uint32_t src);
+/* A write with immediate whose CQ data @data carries a stamp (its high
+ * word, dedup.h) landed from @src: counted unless a repeat. */
+void tern__imm_stamped(struct tern_ctx *ctx, uint64_t data, uint32_t src);
+/* @peer's stamps: a new card's own, or shared with @same's. */
+int tern__stamps_get(struct tern_ctx *ctx, struct tern_peer *peer,
+		     struct tern_peer *same);
+/* The last peer of its card holding them gone: freed. */
+void tern__stamps_put(struct tern_ctx *ctx, struct tern_peer *peer);
+/* ctx->tag_src[tag]: two live peers' cards have that tag. */
+#define TERN__TAG_SHARED UINT32_MAX
+/* The layout of the ctx's stamps: tagged with @tag (its card's), or
+ * untagged (@tag 0). */
+void tern__stamp_layout(struct tern_ctx *ctx, uint32_t tag);
+/* The stamp of a write with immediate to @peer: the next number where
+ * the ctx stamps, in its layout, else 0 (its high word stays 0, as
+ * without stamps). */
+static inline uint32_t tern__stamp_take(const struct tern_ctx *ctx,
+					struct tern_peer *peer)
+{
+	if (!ctx->stamp)
+		return 0;
+	return tern__stamp_next(&peer->stamps->seq, ctx->stamp_max) |
+	       ctx->stamp_hi;
+}
 void tern__imm_cancel_all(struct tern_ctx *ctx);
 /* A sender said its writes with @imm failed (ctrl.c): fail the pending
  * expectation for @imm (any-peer, or from @src), or remember it. */

@@ -10,10 +10,13 @@
  * - what failed is posted again on a live rail when posting it twice is
  *   harmless: a plain write or read, a part of a striped or cut one, a
  *   piece of a batch (the same bytes to the same place); a write with
- *   immediate's parts that carry no immediate. What the target counts
- *   (the immediate itself) and atomics are never repeated: the target
- *   could count it twice, or add twice. They fail as before, and the
- *   target of a write with immediate is told (ctrl.c);
+ *   immediate's parts that carry no immediate. The part that carries
+ *   the immediate goes again only stamped (dedup.h: where the remote CQ
+ *   data has 8 bytes), with its number and REPEAT, so that the target
+ *   counts it once (docs/protocol.md). Unstamped, and atomics, are
+ *   never repeated: the target could count it twice, or add twice. They
+ *   fail as before, and the target of a write with immediate is told
+ *   (ctrl.c);
  * - after its cooldown the rail is tried again by a write of 0 bytes of
  *   tern's own (a probe), sent where the next write or read to that peer
  *   goes, with delivery complete: its success brings the rail back, its
@@ -52,6 +55,7 @@ struct tern__redo {
 	struct tern_req *req;
 	uint64_t off;	/* striped/cut: the part's offset; batch: sub */
 	uint32_t piece; /* batch: the piece */
+	uint32_t stamp; /* with an immediate: its stamp (dedup.h), or 0 */
 	uint8_t from;	/* the rail it failed on */
 };
 
@@ -244,7 +248,9 @@ static unsigned int live_rail(const struct tern_peer *peer, unsigned int r)
 }
 
 /* May @req's failed part (on @slot, NULL: the request's own context) be
- * posted again: the same bytes to the same place, nothing counted? */
+ * posted again: the same bytes to the same place, nothing counted twice?
+ * A part with an immediate may when stamped: the target counts its
+ * number once (dedup.h). */
 static int repeatable(const struct tern_req *req, const struct tern__slot *slot)
 {
 	const struct tern__req_priv *rp = tern__rp(req);
@@ -253,14 +259,16 @@ static int repeatable(const struct tern_req *req, const struct tern__slot *slot)
 	case TERN__OP_WRITE:
 	case TERN__OP_READ:
 		return slot == NULL;
+	case TERN__OP_WRITE_IMM:
+		return slot == NULL && rp->u.rma.stamp != 0;
 	case TERN__OP_PIECES:
 		if (slot == NULL)
 			return 0;
 		if (rp->sop == 0)
-			return !rp->u.batch.with_imm;
+			return !rp->u.batch.with_imm || slot->stamp != 0;
 		/* A cut write with immediate: all its parts but the last,
-		 * which carries the immediate. */
-		return rp->sop != TERN__OP_WRITE_IMM ||
+		 * which carries the immediate, unless stamped. */
+		return rp->sop != TERN__OP_WRITE_IMM || slot->stamp != 0 ||
 		       slot->part + tern__cut_len(
 					    req->len, slot->part,
 					    rp->u.stripe.chunk,
@@ -297,6 +305,9 @@ static void requeue(struct tern_ctx *ctx, struct tern_req *req, unsigned int to)
 	tern__reqq_remove(&ctx->posted, req);
 	rp->rail = (uint8_t)to;
 	rp->u.rma.rkey = rp->u.rma.rkey_next;
+	/* A stamped write with immediate: the same number, a repeat. */
+	if (rp->op == TERN__OP_WRITE_IMM)
+		rp->u.rma.stamp |= TERN__STAMP_REPEAT;
 	rp->state = TERN__ST_QUEUED;
 	tern__reqq_push(&ctx->rails[to].txq, req);
 	ctx->rails[to].tx_refused = 0;
@@ -336,6 +347,7 @@ int tern__path_failed(struct tern_ctx *ctx, struct tern_rail *rail,
 		*rd = (struct tern__redo){ .req = req,
 					   .off = c->slot->part,
 					   .piece = c->slot->piece,
+					   .stamp = c->slot->stamp,
 					   .from = (uint8_t)rail->idx };
 		tern__slot_free(rail, c->slot);
 	}
@@ -400,7 +412,8 @@ int tern__redo_post(struct tern_ctx *ctx)
 			rail = &ctx->rails[tern__path_pick(peer, rd->from + 1)];
 			if (rail->tx_credits == 0)
 				break; /* the next pass */
-			ret = tern__rail_repost(rail, req, rd->off, rd->piece);
+			ret = tern__rail_repost(rail, req, rd->off, rd->piece,
+						rd->stamp);
 			if (ret == -EAGAIN)
 				break;
 			if (ret == 0)

@@ -19,6 +19,7 @@
  * expectation or expectations from peers, never both at once.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -342,6 +343,101 @@ static int abort_take(struct tern_ctx *ctx, uint32_t src, uint32_t imm)
 		}
 	}
 	return 0;
+}
+
+/* Log at 1, 2, 4, 8...: a peer cannot flood the log. */
+static int pow2(uint64_t n)
+{
+	return (n & (n - 1)) == 0;
+}
+
+/* A repeat (@stamp) that cannot be checked: its write is the sender's
+ * abort, told to its expectation, never counted twice. */
+static void unchecked(struct tern_ctx *ctx, uint32_t imm, uint32_t src,
+		      uint32_t stamp, const char *why)
+{
+	if (pow2(++ctx->imm_unchecked))
+		tern__warn("imm %" PRIu32 " (number %" PRIu32 ") told as "
+			   "aborted: %s (%" PRIu64 " so far)",
+			   imm, stamp & tern__stamp_max(stamp), why,
+			   ctx->imm_unchecked);
+	tern__imm_aborted(ctx, imm, src);
+}
+
+void tern__stamp_layout(struct tern_ctx *ctx, uint32_t tag)
+{
+	ctx->stamp_max = tag != 0 ? TERN__STAMP_TSEQ_MAX : TERN__STAMP_SEQ_MAX;
+	ctx->stamp_hi = tag != 0 ? TERN__STAMP_TAGGED |
+					   tag << TERN__STAMP_TAG_SHIFT
+				 : 0;
+}
+
+/* The stamps of who sent @stamp: found by its tag where tagged, else by
+ * the source the CQ names (@src); NULL, with *@why, where none can be. */
+static struct tern__stamps *stamps_find(const struct tern_ctx *ctx,
+					uint32_t stamp, uint32_t src,
+					const char **why)
+{
+	if (stamp & TERN__STAMP_TAGGED) {
+		src = ctx->tag_src != NULL
+			      ? ctx->tag_src[tern__stamp_tag_of(stamp)]
+			      : 0;
+		*why = src == TERN__TAG_SHARED
+			       ? "a repeated write with immediate whose "
+				 "sender's tag two peers of this ctx share "
+				 "cannot be checked"
+			       : "a repeated write with immediate whose "
+				 "sender's tag names no peer of this ctx "
+				 "cannot be checked";
+	} else {
+		*why = "a repeated write with immediate from a sender the "
+		       "CQ does not name, or this ctx has not added as a "
+		       "peer, cannot be checked";
+	}
+	return src < ctx->nstamps_of ? ctx->stamps_of[src] : NULL;
+}
+
+void tern__imm_stamped(struct tern_ctx *ctx, uint64_t data, uint32_t src)
+{
+	uint32_t imm = (uint32_t)data, stamp = (uint32_t)(data >> 32);
+	int repeat = (stamp & TERN__STAMP_REPEAT) != 0;
+	const char *why;
+	struct tern__stamps *st = stamps_find(ctx, stamp, src, &why);
+
+	if (st != NULL && st->win == NULL) {
+		st->win = calloc(1, sizeof(*st->win));
+		why = "no memory for its sender's window";
+	}
+	if (st == NULL || st->win == NULL) {
+		/* No window: an original counts, a repeat cannot. */
+		if (!repeat)
+			tern__imm_arrived(ctx, imm, src);
+		else
+			unchecked(ctx, imm, src, stamp, why);
+		return;
+	}
+	switch (tern__dedup_check(st->win, stamp)) {
+	case TERN__DEDUP_COUNT:
+		tern__imm_arrived(ctx, imm, src);
+		return;
+	case TERN__DEDUP_DUP:
+		ctx->imm_dups++;
+		tern__debug("imm %" PRIu32 " (number %" PRIu32 ") arrived "
+			    "again after a rail failure: counted once",
+			    imm, stamp & tern__stamp_max(stamp));
+		if (pow2(ctx->imm_dups))
+			tern__warn("writes with immediate repeated after a "
+				   "rail failure: %" PRIu64 " second "
+				   "arrival(s) not counted",
+				   ctx->imm_dups);
+		return;
+	default:
+		unchecked(ctx, imm, src, stamp,
+			  "a repeated write with immediate whose first "
+			  "attempt may have been counted out of what this ctx "
+			  "remembers of its sender");
+		return;
+	}
 }
 
 void tern__imm_aborted(struct tern_ctx *ctx, uint32_t imm, uint32_t src)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "engine.h"
 #include "local.h"
@@ -155,6 +156,114 @@ static void src_map(struct tern_ctx *ctx, const struct tern_peer *peer,
 	}
 }
 
+/* Note @st's card tag for the tagged arrivals (dedup.h): a tag already
+ * another card's is shared, and names neither. */
+static void tag_note(struct tern_ctx *ctx, const struct tern__stamps *st)
+{
+	uint32_t *t;
+
+	if (ctx->tag_src == NULL)
+		ctx->tag_src = calloc(TERN__STAMP_TAGS, sizeof(*ctx->tag_src));
+	if (ctx->tag_src == NULL)
+		return; /* tagged arrivals of an unknown source */
+	t = &ctx->tag_src[st->tag];
+	*t = *t == 0 ? st->src : TERN__TAG_SHARED;
+}
+
+/* @st's card's last peer gone: its tag names what other cards have it,
+ * one or several (the peers still listed, @st's unlinked). */
+static void tag_forget(struct tern_ctx *ctx, const struct tern__stamps *st)
+{
+	uint32_t *t;
+
+	if (ctx->tag_src == NULL)
+		return;
+	t = &ctx->tag_src[st->tag];
+	if (*t != TERN__TAG_SHARED) {
+		if (*t == st->src)
+			*t = 0;
+		return;
+	}
+	*t = 0;
+	for (struct tern_peer *p = ctx->peers; p != NULL; p = p->next) {
+		if (p->stamps == NULL || p->stamps == st ||
+		    p->stamps->tag != st->tag || *t == p->stamps->src)
+			continue;
+		*t = *t == 0 ? p->stamps->src : TERN__TAG_SHARED;
+		if (*t == TERN__TAG_SHARED)
+			return;
+	}
+}
+
+int tern__stamps_get(struct tern_ctx *ctx, struct tern_peer *peer,
+		     struct tern_peer *same)
+{
+	struct tern__stamps *st;
+	uint32_t r;
+
+	if (same != NULL) {
+		peer->stamps = same->stamps;
+		peer->stamps->refs++;
+		return 0;
+	}
+	st = calloc(1, sizeof(*st));
+	if (st == NULL)
+		return -ENOMEM;
+	st->refs = 1;
+	/* Numbering starts anywhere: should this peer be added again, its
+	 * target, which may still remember the numbers of the first,
+	 * sees a new sender (dedup.h, TERN__DEDUP_FAR). */
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+		r = (uint32_t)tern__now_ns();
+	if (ctx->stamp_max != 0)
+		st->seq = r % ctx->stamp_max;
+	st->tag = tern__stamp_tag(peer->card, peer->card_len);
+	st->src = peer->src_id;
+	peer->stamps = st;
+	/* Arrivals are found by their source id: the one the CQ names
+	 * (untagged), or their tag's. Past what a table can sensibly hold,
+	 * they count as of an unknown source (its repeats cannot be
+	 * checked). */
+	if (peer->src_id >= SRC_OF_MAX)
+		return 0;
+	if (peer->src_id >= ctx->nstamps_of) {
+		size_t n = ctx->nstamps_of ? ctx->nstamps_of : 64;
+		struct tern__stamps **p;
+
+		while (n <= peer->src_id)
+			n *= 2;
+		p = realloc(ctx->stamps_of, n * sizeof(*p));
+		if (p == NULL)
+			return 0;
+		memset(p + ctx->nstamps_of, 0,
+		       (n - ctx->nstamps_of) * sizeof(*p));
+		ctx->stamps_of = p;
+		ctx->nstamps_of = n;
+	}
+	ctx->stamps_of[peer->src_id] = st;
+	tag_note(ctx, st);
+	return 0;
+}
+
+void tern__stamps_put(struct tern_ctx *ctx, struct tern_peer *peer)
+{
+	struct tern__stamps *st = peer->stamps;
+
+	if (st == NULL)
+		return;
+	peer->stamps = NULL;
+	if (--st->refs != 0)
+		return;
+	/* Its card's last peer: a peer added again starts a new window. */
+	if (peer->src_id < ctx->nstamps_of &&
+	    ctx->stamps_of[peer->src_id] == st) {
+		ctx->stamps_of[peer->src_id] = NULL;
+		tag_forget(ctx, st);
+	}
+	free(st->win);
+	free(st);
+}
+
 int tern_peer_add(struct tern_ctx *ctx, const void *card, size_t len,
 		  struct tern_peer **peer_p)
 {
@@ -187,6 +296,7 @@ int tern_peer_add_flags(struct tern_ctx *ctx, const void *card, size_t len,
 	if (same != NULL) {
 		memcpy(peer->fiaddr, same->fiaddr, sizeof(peer->fiaddr));
 		peer->src_id = same->src_id;
+		tern__stamps_get(ctx, peer, same); /* shared: cannot fail */
 		goto link;
 	}
 	/* Local rail i talks to remote rail i mod nrails. */
@@ -200,6 +310,9 @@ int tern_peer_add_flags(struct tern_ctx *ctx, const void *card, size_t len,
 	peer->src_id = ctx->next_src_id++;
 	if (ctx->next_src_id == 0)
 		ctx->next_src_id = 1;
+	ret = tern__stamps_get(ctx, peer, NULL);
+	if (ret != 0)
+		goto err_remove;
 	if (ctx->imm_source || ctx->msg_source)
 		src_map(ctx, peer, peer->src_id);
 link:
@@ -245,6 +358,7 @@ void tern__peer_release(struct tern_peer *peer)
 			tern__prov_av_remove(&ctx->rails[i].prov,
 					     peer->fiaddr[i]);
 	}
+	tern__stamps_put(ctx, peer);
 	free(peer->paths);
 	free(peer);
 }

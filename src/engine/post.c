@@ -84,19 +84,21 @@ static ssize_t post_atomic(struct tern_rail *rail, struct tern_req *req,
 int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
 {
 	struct tern_peer *peer = tern__rp(req)->peer;
-	uint64_t flags = more ? TERN__PF_MORE : 0;
+	uint64_t flags = more ? TERN__PF_MORE : 0, data = 0;
 	struct tern__slot *slot;
 	ssize_t ret;
 
 	switch (tern__rp(req)->op) {
 	case TERN__OP_WRITE_IMM:
 		flags |= TERN__PF_IMM;
+		data = tern__rp(req)->imm | (uint64_t)tern__rp(req)->u.rma.stamp
+						    << 32;
 		/* fall through */
 	case TERN__OP_WRITE:
 	case TERN__OP_READ:
 		ret = tern__post_rma(rail, req, tern__rp(req)->buf, req->len,
 				     tern__rp(req)->u.rma.raddr,
-				     tern__rp(req)->u.rma.rkey,
+				     tern__rp(req)->u.rma.rkey, data,
 				     tern__rp(req)->fictx, flags);
 		break;
 	case TERN__OP_SEND:
@@ -145,7 +147,7 @@ int tern__rail_post(struct tern_rail *rail, struct tern_req *req, int more)
  * it goes inside one chunk of either region): its length in *@len_p. */
 static ssize_t piece_post_at(struct tern_rail *rail, struct tern_req *req,
 			     uint32_t idx, uint64_t sub, int more,
-			     uint64_t *len_p)
+			     uint32_t stamp, uint64_t *len_p)
 {
 	struct tern__req_priv *rp = tern__rp(req);
 	const struct tern_piece pc = tern__piece(rp, idx);
@@ -168,6 +170,7 @@ static ssize_t piece_post_at(struct tern_rail *rail, struct tern_req *req,
 		return -EAGAIN;
 	slot->part = sub;
 	slot->piece = idx;
+	slot->stamp = stamp;
 	/* tern__post_rma()'s body, the direction from the batch. */
 	if (rp->xflags & TERN__XF_DELIVER)
 		flags |= TERN__PF_DELIVER;
@@ -177,7 +180,7 @@ static ssize_t piece_post_at(struct tern_rail *rail, struct tern_req *req,
 		tern__mr_desc_at(rp->mr, rail->idx, pc.loff + sub),
 		rp->peer->fiaddr[rail->idx], tern__raddr(rd, pc.roff + sub),
 		tern__desc_key(rd, pc.roff + sub, rail->idx % rp->peer->nrails),
-		rp->imm, slot->fictx, flags);
+		rp->imm | (uint64_t)stamp << 32, slot->fictx, flags);
 	if (ret != 0) {
 		tern__slot_free(rail, slot);
 		return post_result(rail, req, ret);
@@ -196,9 +199,14 @@ int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 {
 	struct tern__req_priv *rp = tern__rp(req);
 	uint64_t sub = rp->u.batch.sub, len = 0;
+	uint32_t stamp = 0;
 	ssize_t ret;
 
-	ret = piece_post_at(rail, req, rp->next_piece, sub, more, &len);
+	/* Each piece with an immediate takes its number (pieces carrying
+	 * one are never cut: pieces_common()). */
+	if (rp->u.batch.with_imm)
+		stamp = tern__stamp_take(rail->ctx, rp->peer);
+	ret = piece_post_at(rail, req, rp->next_piece, sub, more, stamp, &len);
 	if (ret != 0) {
 		/* Failed for good: the batch goes on with the next piece,
 		 * from its start. */
@@ -217,7 +225,8 @@ int tern__rail_post_piece(struct tern_rail *rail, struct tern_req *req,
 /* Post the part at @off of a striped or cut write or read on @rail, with
  * @flags: its length in *@len_p. */
 static ssize_t chunk_post_at(struct tern_rail *rail, struct tern_req *req,
-			     uint64_t off, uint64_t flags, uint64_t *len_p)
+			     uint64_t off, uint64_t flags, uint32_t stamp,
+			     uint64_t *len_p)
 {
 	struct tern__req_priv *rp = tern__rp(req);
 	const struct tern_mr_desc *rd = &rp->u.stripe.rd->d;
@@ -234,10 +243,11 @@ static ssize_t chunk_post_at(struct tern_rail *rail, struct tern_req *req,
 	if (slot == NULL)
 		return -EAGAIN;
 	slot->part = off;
+	slot->stamp = stamp;
 	ret = tern__post_rma(
 		rail, req, (char *)rp->buf + off, len, tern__raddr(rd, roff),
 		tern__desc_key(rd, roff, rail->idx % rp->peer->nrails),
-		slot->fictx, flags);
+		rp->imm | (uint64_t)stamp << 32, slot->fictx, flags);
 	if (ret != 0) {
 		tern__slot_free(rail, slot);
 		return post_result(rail, req, ret);
@@ -256,6 +266,7 @@ int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req)
 {
 	struct tern__req_priv *rp = tern__rp(req);
 	uint64_t flags = 0, len = 0;
+	uint32_t stamp = 0;
 	ssize_t ret;
 
 	if (rp->sop == TERN__OP_WRITE_IMM) {
@@ -269,9 +280,10 @@ int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req)
 			if (rp->inflight != 0)
 				return -EAGAIN;
 			flags |= TERN__PF_IMM;
+			stamp = tern__stamp_take(rail->ctx, rp->peer);
 		}
 	}
-	ret = chunk_post_at(rail, req, rp->u.stripe.off, flags, &len);
+	ret = chunk_post_at(rail, req, rp->u.stripe.off, flags, stamp, &len);
 	if (ret != 0)
 		return (int)ret;
 	rp->u.stripe.off += len;
@@ -279,16 +291,21 @@ int tern__rail_post_chunk(struct tern_rail *rail, struct tern_req *req)
 }
 
 int tern__rail_repost(struct tern_rail *rail, struct tern_req *req,
-		      uint64_t off, uint32_t piece)
+		      uint64_t off, uint32_t piece, uint32_t stamp)
 {
 	struct tern__req_priv *rp = tern__rp(req);
-	uint64_t len;
+	uint64_t flags = 0, len;
 
+	/* A part with an immediate goes again with its number, marked a
+	 * repeat: the target counts whichever arrives first (dedup.h). */
+	if (stamp != 0)
+		stamp |= TERN__STAMP_REPEAT;
 	if (rp->sop == 0)
-		return (int)piece_post_at(rail, req, piece, off, 0, &len);
-	/* A cut write with immediate's part: never its last (the one with
-	 * the immediate), and landed before the last goes. */
-	return (int)chunk_post_at(
-		rail, req, off,
-		rp->sop == TERN__OP_WRITE_IMM ? TERN__PF_DELIVER : 0, &len);
+		return (int)piece_post_at(rail, req, piece, off, 0, stamp,
+					  &len);
+	/* A cut write with immediate's part: landed before the last goes;
+	 * the last, with the immediate, goes again only stamped. */
+	if (rp->sop == TERN__OP_WRITE_IMM)
+		flags = stamp != 0 ? TERN__PF_IMM : TERN__PF_DELIVER;
+	return (int)chunk_post_at(rail, req, off, flags, stamp, &len);
 }

@@ -35,7 +35,8 @@ static inline void tern__sync_note(struct tern_rail *rail, void *context,
 
 static inline __attribute__((always_inline)) ssize_t tern__post_rma(
 	struct tern_rail *rail, struct tern_req *req, void *buf, size_t len,
-	uint64_t raddr, uint64_t rkey, void *context, uint64_t flags)
+	uint64_t raddr, uint64_t rkey, uint64_t data, void *context,
+	uint64_t flags)
 {
 	struct tern__req_priv *rp = tern__rp(req);
 	ssize_t ret;
@@ -47,8 +48,7 @@ static inline __attribute__((always_inline)) ssize_t tern__post_rma(
 		rp->op == TERN__OP_READ || rp->sop == TERN__OP_READ, buf, len,
 		tern__mr_desc_at(rp->mr, rail->idx,
 				 (uint64_t)((char *)buf - (char *)rp->mr->buf)),
-		rp->peer->fiaddr[rail->idx], raddr, rkey, rp->imm, context,
-		flags);
+		rp->peer->fiaddr[rail->idx], raddr, rkey, data, context, flags);
 	if (tern_likely(ret == 0))
 		tern__sync_note(rail, context, flags);
 	return ret;
@@ -90,19 +90,22 @@ static inline __attribute__((always_inline)) int tern__rail_post_inline(
 {
 	uint8_t op = tern__rp(req)->op;
 	uint64_t flags = more ? TERN__PF_MORE : 0;
+	uint64_t data = tern__rp(req)->imm;
 	ssize_t ret;
 
 	if (tern_unlikely(op != TERN__OP_WRITE && op != TERN__OP_READ &&
 			  op != TERN__OP_WRITE_IMM))
 		return tern__rail_post(rail, req, more);
-	if (op == TERN__OP_WRITE_IMM)
+	if (op == TERN__OP_WRITE_IMM) {
 		flags |= TERN__PF_IMM;
+		data |= (uint64_t)tern__rp(req)->u.rma.stamp << 32;
+	}
 	if (op != TERN__OP_READ)
 		flags |= tern__inject_flag(rail, req);
 	ret = tern__post_rma(rail, req, tern__rp(req)->buf, req->len,
 			     tern__rp(req)->u.rma.raddr,
-			     tern__rp(req)->u.rma.rkey, tern__rp(req)->fictx,
-			     flags);
+			     tern__rp(req)->u.rma.rkey, data,
+			     tern__rp(req)->fictx, flags);
 	if (tern_likely(ret == 0 || ret == TERN__PROV_TAKEN))
 		return (int)ret;
 	return tern__post_failed(rail, req, ret);

@@ -359,7 +359,11 @@ static int dispatch(struct tern_ctx *ctx, struct tern_rail *rail,
 	struct tern_req *req = c->req;
 
 	if (c->imm) {
-		tern__imm_arrived(ctx, (uint32_t)c->data, c->src);
+		/* A stamp in the high word (dedup.h): a failover ctx's. */
+		if (tern_unlikely(c->data >> 32 != 0))
+			tern__imm_stamped(ctx, c->data, c->src);
+		else
+			tern__imm_arrived(ctx, (uint32_t)c->data, c->src);
 		return 0;
 	}
 	if (c->slot != NULL) {

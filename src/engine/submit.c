@@ -328,6 +328,10 @@ plain:
 	}
 	tern__rp(req)->u.rma.raddr = tern__raddr(rdesc, roff);
 	tern__rp(req)->imm = imm;
+	/* Stamped, it may go again should its rail fail (dedup.h). */
+	tern__rp(req)->u.rma.stamp = op == TERN__OP_WRITE_IMM
+					     ? tern__stamp_take(ctx, peer)
+					     : 0;
 	tern__queue_req(ctx, req);
 	return 0;
 }
@@ -371,6 +375,7 @@ static inline __attribute__((always_inline)) int rma_common(
 	}
 	tern__rp(req)->u.rma.rkey = rdesc->keys[0];
 	tern__rp(req)->u.rma.raddr = tern__raddr(rdesc, roff);
+	tern__rp(req)->u.rma.stamp = 0; /* one rail: never stamped */
 	tern__rp(req)->imm = imm;
 	tern__queue_req(ctx, req);
 	return 0;

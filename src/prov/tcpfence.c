@@ -46,8 +46,10 @@ static int same_host(const struct sockaddr *a, const struct sockaddr *b)
 			       ->sin_addr.s_addr ==
 		       ((const struct sockaddr_in *)(const void *)b)
 			       ->sin_addr.s_addr;
-	return memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
-		      &((const struct sockaddr_in6 *)(const void *)b)->sin6_addr,
+	return memcmp(&((const struct sockaddr_in6 *)(const void *)a)
+			       ->sin6_addr,
+		      &((const struct sockaddr_in6 *)(const void *)b)
+			       ->sin6_addr,
 		      sizeof(struct in6_addr)) == 0;
 }
 
@@ -90,8 +92,7 @@ static int rail_conn(int fd, const struct sockaddr *mine,
 		return 0;
 	if (port_of((struct sockaddr *)&there) == port_of(theirs))
 		return 1; /* ours to its listener */
-	return any_port &&
-	       port_of((struct sockaddr *)&here) == port_of(mine);
+	return any_port && port_of((struct sockaddr *)&here) == port_of(mine);
 }
 
 int tern__prov_fence(const void *mine, size_t mlen, const void *theirs,

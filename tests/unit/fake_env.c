@@ -33,7 +33,7 @@ int setup(void **state)
 		free(e);
 		return -1;
 	}
-	/* Two rails are wired; ctx->nrails says how many are used. */
+	/* FAKE_RAILS rails are wired; ctx->nrails says how many are used. */
 	for (unsigned int r = 0; r < FAKE_RAILS; r++) {
 		rail = &e->ctx->rails[r];
 		fk.rails[r] = &rail->prov;
@@ -67,7 +67,8 @@ int setup(void **state)
 	e->mr.len = sizeof(e->buf);
 	e->mr.access = TERN_ACCESS_LOCAL;
 	e->mr.desc[0] = &local_desc_token[0];
-	e->mr.desc[1] = &local_desc_token[1];
+	for (unsigned int r = 1; r < FAKE_RAILS; r++)
+		e->mr.desc[r] = &local_desc_token[r];
 
 	e->rdesc.base = RBASE;
 	e->rdesc.len = RLEN;
@@ -82,7 +83,10 @@ int teardown(void **state)
 {
 	struct env *e = *state;
 
-	free(e->peer.paths); /* a rail went down (failover.c) */
+	free(e->peer.paths);		    /* a rail went down (failover.c) */
+	tern__stamps_put(e->ctx, &e->peer); /* stamped (dedup.h) */
+	free(e->ctx->stamps_of);
+	free(e->ctx->tag_src);
 	tern__redo_fini(e->ctx);
 	tern__nbi_scope_fini(e->ctx, &e->peer.nbi);
 	tern__nbi_fini(e->ctx);
@@ -92,6 +96,7 @@ int teardown(void **state)
 		free(e->ctx->rails[r].slots);
 		free(e->ctx->rails[r].free_slots);
 		free(e->ctx->rails[r].sync_ring);
+		free(e->ctx->rails[r].src_of);
 	}
 	free(e->ctx);
 	free(e);

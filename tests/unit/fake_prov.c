@@ -90,6 +90,17 @@ void cq_imm_from(uint64_t src, uint32_t imm)
 	fake_cq_push(0, &c);
 }
 
+void cq_imm_data(unsigned int rail, uint64_t src, uint64_t data)
+{
+	struct fake_cqe c = {
+		.ent.e = { .flags = TERN__CQ_REMOTE_WRITE | TERN__CQ_IMM,
+			   .data = data },
+		.src = src,
+	};
+
+	fake_cq_push(rail, &c);
+}
+
 void cq_msg_from(void *context, uint64_t src, size_t len)
 {
 	struct fake_cqe c = {

@@ -64,7 +64,7 @@ struct fake_cqe {
 #define FAKE_MAX_CALLS	1024
 #define FAKE_MAX_SCRIPT 64
 #define FAKE_MAX_CQ	16384
-#define FAKE_RAILS	2
+#define FAKE_RAILS	3
 
 /* The text of a provider errno (the fake's "cq strerror"). */
 #define FAKE_PROV_TEXT "fake provider says no"
@@ -110,6 +110,9 @@ void cq_imm_on(unsigned int rail, uint32_t imm);
 void cq_imm(uint32_t imm);
 /* ... from AV address @src (rail 0, which must have source set). */
 void cq_imm_from(uint64_t src, uint32_t imm);
+/* ... with all 64 bits of remote CQ data @data (a stamp in the high
+ * word: what a write posted with @data delivers), on @rail from @src. */
+void cq_imm_data(unsigned int rail, uint64_t src, uint64_t data);
 /* A message landed in the receive of @context from AV address @src. */
 void cq_msg_from(void *context, uint64_t src, size_t len);
 /* Queue a raw entry on @rail. */

@@ -168,6 +168,14 @@ void tern__ctrl_close(struct tern_ctx *ctx, int held)
 static void dropped(struct tern_ctx *ctx, const struct tern__ctrl_out *o,
 		    const char *why)
 {
+	/* An answer to a fence goes by the fenced rail, often dead yet: it
+	 * only ends a connection the peer dropped (fence.c). */
+	if (o->type == TERN_CTRL_FENCED) {
+		tern__debug("a fence's answer to peer %p on rail %u: %s",
+			    (void *)o->peer, o->via, why);
+		put_peer(o->peer);
+		return;
+	}
 	if (pow2(++ctx->ctrl->dropped)) {
 		if (o->type == TERN_CTRL_IMM_ABORT)
 			tern__warn("telling a peer that imm %" PRIu32

@@ -20,11 +20,12 @@
  * - after its cooldown the rail is tried again by a write of 0 bytes of
  *   tern's own (a probe), sent where the next write or read to that peer
  *   goes, with delivery complete: its success brings the rail back, its
- *   failure sends it back down for twice the wait (at most
- *   TERN__COOLDOWN_GROWTH times the first). The caller's operations never
- *   try a down rail, so none waits on one. A rail that fails again soon
- *   after coming back keeps its longer wait, so a flapping link is tried
- *   no faster than its cooldown;
+ *   failure leaves it down for another wait, so a rail back is in use
+ *   within one wait of its link. The caller's operations never try a
+ *   down rail, so none waits on one. A rail that fails again soon after
+ *   coming back waits twice as long as before (at most
+ *   TERN__COOLDOWN_GROWTH times the first), so a flapping link is tried
+ *   no faster than its cooldown, and ever slower while it flaps;
  * - a peer whose every rail is down is gone (tern__peer_gone()): its
  *   operations fail -TERN_EPEERGONE, as when its process dies.
  *
@@ -41,8 +42,8 @@
 #include "engine.h"
 #include "stripe.h"
 
-/* A rail that failed again while probed waits at most this many times
- * its first cooldown. */
+/* A rail that flaps (fails again soon after it came back) waits at most
+ * this many times its first cooldown. */
 #define TERN__COOLDOWN_GROWTH 64
 /* A rail up this many cooldowns is healthy again: its next failure
  * waits the first cooldown, not a grown one. */
@@ -133,15 +134,12 @@ void tern__path_try(struct tern_peer *peer, const struct tern_mr_desc *rd,
 }
 
 /* The probe of @peer's rail @r failed (@why): the rail stays down, and
- * waits twice as long before the next. */
+ * waits its cooldown again before the next. */
 static void probe_failed(struct tern_peer *peer, unsigned int r,
 			 const char *why)
 {
 	struct tern__path *p = &peer->paths[r];
-	uint32_t grown = p->cooldown_ms * 2;
 
-	p->cooldown_ms = TERN_MIN(grown, peer->ctx->cooldown_ms *
-						 TERN__COOLDOWN_GROWTH);
 	p->probing = 0;
 	p->retry_ns = tern__now_ns() + (uint64_t)p->cooldown_ms * 1000000;
 	tern__debug("rail %u to peer %p: still down (%s); next try in %u ms", r,

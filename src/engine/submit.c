@@ -520,6 +520,13 @@ static int pieces_common(struct tern_peer *peer, struct tern_mr *mr,
 		if (ret != 1)
 			return ret;
 	}
+	/* A rail down to it, due for a try: a probe beside, where the first
+	 * piece goes (failover.c). */
+	if (tern_unlikely(peer->down != 0)) {
+		struct tern_piece pc = tern__piece(tern__rp(req), 0);
+
+		tern__path_try(peer, &in->regions[pc.region], pc.roff);
+	}
 	return submit(peer->ctx, req);
 }
 

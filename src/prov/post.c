@@ -89,6 +89,11 @@ __attribute__((cold)) ssize_t tern__prov_rma_no_inject(
 	return fi_writemsg(r->ep, msg, flags);
 }
 
+void tern__prov_rail_deliver(struct tern__prov_rail *r)
+{
+	r->tx_flags = FI_DELIVERY_COMPLETE;
+}
+
 ssize_t tern__prov_tsend(struct tern__prov_rail *r, void *buf, size_t len,
 			 void *desc, uint64_t addr, uint64_t data,
 			 void *context, uint64_t flags)
@@ -113,6 +118,7 @@ ssize_t tern__prov_tsend(struct tern__prov_rail *r, void *buf, size_t len,
 		.data = data,
 	};
 
+	flags |= r->tx_flags;
 	if (!r->tagged)
 		return fi_sendmsg(r->ep, &umsg, flags);
 	return fi_tsendmsg(r->ep, &msg, flags);

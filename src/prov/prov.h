@@ -66,6 +66,9 @@ struct tern__prov_rail {
 	 * tern__prov_rail_open(). */
 	int source;
 	int source_rma;
+	/* Added to every write and send posted (FI_DELIVERY_COMPLETE where
+	 * tern__prov_rail_deliver() asked it). */
+	uint64_t tx_flags;
 };
 
 /* The provider objects of a ctx: rail 0's offering and the fabrics. */
@@ -160,6 +163,10 @@ int tern__prov_quirk_sync_rma(const struct fi_info *fi);
 /* Must a rail on @fi post small plain writes whole, never injected, so
  * that a failure reaches the initiator (quirks.c)? */
 int tern__prov_quirk_inject_plain_off(const struct fi_info *fi);
+/* Complete @r's writes and sends only once delivered to the peer, not
+ * when the provider has taken them (tcp: into the socket's send queue,
+ * which a fence purges, tcpfence.c). */
+void tern__prov_rail_deliver(struct tern__prov_rail *r);
 /* The fence of a silent rail over tcp (tcpfence.c): disconnect this
  * process's TCP connections between the rail address @mine and the peer's
  * rail address @theirs (the far end's listener; with @any_port, also

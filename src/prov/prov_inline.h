@@ -231,7 +231,7 @@ static inline __attribute__((always_inline)) ssize_t tern__prov_rma(
 		return fi_readmsg(r->ep, &msg, flags);
 	if (flags & TERN__PF_INJECT)
 		return tern__prov_rma_small(r, &msg, flags);
-	return fi_writemsg(r->ep, &msg, flags);
+	return fi_writemsg(r->ep, &msg, flags | r->tx_flags);
 }
 #endif /* TERN_PROV_FAKE */
 

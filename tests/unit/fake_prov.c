@@ -555,6 +555,11 @@ void tern__prov_av_remove(struct tern__prov_rail *r, uint64_t fiaddr)
 	(void)fiaddr;
 }
 
+void tern__prov_rail_deliver(struct tern__prov_rail *r)
+{
+	r->tx_flags = 1; /* noted; the fake completes as told */
+}
+
 int tern__prov_fence(const void *mine, size_t mlen, const void *theirs,
 		     size_t tlen, int any_port)
 {

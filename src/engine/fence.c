@@ -237,10 +237,12 @@ void tern__stall_arm(struct tern_ctx *ctx)
 void tern__stall_init(struct tern_ctx *ctx)
 {
 	ctx->fence_ok = fence_possible(ctx);
-	/* A fence purges what the rail's sockets hold, the bytes of writes
-	 * and sends tcp completed when it took them as well: those complete
-	 * once delivered instead, so that a purged one goes again. */
-	for (unsigned int i = 0; ctx->fence_ok && i < ctx->nrails; i++)
+	/* The fence of a silent rail purges what its sockets hold, the bytes
+	 * of writes and sends tcp completed when it took them as well: those
+	 * complete once delivered instead, so that a purged one goes again.
+	 * (A connection that failed lost its queue already, fenced or not.) */
+	for (unsigned int i = 0;
+	     ctx->fence_ok && ctx->stall_ms != 0 && i < ctx->nrails; i++)
 		tern__prov_rail_deliver(&ctx->rails[i].prov);
 	if (!ctx->failover)
 		return;

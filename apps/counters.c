@@ -237,20 +237,18 @@ void ctr_set_cleanup(struct ctr_set *set)
 
 /* ---- reading -------------------------------------------------------- */
 
-/* One counter file's value. @return 0, or a negative errno (-EINVAL: not
- * a number). */
-static int read_value(const char *path, uint64_t *v_p)
+/* A small file's text into @buf (@len > 1), NUL-terminated. @return 0, or
+ * a negative errno. */
+static int read_text(const char *path, char *buf, size_t len)
 {
-	char buf[64], *end;
 	size_t n = 0;
-	unsigned long long v;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
 	/* A sysfs file comes in one read; anything else until its end. */
-	while (n < sizeof(buf) - 1) {
-		ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+	while (n < len - 1) {
+		ssize_t r = read(fd, buf + n, len - 1 - n);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -266,6 +264,19 @@ static int read_value(const char *path, uint64_t *v_p)
 	}
 	close(fd);
 	buf[n] = '\0';
+	return 0;
+}
+
+/* One counter file's value. @return 0, or a negative errno (-EINVAL: not
+ * a number). */
+static int read_value(const char *path, uint64_t *v_p)
+{
+	char buf[64], *end;
+	unsigned long long v;
+	int ret = read_text(path, buf, sizeof(buf));
+
+	if (ret != 0)
+		return ret;
 	errno = 0;
 	v = strtoull(buf, &end, 10);
 	if (end == buf || buf[strspn(buf, " \t")] == '-' || errno != 0)
@@ -277,19 +288,83 @@ static int read_value(const char *path, uint64_t *v_p)
 	return 0;
 }
 
+/* A port's state or phys_state file, "N: NAME" ("4: ACTIVE"), into
+ * @num_p and @name (CTR_NAME_MAX). A file that says something else gives
+ * -1 and its first line. @return 1, or 0 when it cannot be read. */
+static int read_state(const char *path, int *num_p, char *name)
+{
+	char buf[CTR_NAME_MAX + 16], *p = buf, *end;
+	long v;
+	size_t n;
+
+	if (read_text(path, buf, sizeof(buf)) != 0)
+		return 0;
+	errno = 0;
+	v = strtol(buf, &end, 10);
+	if (end != buf && *end == ':' && errno == 0 && v >= 0 && v <= INT_MAX) {
+		*num_p = (int)v;
+		p = end + 1;
+	} else {
+		*num_p = -1;
+	}
+	p += strspn(p, " \t");
+	n = strcspn(p, "\r\n");
+	while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--;
+	if (n >= CTR_NAME_MAX)
+		n = CTR_NAME_MAX - 1;
+	memcpy(name, p, n);
+	name[n] = '\0';
+	return 1;
+}
+
+/* @arr, of capacity *@cap_p items of @size, with room for item @n: itself,
+ * or grown (*@cap_p updated); NULL when out of memory (@arr is kept). */
+static void *grow(void *arr, size_t *cap_p, size_t n, size_t size)
+{
+	size_t cap = *cap_p ? 2 * *cap_p : 16;
+	void *grown;
+
+	if (n < *cap_p)
+		return arr;
+	grown = realloc(arr, cap * size);
+	if (grown != NULL)
+		*cap_p = cap;
+	return grown;
+}
+
 static int add_entry(struct ctr_snap *snap, struct ctr_entry *e)
 {
-	if (snap->n == snap->cap) {
-		size_t cap = snap->cap ? 2 * snap->cap : 64;
-		struct ctr_entry *grown = realloc(snap->ent,
-						  cap * sizeof(*grown));
+	struct ctr_entry *ent = grow(snap->ent, &snap->cap, snap->n,
+				     sizeof(*ent));
 
-		if (grown == NULL)
-			return -ENOMEM;
-		snap->ent = grown;
-		snap->cap = cap;
-	}
+	if (ent == NULL)
+		return -ENOMEM;
+	snap->ent = ent;
 	snap->ent[snap->n++] = *e;
+	return 0;
+}
+
+/* The link of @dev's @port (dir: its ports/N), when it has a state or
+ * phys_state file. */
+static int read_link(struct ctr_snap *snap, size_t dev, unsigned port,
+		     const char *dir)
+{
+	struct ctr_link l = { .dev = dev, .port = port, .down_t = -1.0 };
+	struct ctr_link *link;
+	char path[PATH_MAX];
+
+	if (path_fmt(path, "%s/state", dir) == 0)
+		l.have_state = read_state(path, &l.state, l.state_name);
+	if (path_fmt(path, "%s/phys_state", dir) == 0)
+		l.have_phys = read_state(path, &l.phys, l.phys_name);
+	if (!l.have_state && !l.have_phys)
+		return 0;
+	link = grow(snap->link, &snap->link_cap, snap->nlinks, sizeof(*link));
+	if (link == NULL)
+		return -ENOMEM;
+	snap->link = link;
+	snap->link[snap->nlinks++] = l;
 	return 0;
 }
 
@@ -399,7 +474,9 @@ int ctr_snap_read(const struct ctr_set *set, struct ctr_snap *snap)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	snap->t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	snap->wall = time(NULL);
 	snap->n = 0;
+	snap->nlinks = 0;
 	for (size_t i = 0; i < set->ndevs && ret == 0; i++) {
 		char devdir[PATH_MAX], dir[PATH_MAX];
 		unsigned ports[256];
@@ -419,6 +496,9 @@ int ctr_snap_read(const struct ctr_set *set, struct ctr_snap *snap)
 						 devdir, ports[p]) == 0)
 				ret = read_group(snap, set, i, ports[p],
 						 CTR_PORT_HW, dir);
+			if (ret == 0 &&
+			    path_fmt(dir, "%s/ports/%u", devdir, ports[p]) == 0)
+				ret = read_link(snap, i, ports[p], dir);
 		}
 	}
 	if (snap->n > 1)
@@ -429,9 +509,8 @@ int ctr_snap_read(const struct ctr_set *set, struct ctr_snap *snap)
 void ctr_snap_cleanup(struct ctr_snap *snap)
 {
 	free(snap->ent);
-	snap->ent = NULL;
-	snap->n = 0;
-	snap->cap = 0;
+	free(snap->link);
+	memset(snap, 0, sizeof(*snap));
 }
 
 const struct ctr_entry *ctr_snap_find(const struct ctr_snap *prev,
@@ -440,4 +519,79 @@ const struct ctr_entry *ctr_snap_find(const struct ctr_snap *prev,
 	if (prev == NULL || prev->n == 0)
 		return NULL;
 	return bsearch(cur, prev->ent, prev->n, sizeof(*prev->ent), cmp_entry);
+}
+
+/* ---- links ------------------------------------------------------------ */
+
+static int cmp_link(const void *a, const void *b)
+{
+	const struct ctr_link *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return (x->port > y->port) - (x->port < y->port);
+}
+
+/* Did the link change? phys_state only where both readings have it. */
+static int link_changed(const struct ctr_link *a, const struct ctr_link *b)
+{
+	if (a->state != b->state || strcmp(a->state_name, b->state_name) != 0)
+		return 1;
+	return a->have_phys && b->have_phys &&
+	       (a->phys != b->phys || strcmp(a->phys_name, b->phys_name) != 0);
+}
+
+static int add_event(struct ctr_events *ev, const struct ctr_link *from,
+		     const struct ctr_link *to, const struct ctr_snap *cur,
+		     double t0)
+{
+	struct ctr_event *grown = grow(ev->ev, &ev->cap, ev->n, sizeof(*grown));
+
+	if (grown == NULL)
+		return -ENOMEM;
+	ev->ev = grown;
+	ev->ev[ev->n++] = (struct ctr_event){
+		.from = *from, .to = *to, .t = cur->t - t0, .wall = cur->wall
+	};
+	return 0;
+}
+
+int ctr_links_follow(const struct ctr_snap *prev, struct ctr_snap *cur,
+		     double t0, struct ctr_events *ev)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < cur->nlinks; i++) {
+		struct ctr_link *l = &cur->link[i];
+		const struct ctr_link *p = NULL;
+
+		if (prev->nlinks > 0)
+			p = bsearch(l, prev->link, prev->nlinks,
+				    sizeof(*prev->link), cmp_link);
+		/* Nothing to follow (read for the first time, or no state
+		 * file): what is known of it starts here. */
+		if (p == NULL || !p->have_state || !l->have_state) {
+			l->first_t = cur->t - t0;
+			continue;
+		}
+		l->first_t = p->first_t;
+		if (l->state == CTR_PORT_ACTIVE) {
+			l->down_t = -1.0;
+		} else if (p->state == CTR_PORT_ACTIVE) {
+			l->down_t = cur->t - t0;
+			l->down_wall = cur->wall;
+		} else {
+			l->down_t = p->down_t;
+			l->down_wall = p->down_wall;
+		}
+		if (link_changed(p, l) && ret == 0)
+			ret = add_event(ev, p, l, cur, t0);
+	}
+	return ret;
+}
+
+void ctr_events_cleanup(struct ctr_events *ev)
+{
+	free(ev->ev);
+	memset(ev, 0, sizeof(*ev));
 }

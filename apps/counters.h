@@ -11,7 +11,8 @@
  *   DEV/ports/N/hw_counters/NAME  the driver's per-port counters
  *   DEV/ports/N/counters/NAME     the InfiniBand standard port counters
  * "lifespan" in a hw_counters directory is how long the kernel caches the
- * values (ms), not a counter: it is skipped.
+ * values (ms), not a counter: it is skipped. With the counters, each port's
+ * link: DEV/ports/N/state ("4: ACTIVE") and phys_state ("5: LinkUp").
  */
 #ifndef APP_COUNTERS_H
 #define APP_COUNTERS_H
@@ -19,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #define CTR_NAME_MAX 64
 
@@ -64,11 +66,50 @@ struct ctr_entry {
 	size_t rank; /* its place in the description table (order) */
 };
 
+/* IB_PORT_ACTIVE, the kernel's number for a port that carries traffic. */
+#define CTR_PORT_ACTIVE 4
+
+/*
+ * A port's link: the kernel's number and name from DEV/ports/N/state
+ * ("4: ACTIVE"; also 1: DOWN, 2: INIT, 3: ARMED, 5: ACTIVE_DEFER) and
+ * phys_state ("5: LinkUp"; 3: Disabled, 2: Polling, ...). A missing or
+ * unreadable file is not there (have_* 0); a file that is not "N: NAME"
+ * has number -1 and its text as the name.
+ */
+struct ctr_link {
+	size_t dev;
+	unsigned port;
+	int have_state, have_phys;
+	int state, phys;
+	char state_name[CTR_NAME_MAX], phys_name[CTR_NAME_MAX];
+	/* When not ACTIVE, since when, as seconds after the run's first
+	 * reading and wall-clock time; down_t < 0: unknown, as it was not
+	 * ACTIVE when first read, at first_t (0: the run's first reading). */
+	double down_t;
+	time_t down_wall;
+	double first_t;
+};
+
 /* Every counter of a set at one moment. */
 struct ctr_snap {
 	struct ctr_entry *ent;
 	size_t n, cap;
-	double t; /* CLOCK_MONOTONIC seconds when the reading began */
+	struct ctr_link *link; /* ports with a state or phys_state file */
+	size_t nlinks, link_cap;
+	double t;    /* CLOCK_MONOTONIC seconds when the reading began */
+	time_t wall; /* the same moment, wall clock (CLOCK_REALTIME) */
+};
+
+/* A change of a port's link between two readings, seen at the second. */
+struct ctr_event {
+	struct ctr_link from, to;
+	double t;    /* seconds after the run's first reading */
+	time_t wall; /* the same, wall clock */
+};
+
+struct ctr_events {
+	struct ctr_event *ev;
+	size_t n, cap;
 };
 
 /*
@@ -85,10 +126,23 @@ int ctr_set_init(struct ctr_set *set, const char *root, const char *only,
 void ctr_set_cleanup(struct ctr_set *set);
 
 /* Read every counter of @set into @snap (its old contents replaced),
- * sorted by device, port, group and the description table's order.
- * A file that cannot be read is kept with its err. @return 0 or -ENOMEM. */
+ * sorted by device, port, group and the description table's order, and
+ * every port's link, sorted by device and port, as if first read now.
+ * A counter file that cannot be read is kept with its err. @return 0 or
+ * -ENOMEM. */
 int ctr_snap_read(const struct ctr_set *set, struct ctr_snap *snap);
 void ctr_snap_cleanup(struct ctr_snap *snap);
+
+/*
+ * Carry what @prev knew of each link into @cur, the next reading of a run
+ * whose first reading was at @t0: since when a port is not ACTIVE. Each
+ * link whose state or phys_state differs from @prev's is added to @ev
+ * once, seen at @cur's time. @return 0 or -ENOMEM (@ev then lacks the
+ * changes it had no room for).
+ */
+int ctr_links_follow(const struct ctr_snap *prev, struct ctr_snap *cur,
+		     double t0, struct ctr_events *ev);
+void ctr_events_cleanup(struct ctr_events *ev);
 
 /* The description of counter @name in @group for a device of kernel driver
  * @driver ("efa", "mlx5_core", ...), or NULL. */
@@ -107,14 +161,20 @@ const struct ctr_entry *ctr_snap_find(const struct ctr_snap *prev,
  * One reading as text on @f: with @prev, the change since it over
  * cur->t - prev->t seconds (and the rate); without, the absolute values.
  * @label heads it ("interval 1 of 3"). Each counter gets one line with
- * its meaning; a NIC whose traffic moved only as sends gets a note.
+ * its meaning; a NIC whose traffic moved only as sends gets a note. Then
+ * each port's link, one line each (a port not ACTIVE marked "!"), the
+ * @nev changes @ev seen at this reading, and which links are down.
  */
 void ctr_print_text(FILE *f, const struct ctr_set *set,
 		    const struct ctr_snap *prev, const struct ctr_snap *cur,
-		    const char *label);
-/* The same as one JSON object (an element of "intervals"). */
+		    const char *label, const struct ctr_event *ev, size_t nev);
+/* The same as one JSON object (an element of "intervals"), without the
+ * changes (ctr_print_json_events has them all). */
 void ctr_print_json(FILE *f, const struct ctr_set *set,
 		    const struct ctr_snap *prev, const struct ctr_snap *cur,
 		    unsigned index);
+/* The changes of @ev as a JSON array (the run's "events"). */
+void ctr_print_json_events(FILE *f, const struct ctr_set *set,
+			   const struct ctr_events *ev);
 
 #endif /* APP_COUNTERS_H */

@@ -2,7 +2,8 @@
 /*
  * RDMA NIC counters printed (apps/counters.h): one reading, or the change
  * between two with its rate, as text or JSON, each counter with its
- * meaning and a note where a NIC's traffic moved only as sends.
+ * meaning and a note where a NIC's traffic moved only as sends; each
+ * port's link, which are down and since when, and how they changed.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "apps/counters.h"
 #include "apps/json.h"
@@ -180,9 +182,115 @@ static void text_line(FILE *f, const struct ctr_snap *prev,
 		rate_text(e, &c, rate, sizeof(rate)), meaning);
 }
 
+/* ---- links ------------------------------------------------------------ */
+
+static int link_down(const struct ctr_link *l)
+{
+	return l->have_state && l->state != CTR_PORT_ACTIVE;
+}
+
+static const char *word(const char *name)
+{
+	return name[0] != '\0' ? name : "?";
+}
+
+static const char *utc_text(time_t t, char *buf, size_t len)
+{
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm) == NULL ||
+	    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+/* Since when @l is down: "down since +12.5 s (2026-11-29T02:31:07Z)",
+ * "down at start" (so at the run's first reading: since when is not
+ * known), or "down when first read at +3.0 s". */
+static const char *since_text(const struct ctr_link *l, char *buf, size_t len)
+{
+	char utc[32];
+
+	if (l->down_t >= 0.0)
+		snprintf(buf, len, "down since +%.1f s (%s)", l->down_t,
+			 utc_text(l->down_wall, utc, sizeof(utc)));
+	else if (l->first_t <= 0.0)
+		snprintf(buf, len, "down at start");
+	else
+		snprintf(buf, len, "down when first read at +%.1f s",
+			 l->first_t);
+	return buf;
+}
+
+/* One line per port: "  mlx5_0 port 1: ACTIVE (LinkUp)", marked "!" when
+ * it is not ACTIVE. */
+static void text_links(FILE *f, const struct ctr_set *set,
+		       const struct ctr_snap *cur)
+{
+	fprintf(f, "\nlinks (ports/N/state, phys_state):\n");
+	for (size_t i = 0; i < cur->nlinks; i++) {
+		const struct ctr_link *l = &cur->link[i];
+		char since[96];
+
+		fprintf(f, "%c %s port %u: ", link_down(l) ? '!' : ' ',
+			set->devs[l->dev].name, l->port);
+		if (l->have_state)
+			fprintf(f, "%s", word(l->state_name));
+		if (l->have_phys)
+			fprintf(f, l->have_state ? " (%s)" : "phys_state %s",
+				word(l->phys_name));
+		if (link_down(l))
+			fprintf(f, ", %s", since_text(l, since, sizeof(since)));
+		fprintf(f, "\n");
+	}
+}
+
+/* "link change: mlx5_0 port 1: ACTIVE -> DOWN (LinkUp -> Disabled) at
+ * +12.5 s (2026-11-29T02:31:07Z)". */
+static void text_event(FILE *f, const struct ctr_set *set,
+		       const struct ctr_event *e)
+{
+	const struct ctr_link *a = &e->from, *b = &e->to;
+	char utc[32];
+
+	fprintf(f, "link change: %s port %u: %s", set->devs[b->dev].name,
+		b->port, word(a->state_name));
+	if (a->state != b->state || strcmp(a->state_name, b->state_name) != 0)
+		fprintf(f, " -> %s", word(b->state_name));
+	if (a->have_phys && b->have_phys &&
+	    (a->phys != b->phys || strcmp(a->phys_name, b->phys_name) != 0))
+		fprintf(f, " (%s -> %s)", word(a->phys_name),
+			word(b->phys_name));
+	fprintf(f, " at +%.1f s (%s)\n", e->t,
+		utc_text(e->wall, utc, sizeof(utc)));
+}
+
+/* "links down: mlx5_0 port 1 (DOWN, Disabled) down at start; ...". */
+static void text_down(FILE *f, const struct ctr_set *set,
+		      const struct ctr_snap *cur)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < cur->nlinks; i++) {
+		const struct ctr_link *l = &cur->link[i];
+		char since[96];
+
+		if (!link_down(l))
+			continue;
+		fprintf(f, "%s%s port %u (%s",
+			n++ ? "; " : "links down: ", set->devs[l->dev].name,
+			l->port, word(l->state_name));
+		if (l->have_phys)
+			fprintf(f, ", %s", word(l->phys_name));
+		fprintf(f, ") %s", since_text(l, since, sizeof(since)));
+	}
+	if (n > 0)
+		fprintf(f, "\n");
+}
+
 void ctr_print_text(FILE *f, const struct ctr_set *set,
 		    const struct ctr_snap *prev, const struct ctr_snap *cur,
-		    const char *label)
+		    const char *label, const struct ctr_event *ev, size_t nev)
 {
 	const struct ctr_entry *last = NULL;
 	const char *note;
@@ -237,6 +345,11 @@ void ctr_print_text(FILE *f, const struct ctr_set *set,
 				set->devs[i].driver[0] ? set->devs[i].driver
 						       : "driver ?");
 	}
+	if (cur->nlinks > 0)
+		text_links(f, set, cur);
+	for (size_t i = 0; i < nev; i++)
+		text_event(f, set, &ev[i]);
+	text_down(f, set, cur);
 	fflush(f);
 }
 
@@ -297,6 +410,79 @@ static void json_entry(FILE *f, const struct ctr_set *set,
 	fprintf(f, "}");
 }
 
+/* "state": 4, "state_name": "ACTIVE", "phys_state": 5,
+ * "phys_state_name": "LinkUp" (null: no such file; a number null with a
+ * name: the file is not "N: NAME"). */
+static void json_state(FILE *f, const char *key, int have, int num,
+		       const char *name)
+{
+	fprintf(f, "\"%s\": ", key);
+	if (have && num >= 0)
+		fprintf(f, "%d", num);
+	else
+		fprintf(f, "null");
+	fprintf(f, ", \"%s_name\": ", key);
+	if (have)
+		json_str(f, name);
+	else
+		fprintf(f, "null");
+}
+
+static void json_link_state(FILE *f, const struct ctr_link *l)
+{
+	json_state(f, "state", l->have_state, l->state, l->state_name);
+	fprintf(f, ", ");
+	json_state(f, "phys_state", l->have_phys, l->phys, l->phys_name);
+}
+
+static void json_link(FILE *f, const struct ctr_set *set,
+		      const struct ctr_link *l)
+{
+	char utc[32];
+
+	fprintf(f, "{\"device\": ");
+	json_str(f, set->devs[l->dev].name);
+	fprintf(f, ", \"port\": %u, ", l->port);
+	json_link_state(f, l);
+	fprintf(f, ", \"active\": %s",
+		!l->have_state ? "null"
+		: link_down(l) ? "false"
+			       : "true");
+	if (link_down(l) && l->down_t >= 0.0)
+		fprintf(f,
+			", \"down_since_s\": %.3f, \"down_since_utc\": \"%s\"",
+			l->down_t, utc_text(l->down_wall, utc, sizeof(utc)));
+	else
+		fprintf(f,
+			", \"down_since_s\": null, \"down_since_utc\": null");
+	fprintf(f, ", \"down_at_start\": %s}",
+		link_down(l) && l->down_t < 0.0 && l->first_t <= 0.0 ? "true"
+								     : "false");
+}
+
+void ctr_print_json_events(FILE *f, const struct ctr_set *set,
+			   const struct ctr_events *ev)
+{
+	char utc[32];
+
+	fprintf(f, "[");
+	for (size_t i = 0; ev != NULL && i < ev->n; i++) {
+		const struct ctr_event *e = &ev->ev[i];
+
+		fprintf(f, "%s\n  {\"device\": ", i ? "," : "");
+		json_str(f, set->devs[e->to.dev].name);
+		fprintf(f,
+			", \"port\": %u, \"at_s\": %.3f, \"at_utc\": \"%s\""
+			", \"from\": {",
+			e->to.port, e->t, utc_text(e->wall, utc, sizeof(utc)));
+		json_link_state(f, &e->from);
+		fprintf(f, "}, \"to\": {");
+		json_link_state(f, &e->to);
+		fprintf(f, "}}");
+	}
+	fprintf(f, "]");
+}
+
 void ctr_print_json(FILE *f, const struct ctr_set *set,
 		    const struct ctr_snap *prev, const struct ctr_snap *cur,
 		    unsigned index)
@@ -331,6 +517,11 @@ void ctr_print_json(FILE *f, const struct ctr_set *set,
 		fprintf(f, ", \"port\": %u, \"text\": ", e->port);
 		json_str(f, note);
 		fprintf(f, "}");
+	}
+	fprintf(f, "],\n   \"links\": [");
+	for (size_t i = 0; i < cur->nlinks; i++) {
+		fprintf(f, "%s\n    ", i ? "," : "");
+		json_link(f, set, &cur->link[i]);
 	}
 	fprintf(f, "]}");
 	fflush(f);

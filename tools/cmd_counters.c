@@ -49,7 +49,12 @@ static void usage(const struct cli_parser *p, FILE *f)
 		   "data went as sends, not that nothing\nmoved. --interval 0 "
 		   "prints the absolute values once. port_xmit_data and\n"
 		   "port_rcv_data count 4-byte words: they are shown in bytes. "
-		   "With no RDMA\ndevice it says so and exits 0; a --device "
+		   "Each port's link\n(ports/N/state, phys_state) follows; one "
+		   "not ACTIVE is marked '!' and listed\nunder \"links down\" "
+		   "with since when (\"down at start\": down at the first\n"
+		   "reading), and a change between two readings is printed "
+		   "once, with its time.\nWith no RDMA "
+		   "device it says so and exits 0; a --device "
 		   "that is not there exits 2.\nCtrl-C prints the interval so "
 		   "far and exits 1. Meanings and sources:\ndocs/cli.md.\n\n");
 	cli_opts_help(p, f);
@@ -153,11 +158,14 @@ static void json_head(const struct counters_cli *s, const struct ctr_set *set)
 	fflush(f);
 }
 
-static void json_tail(const struct counters_cli *s, int stopped,
+static void json_tail(const struct counters_cli *s, const struct ctr_set *set,
+		      const struct ctr_events *ev, int stopped,
 		      const char *note)
 {
+	fprintf(s->jf, "],\n \"events\": ");
+	ctr_print_json_events(s->jf, set, ev);
 	fprintf(s->jf,
-		"],\n \"stopped\": %s, \"note\": ", stopped ? "true" : "false");
+		",\n \"stopped\": %s, \"note\": ", stopped ? "true" : "false");
 	if (note != NULL)
 		app_json_string(s->jf, note, SIZE_MAX);
 	else
@@ -182,7 +190,7 @@ static void no_devices(const struct counters_cli *s, const struct ctr_set *set,
 		fprintf(s->text, "counters: %s\n", note);
 	if (s->jf != NULL) {
 		json_head(s, set);
-		json_tail(s, 0, note);
+		json_tail(s, set, NULL, 0, note);
 	}
 }
 
@@ -190,6 +198,7 @@ static void no_devices(const struct counters_cli *s, const struct ctr_set *set,
 static int watch(struct counters_cli *s, const struct ctr_set *set)
 {
 	struct ctr_snap a = { 0 }, b = { 0 }, *prev = &a, *cur = &b, *t;
+	struct ctr_events ev = { 0 };
 	int stopped = 0, ret;
 	double t0;
 
@@ -200,17 +209,20 @@ static int watch(struct counters_cli *s, const struct ctr_set *set)
 		goto out;
 	if (s->interval == 0.0) {
 		if (s->text != NULL)
-			ctr_print_text(s->text, set, NULL, prev, "");
+			ctr_print_text(s->text, set, NULL, prev, "", NULL, 0);
 		if (s->jf != NULL)
 			ctr_print_json(s->jf, set, NULL, prev, 1);
 		goto out;
 	}
 	t0 = prev->t;
 	for (uint64_t i = 1; i <= s->count; i++) {
+		size_t seen = ev.n;
 		char label[96];
 
 		stopped = wait_until(t0 + (double)i * s->interval, s->stop);
 		ret = ctr_snap_read(set, cur);
+		if (ret == 0)
+			ret = ctr_links_follow(prev, cur, t0, &ev);
 		if (ret != 0)
 			break;
 		snprintf(label, sizeof(label),
@@ -219,7 +231,9 @@ static int watch(struct counters_cli *s, const struct ctr_set *set)
 		if (s->text != NULL) {
 			if (i > 1)
 				fprintf(s->text, "\n");
-			ctr_print_text(s->text, set, prev, cur, label);
+			ctr_print_text(s->text, set, prev, cur, label,
+				       ev.n > seen ? ev.ev + seen : NULL,
+				       ev.n - seen);
 		}
 		if (s->jf != NULL) {
 			fprintf(s->jf, "%s\n  ", i > 1 ? "," : "");
@@ -233,9 +247,10 @@ static int watch(struct counters_cli *s, const struct ctr_set *set)
 	}
 out:
 	if (s->jf != NULL)
-		json_tail(s, stopped, NULL);
+		json_tail(s, set, &ev, stopped, NULL);
 	ctr_snap_cleanup(&a);
 	ctr_snap_cleanup(&b);
+	ctr_events_cleanup(&ev);
 	if (ret != 0) {
 		cli_err("counters", "reading the counters: %s", strerror(-ret));
 		return 1;

@@ -18,7 +18,14 @@ Each fixture is a root DIR that `tern counters --root DIR` reads as /sys:
   driver mlx5_core, each with the IB standard port counters
   (ports/1/counters, drivers/infiniband/core/sysfs.c) and mlx5's
   hw_counters (drivers/infiniband/hw/mlx5/counters.c: the queue, retransmit,
-  extended error, RoCE and congestion counters).
+  extended error, RoCE and congestion counters). mlx5_1's port is down
+  ("1: DOWN", phys_state "3: Disabled": its Ethernet link is down), so
+  that the link report has a port to mark.
+
+Each port has its link as the kernel writes it
+(drivers/infiniband/core/sysfs.c, state_show and phys_state_show):
+ports/N/state "4: ACTIVE" and ports/N/phys_state "5: LinkUp". The efa
+driver reports every port so (efa_query_port).
 
 Values are made up but plausible, different per device, so that a test can
 tell devices apart; on mlx5 port_xmit_data and port_rcv_data are in 4-byte
@@ -99,6 +106,7 @@ def efa_files():
             files[d + "/hw_counters/" + name] = "%d\n" % (v * (k + 1))
         p = d + "/ports/1"
         files[p + "/state"] = "4: ACTIVE\n"
+        files[p + "/phys_state"] = "5: LinkUp\n"
         files[p + "/rate"] = "100 Gb/sec (4X EDR)\n"
         files[p + "/hw_counters/lifespan"] = "10\n"
         for name, v in EFA_PORT:
@@ -114,7 +122,9 @@ def mlx5_files():
         links[d + "/device/driver"] = "../../../../bus/pci/drivers/mlx5_core"
         files[d + "/node_type"] = "1: CA\n"
         p = d + "/ports/1"
-        files[p + "/state"] = "4: ACTIVE\n"
+        down = dev == "mlx5_1"
+        files[p + "/state"] = "1: DOWN\n" if down else "4: ACTIVE\n"
+        files[p + "/phys_state"] = "3: Disabled\n" if down else "5: LinkUp\n"
         files[p + "/rate"] = "200 Gb/sec (2X NDR)\n"
         files[p + "/link_layer"] = "Ethernet\n"
         files[p + "/hw_counters/lifespan"] = "10\n"

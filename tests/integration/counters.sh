@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # tern counters against the sysfs fixtures (tests/data/counters/, written
 # by tests/data/gen_counters.py): EFA and mlx5, absolute values, deltas,
-# mlx5's 4-byte words, JSON, and bad input.
+# mlx5's 4-byte words, JSON, the ports' links (which are down, since when,
+# and their changes between readings), and bad input.
 #
 # Deltas without timing: a counter file replaced by a FIFO hands tern one
 # value per opening. tern reads each directory's files one after the
@@ -64,6 +65,23 @@ feed() {
 		printf '%s\n' "$6" >"$1/$5"
 		printf '%s\n' "$4" >"$1/$2"
 		printf '%s\n' "$7" >"$1/$5"
+	} &
+	writers="$writers $!"
+}
+# flip DIR S1 P1 S2 P2 ...: the port directory DIR's state and phys_state
+# become FIFOs that give S1, P1 at tern's first reading, S2, P2 at its
+# second, and so on (tern reads state, then phys_state).
+flip() {
+	d=$1
+	shift
+	rm -f "$d/state" "$d/phys_state"
+	mkfifo "$d/state" "$d/phys_state"
+	{
+		while [ $# -ge 2 ]; do
+			printf '%s\n' "$1" >"$d/state"
+			printf '%s\n' "$2" >"$d/phys_state"
+			shift 2
+		done
 	} &
 	writers="$writers $!"
 }
@@ -155,6 +173,69 @@ feed "$tmp/m2/sys/class/infiniband/mlx5_1/ports/1/counters" \
 	port_xmit_data 100 350 port_xmit_packets 10 20
 t 0 "port_xmit_data  *1000 .*bit/s  bytes sent on the link" \
 	"$TERN" counters --root "$tmp/m2" --interval 0.2 --device mlx5_1
+
+# Links: each port's state and phys_state; a port not ACTIVE is marked and
+# listed as down. mlx5_1's port is down in the fixture, from the start.
+t 0 "^  mlx5_0 port 1: ACTIVE (LinkUp)$" \
+	"$TERN" counters --root "$mlx" --interval 0
+t 0 "^! mlx5_1 port 1: DOWN (Disabled), down at start$" \
+	"$TERN" counters --root "$mlx" --interval 0
+t 0 "^links down: mlx5_1 port 1 (DOWN, Disabled) down at start$" \
+	"$TERN" counters --root "$mlx" --interval 0.05
+json '[(l["device"], l["port"], l["state"], l["state_name"], l["phys_state"], l["phys_state_name"], l["active"], l["down_since_s"], l["down_at_start"]) for l in j["intervals"][0]["links"]] == [("mlx5_0", 1, 4, "ACTIVE", 5, "LinkUp", True, None, False), ("mlx5_1", 1, 1, "DOWN", 3, "Disabled", False, None, True)] and j["events"] == []' \
+	"$TERN" counters --root "$mlx" --interval 0 --json
+json 'len(j["intervals"][0]["links"]) == 4 and all(l["active"] and l["phys_state_name"] == "LinkUp" for l in j["intervals"][0]["links"])' \
+	"$TERN" counters --root "$efa" --interval 0 --json
+# A missing phys_state is not mentioned; a port with neither file has no
+# link line.
+copy "$efa" l0
+rm "$tmp/l0/sys/class/infiniband/rdmap80s0/ports/1/phys_state" \
+	"$tmp/l0/sys/class/infiniband/rdmap81s0/ports/1/state" \
+	"$tmp/l0/sys/class/infiniband/rdmap81s0/ports/1/phys_state"
+t 0 "^  rdmap80s0 port 1: ACTIVE$" "$TERN" counters --root "$tmp/l0" --interval 0
+json '[(l["device"], l["state_name"], l["phys_state"], l["phys_state_name"]) for l in j["intervals"][0]["links"]] == [("rdmap79s0", "ACTIVE", 5, "LinkUp"), ("rdmap80s0", "ACTIVE", None, None), ("rdmap82s0", "ACTIVE", 5, "LinkUp")]' \
+	"$TERN" counters --root "$tmp/l0" --interval 0 --json
+# A change between two readings is reported with when it was seen: after
+# the start and as UTC; a port that came up is no longer down.
+copy "$mlx" l1
+flip "$tmp/l1/sys/class/infiniband/mlx5_0/ports/1" \
+	"4: ACTIVE" "5: LinkUp" "1: DOWN" "3: Disabled"
+flip "$tmp/l1/sys/class/infiniband/mlx5_1/ports/1" \
+	"1: DOWN" "3: Disabled" "4: ACTIVE" "5: LinkUp"
+out=$(timeout 20 "$TERN" counters --root "$tmp/l1" --interval 0.2 2>&1)
+utc='([0-9]\{4\}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z)'
+for pat in "^link change: mlx5_0 port 1: ACTIVE -> DOWN (LinkUp -> Disabled) at +[0-9]*\.[0-9] s $utc$" \
+	"^link change: mlx5_1 port 1: DOWN -> ACTIVE (Disabled -> LinkUp) at +[0-9]*\.[0-9] s $utc$" \
+	"^! mlx5_0 port 1: DOWN (Disabled), down since +[0-9]*\.[0-9] s $utc$" \
+	"^  mlx5_1 port 1: ACTIVE (LinkUp)$" \
+	"^links down: mlx5_0 port 1 (DOWN, Disabled) down since +[0-9]*\.[0-9] s $utc$"; do
+	if printf '%s\n' "$out" | grep -q -- "$pat"; then
+		echo "ok: link change, text: $pat"
+	else
+		echo "not ok: link change, text: $pat"
+		printf '%s\n' "$out" | grep -e "^link" -e "^!" | head -5
+		fail=1
+	fi
+done
+# Once per change: the port stays down at the third reading, and the
+# second interval still says since when.
+copy "$mlx" l2
+flip "$tmp/l2/sys/class/infiniband/mlx5_0/ports/1" \
+	"4: ACTIVE" "5: LinkUp" "1: DOWN" "3: Disabled" "1: DOWN" "3: Disabled"
+json 'len(j["events"]) == 1 and j["events"][0]["device"] == "mlx5_0" and j["events"][0]["port"] == 1 and j["events"][0]["from"] == {"state": 4, "state_name": "ACTIVE", "phys_state": 5, "phys_state_name": "LinkUp"} and j["events"][0]["to"] == {"state": 1, "state_name": "DOWN", "phys_state": 3, "phys_state_name": "Disabled"} and 0 < j["events"][0]["at_s"] < 5 and __import__("re").fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", j["events"][0]["at_utc"]) and [(l["device"], l["active"], l["down_since_s"], l["down_since_utc"], l["down_at_start"]) for l in j["intervals"][1]["links"]] == [("mlx5_0", False, j["events"][0]["at_s"], j["events"][0]["at_utc"], False), ("mlx5_1", False, None, None, True)]' \
+	"$TERN" counters --root "$tmp/l2" --interval 0.2 --count 2 --json
+copy "$mlx" l3
+flip "$tmp/l3/sys/class/infiniband/mlx5_0/ports/1" \
+	"4: ACTIVE" "5: LinkUp" "1: DOWN" "3: Disabled" "1: DOWN" "3: Disabled"
+out=$(timeout 20 "$TERN" counters --root "$tmp/l3" --interval 0.2 --count 2 2>&1)
+n=$(printf '%s\n' "$out" | grep -c "^link change: mlx5_0 port 1: ACTIVE -> DOWN")
+if [ "$n" -eq 1 ] && printf '%s\n' "$out" | sed -n '/interval 2 of 2/,$p' |
+	grep -q "^! mlx5_0 port 1: DOWN (Disabled), down since +[0-9]*\.[0-9] s "; then
+	echo "ok: link change, text: reported once, since when kept"
+else
+	echo "not ok: link change, text: reported $n times, or since when lost"
+	fail=1
+fi
 
 # Several intervals; --json=FILE keeps the text on stdout.
 json 'len(j["intervals"]) == 3 and [i["index"] for i in j["intervals"]] == [1, 2, 3] and all(i["seconds"] > 0 for i in j["intervals"])' \

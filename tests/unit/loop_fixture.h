@@ -20,4 +20,12 @@ int write_nth(struct env *e, struct tracked *t, unsigned int i);
 /* The context @t's request is posted with (what its completions carry). */
 void *ctx_of(struct tracked *t);
 
+/* Two rails to the peer, each with its own key; writes longer than 1 KiB
+ * striped; failover on, a first cooldown of @cooldown_ms; probes from
+ * the buffer (tern's own scratch). */
+void two_rails(struct env *e, uint32_t cooldown_ms);
+
+/* Sleep @ms milliseconds. */
+void sleep_ms(long ms);
+
 #endif /* TERN_TEST_LOOP_FIXTURE_H */

@@ -28,30 +28,6 @@
 #include "fake_prov.h"
 #include "loop_fixture.h"
 
-/* Two rails to the peer, each with its own key; writes longer than 1 KiB
- * striped; failover on, a first cooldown of @cooldown_ms. */
-static void two_rails(struct env *e, uint32_t cooldown_ms)
-{
-	e->ctx->nrails = 2;
-	e->ctx->stripe_chunk = 1024;
-	e->ctx->failover = 1;
-	e->ctx->cooldown_ms = cooldown_ms;
-	e->peer.nrails = 2;
-	e->peer.fiaddr[1] = PEER_ADDR + 1;
-	e->rdesc.nkeys = 2;
-	e->rdesc.keys[1] = RKEY + 1;
-	/* Probes write 0 bytes from tern's own scratch. */
-	e->ctx->scratch_mr = &e->mr;
-	e->ctx->scratch = (uint64_t *)(void *)e->buf;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 /* @n progress passes: a part queued again goes out in the pass after
  * its failure was read. */
 static void passes(struct env *e, int n)

@@ -26,28 +26,14 @@
 #include "fake_prov.h"
 #include "loop_fixture.h"
 
-/* Two rails to the peer, writes longer than 1 KiB striped, failover on,
- * a rail silent after @stall_ms. */
-static void two_rails(struct env *e, uint32_t stall_ms)
+/* Two rails to the peer (loop_fixture.h), a rail silent after
+ * @stall_ms, watched as tern_ctx_open() makes the watch. */
+static void stall_rails(struct env *e, uint32_t stall_ms)
 {
-	e->ctx->nrails = 2;
-	e->ctx->stripe_chunk = 1024;
-	e->ctx->failover = 1;
-	e->ctx->cooldown_ms = 60000;
+	two_rails(e, 60000);
 	e->ctx->stall_ms = stall_ms;
-	e->peer.nrails = 2;
-	e->peer.fiaddr[1] = PEER_ADDR + 1;
-	e->rdesc.nkeys = 2;
-	e->rdesc.keys[1] = RKEY + 1;
 	e->ctx->peers = &e->peer;
 	tern__stall_init(e->ctx);
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
 }
 
 /* Progress for @ms, completing nothing. */
@@ -69,7 +55,7 @@ static void test_silent_rail_avoided(void **state)
 	struct tracked w, s;
 	uint64_t t0;
 
-	two_rails(e, 40);
+	stall_rails(e, 40);
 	assert_int_equal(e->ctx->stall_idle, 1);
 	assert_int_equal(e->ctx->fence_ok, 0);
 	track_init(&w);
@@ -127,7 +113,7 @@ static void test_slow_rail_not_silent(void **state)
 	struct env *e = *state;
 	struct tracked w;
 
-	two_rails(e, 300);
+	stall_rails(e, 300);
 	e->ctx->stripe_chunk = 512;
 	track_init(&w);
 	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, 4096, &e->rdesc,
@@ -155,7 +141,7 @@ static void test_watch_off(void **state)
 	struct env *e = *state;
 	struct tracked w;
 
-	two_rails(e, 0);
+	stall_rails(e, 0);
 	assert_int_equal(e->ctx->stall_idle, 0);
 	track_init(&w);
 	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, 2048, &e->rdesc,

@@ -251,6 +251,7 @@ struct tern_rail {
 	uint64_t reaped;
 	uint64_t stall_mark;
 	uint64_t stall_since;
+	uint64_t alive_ns;  /* when a check last saw it complete anything */
 	uint64_t fenced_ns; /* when it last dropped connections (fence.c) */
 };
 

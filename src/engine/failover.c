@@ -222,8 +222,11 @@ static int fenced_here(const struct tern_rail *rail)
 void tern__path_stalled(struct tern_ctx *ctx, struct tern_peer *peer,
 			unsigned int r, const char *why)
 {
+	/* Its last rail up silent too: the peer is slow, or gone (which
+	 * its connection or keepalive tells), not a rail. */
 	if (ctx->closing || peer->gone || peer->removing || peer->removed ||
-	    tern__paths(peer) == NULL || (peer->down & (1U << r)))
+	    tern__paths(peer) == NULL || (peer->down & (1U << r)) ||
+	    ((peer->down | (1U << r)) & rails_mask(ctx)) == rails_mask(ctx))
 		return;
 	path_down(ctx, peer, r, why, 0);
 	if (!peer->gone)

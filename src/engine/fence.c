@@ -5,8 +5,12 @@
  * A link that dies without an error (a cable pulled under tcp, every
  * packet dropped) leaves what is posted on it waiting: tcp retransmits for
  * many minutes. A rail that holds operations and completes nothing for
- * TERN_RAIL_STALL_MS is taken for silent: each peer with operations on it
- * has that path marked down (failover.c), and new operations avoid it.
+ * TERN_RAIL_STALL_MS while another rail completes some is taken for
+ * silent: each peer with operations on it has that path marked down
+ * (failover.c), unless it is that peer's last rail up, and new operations
+ * avoid it. When every rail is quiet the peers are slow (one that does
+ * not progress holds what tcp and shm deliver to it) or gone, which is
+ * not a link's failure: nothing goes down.
  *
  * What the silent rail holds cannot simply go again elsewhere: the link
  * may come back and deliver the first copy late, after the caller reused
@@ -191,12 +195,31 @@ static void rail_stalled(struct tern_ctx *ctx, struct tern_rail *rail,
 	}
 }
 
+/* Has a rail other than @quiet completed anything since @quiet went
+ * quiet? If none has, the peers are slow or gone, not a link. */
+static int others_alive(const struct tern_ctx *ctx,
+			const struct tern_rail *quiet)
+{
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		if (&ctx->rails[i] != quiet &&
+		    ctx->rails[i].alive_ns > quiet->stall_since)
+			return 1;
+	}
+	return 0;
+}
+
 static void stall_tick(struct tern_timer *t)
 {
 	struct tern_ctx *ctx = t->data;
 	uint64_t now = tern__now_ns();
 	int busy_any = 0;
 
+	for (unsigned int i = 0; i < ctx->nrails; i++) {
+		struct tern_rail *rail = &ctx->rails[i];
+
+		if (rail->reaped != rail->stall_mark)
+			rail->alive_ns = now;
+	}
 	for (unsigned int i = 0; i < ctx->nrails; i++) {
 		struct tern_rail *rail = &ctx->rails[i];
 		int busy = rail->tx_credits < ctx->caps.tx_size;
@@ -208,7 +231,8 @@ static void stall_tick(struct tern_timer *t)
 			continue;
 		}
 		if (now - rail->stall_since >=
-		    (uint64_t)ctx->stall_ms * 1000000) {
+			    (uint64_t)ctx->stall_ms * 1000000 &&
+		    others_alive(ctx, rail)) {
 			rail_stalled(ctx, rail, now - rail->stall_since);
 			rail->stall_since = now;
 		}

@@ -135,6 +135,50 @@ static void test_slow_rail_not_silent(void **state)
 	assert_int_equal(e->ctx->rails_down, 0);
 }
 
+/* Both rails quiet (a peer that does not progress, or one gone): no rail
+ * is silent, so none goes down; nor does the peer's last rail up. */
+static void test_all_quiet_no_rail_down(void **state)
+{
+	struct env *e = *state;
+	struct tracked w, s;
+
+	stall_rails(e, 40);
+	track_init(&w);
+	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, 4096, &e->rdesc,
+				    0, &w.req),
+			 0);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 4);
+	spin_ms(e, 150);
+	assert_int_equal(e->peer.down, 0);
+	assert_int_equal(e->ctx->rails_down, 0);
+	for (unsigned int k = 0; k < 4; k++)
+		cq_ok(fk.calls[k].context, 0, 0, 0);
+	tern_progress(e->ctx);
+	assert_int_equal(w.status, 0);
+	/* One rail down already (an error): the other, the last, quiet,
+	 * stays up. */
+	track_init(&s);
+	assert_int_equal(tern_write(&e->peer, &e->mr, e->buf, 2048, &e->rdesc,
+				    0, &s.req),
+			 0);
+	tern_progress(e->ctx);
+	assert_int_equal(fk.ncalls, 6);
+	cq_err_path(fk.calls[4].context, -TERN_EPROV);
+	tern_progress(e->ctx);
+	assert_int_equal(e->peer.down, 1U << fk.calls[4].rail);
+	spin_ms(e, 150);
+	assert_int_equal(e->peer.down, 1U << fk.calls[4].rail);
+	assert_int_equal(e->peer.gone, 0);
+	assert_int_equal(s.calls, 0);
+	for (unsigned int k = 5; k < fk.ncalls; k++)
+		cq_ok(fk.calls[k].context, 0, 0, 0);
+	tern_progress(e->ctx);
+	tern_progress(e->ctx);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.status, 0);
+}
+
 /* TERN_RAIL_STALL_MS=0: never watched, however long a rail is quiet. */
 static void test_watch_off(void **state)
 {
@@ -163,6 +207,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_silent_rail_avoided),
 		T(test_slow_rail_not_silent),
+		T(test_all_quiet_no_rail_down),
 		T(test_watch_off),
 #undef T
 	};

@@ -4,7 +4,10 @@
  * over one local rail goes down when an operation on it completes with an
  * error that says the path is gone (the provider's "unreachable",
  * "connection reset", "timed out", "I/O error": struct tern__cqe.path),
- * not the operation (a bad key, a bad length). From then on:
+ * not the operation (a bad key, a bad length), or when the rail goes
+ * silent (fence.c: it completes nothing while another rail does; over
+ * tcp it is fenced first, so that what it held can no longer land).
+ * From then on:
  *
  * - new operations to that peer take its other rails;
  * - what failed is posted again on a live rail when posting it twice is

@@ -370,9 +370,9 @@ void tern__ctrl_forget_peer(struct tern_ctx *ctx, struct tern_peer *peer)
 	ctx->ctrl_pending = k != 0;
 }
 
-/* A message arrived from @src on @rail: act on it. */
-static void arrived(struct tern_ctx *ctx, struct tern_rail *rail,
-		    const struct tern__ctrl_msg *m, uint32_t src)
+/* A message arrived from @src: act on it. */
+static void arrived(struct tern_ctx *ctx, const struct tern__ctrl_msg *m,
+		    uint32_t src)
 {
 	switch (m->type) {
 	case TERN_CTRL_IMM_ABORT:
@@ -380,7 +380,7 @@ static void arrived(struct tern_ctx *ctx, struct tern_rail *rail,
 		tern__imm_aborted(ctx, m->imm, ctx->imm_source ? src : 0);
 		break;
 	case TERN_CTRL_FENCE:
-		tern__fence_asked(ctx, src, m->rail, m->token, rail->idx);
+		tern__fence_asked(ctx, src, m->rail, m->token);
 		break;
 	case TERN_CTRL_FENCED:
 		tern__fence_answered(ctx, src, m->rail, m->token);
@@ -426,7 +426,7 @@ void tern__ctrl_done(struct tern_ctx *ctx, struct tern_rail *rail,
 				   "bytes) dropped (%" PRIu64 " so far)",
 				   r, cqe->len, c->bad);
 	} else {
-		arrived(ctx, rail, &m, cqe->src);
+		arrived(ctx, &m, cqe->src);
 	}
 	repost(ctx, r, i);
 }

@@ -851,11 +851,11 @@ void tern__path_stalled(struct tern_ctx *ctx, struct tern_peer *peer,
  * control messages and sources are known); fence rail @r to @peer (drop
  * this end's connections, ask the peer to drop its half; @stalled: the
  * rail is silent, else it failed); a FENCE of rail @r from source @src
- * arrived on rail @via; its FENCED answer arrived. */
+ * arrived (answered on rail @r); its FENCED answer arrived. */
 void tern__stall_init(struct tern_ctx *ctx);
 void tern__fence_start(struct tern_peer *peer, unsigned int r, int stalled);
 void tern__fence_asked(struct tern_ctx *ctx, uint32_t src, unsigned int r,
-		       uint32_t token, unsigned int via);
+		       uint32_t token);
 void tern__fence_answered(struct tern_ctx *ctx, uint32_t src, unsigned int r,
 			  uint32_t token);
 /* Post the parts queued to go again. @return requests finished. */

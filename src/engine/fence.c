@@ -121,14 +121,13 @@ void tern__fence_start(struct tern_peer *peer, unsigned int r, int stalled)
 }
 
 void tern__fence_asked(struct tern_ctx *ctx, uint32_t src, unsigned int r,
-		       uint32_t token, unsigned int via)
+		       uint32_t token)
 {
 	struct tern_peer *peer = peer_of(ctx, src);
 	struct tern__path *p;
 	uint64_t now = tern__now_ns();
 	int n;
 
-	(void)via;
 	if (peer == NULL || !ctx->fence_ok || r >= ctx->nrails ||
 	    tern__paths(peer) == NULL) {
 		tern__debug("a fence of rail %u from source %" PRIu32
